@@ -1,0 +1,397 @@
+"""Typed run specifications: frozen dataclasses, validated, TOML round-trip.
+
+Every default below is documented in the README ("Defaults vs the paper"); the
+paper's own settings are marked "paper", our choices where it is silent "ours".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigError
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
+
+DEFAULT_WIDTHS = tuple(2**k for k in range(2, 13))  # 4 … 4096 (paper)
+ATTACKS = ("fgsm", "pgd", "mim")
+OPTIMIZERS = ("adam", "sgd", "gd")
+RANKINGS = ("abs_mean", "signed_mean")
+INTERVENTIONS = ("transformed", "curated", "adversarial")
+NORMS = ("linf", "l2")
+PREDICTORS = ("ridge", "flow")
+
+
+def _check(cond: bool, fld: str, value: Any, allowed: str) -> None:
+    if not cond:
+        raise ConfigError(fld, value, allowed)
+
+
+def _pos_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def _pos_float(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _nonneg_float(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Which data set and which subset of it."""
+
+    name: str = "digits"
+    """Data set name (see ``malleability data list``)."""
+    data_dir: str | None = None
+    """Folder holding the files; else $MALLEABILITY_DATA, then the user data dir."""
+    classes: tuple[int, ...] | None = None
+    """Class labels to keep; two classes → binary task with ±1 targets (MSE). None: all."""
+    n_train: int = 1000
+    """Training examples, class-balanced (ours; the paper does not say)."""
+    n_test: int = 200
+    """Test examples, class-balanced (ours)."""
+    transductive: bool = False
+    """Include the test points in the attention context C (default: training set only)."""
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.name, str) and bool(self.name), "data.name", self.name, "a data set name")
+        _check(_pos_int(self.n_train) and self.n_train >= 2, "data.n_train", self.n_train, "an integer ≥ 2")
+        _check(_pos_int(self.n_test), "data.n_test", self.n_test, "a positive integer")
+        if self.classes is not None:
+            cl = tuple(self.classes)
+            _check(
+                len(cl) >= 2 and all(isinstance(c, int) and c >= 0 for c in cl) and len(set(cl)) == len(cl),
+                "data.classes", self.classes, "two or more distinct non-negative class labels, e.g. 3,8",
+            )
+            object.__setattr__(self, "classes", cl)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The two models and their widths."""
+
+    kinds: tuple[str, ...] = ("relu", "attn")
+    """Models to compare: relu (2L-ReLU), attn (MLP-Attn)."""
+    widths: tuple[int, ...] = DEFAULT_WIDTHS
+    """Hidden widths m (paper: 4 … 4096, powers of two)."""
+    sigma_w: float = 0.01
+    """First-layer init std σ_w (paper: 0.01)."""
+    train_output: bool = False
+    """Also train the ±1 output layer (paper: fixed)."""
+
+    def __post_init__(self) -> None:
+        kinds = tuple(self.kinds)
+        _check(
+            len(kinds) >= 1 and all(k in ("relu", "attn") for k in kinds) and len(set(kinds)) == len(kinds),
+            "model.kinds", self.kinds, "a non-empty subset of relu, attn",
+        )
+        widths = tuple(self.widths)
+        _check(
+            len(widths) >= 1 and all(_pos_int(w) and w <= 2**20 for w in widths),
+            "model.widths", self.widths, "positive integers up to 1048576, e.g. 16,1024,4096",
+        )
+        _check(_pos_float(self.sigma_w), "model.sigma_w", self.sigma_w, "a positive number (paper: 0.01)")
+        object.__setattr__(self, "kinds", kinds)
+        object.__setattr__(self, "widths", tuple(sorted(set(widths))))
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """Optimisation (PAPER.md §3)."""
+
+    optimizer: str = "adam"
+    """adam (paper), sgd (mini-batch) or gd (full batch)."""
+    lr: float = 1e-3
+    """Learning rate (paper: 1e-3)."""
+    epochs: int = 500
+    """Epochs (paper: 500)."""
+    batch_size: int = 128
+    """Mini-batch size (paper: 128); ignored by gd."""
+    l2: float = 1e-3
+    """L2 penalty λ, added to the loss as (λ/2)‖θ‖² (paper: λ = 1e-3)."""
+
+    def __post_init__(self) -> None:
+        _check(self.optimizer in OPTIMIZERS, "train.optimizer", self.optimizer, f"one of {', '.join(OPTIMIZERS)}")
+        _check(_pos_float(self.lr), "train.lr", self.lr, "a positive number (paper: 1e-3)")
+        _check(_pos_int(self.epochs), "train.epochs", self.epochs, "a positive integer (paper: 500)")
+        _check(_pos_int(self.batch_size), "train.batch_size", self.batch_size, "a positive integer (paper: 128)")
+        _check(_nonneg_float(self.l2), "train.l2", self.l2, "a number ≥ 0 (paper: 1e-3)")
+
+
+@dataclass(frozen=True)
+class NTKSpec:
+    """NTK predictor and distances (PAPER.md §4)."""
+
+    lam: float = 1e-3
+    """Ridge λ of the NTK predictor f_NTK (ours, matching the training L2)."""
+    predictor: str = "ridge"
+    """ridge (kernel ridge regression) or flow (gradient flow to time flow_time, MSE)."""
+    flow_time: float = 1000.0
+    """Gradient-flow time t for predictor=flow."""
+    drift_every: int = 10
+    """Record the kernel drift ‖Θ_t − Θ_0‖_F/‖Θ_0‖_F every this many epochs (0: off)."""
+    drift_points: int = 256
+    """Training points used for the drift kernel (a fixed seeded probe subset)."""
+
+    def __post_init__(self) -> None:
+        _check(_pos_float(self.lam), "ntk.lam", self.lam, "a positive number")
+        _check(self.predictor in PREDICTORS, "ntk.predictor", self.predictor, "ridge or flow")
+        _check(_pos_float(self.flow_time), "ntk.flow_time", self.flow_time, "a positive number")
+        _check(isinstance(self.drift_every, int) and self.drift_every >= 0, "ntk.drift_every", self.drift_every, "an integer ≥ 0")
+        _check(_pos_int(self.drift_points), "ntk.drift_points", self.drift_points, "a positive integer")
+
+
+@dataclass(frozen=True)
+class SpectrumSpec:
+    """Gram spectra and condition numbers (PAPER.md §5)."""
+
+    rtol: float | None = None
+    """Relative eigenvalue tolerance of the numerical rank (None: max(n, d)·eps·λ_max)."""
+    datasets: tuple[str, ...] = ()
+    """Extra data sets to compare in the same run (e.g. mnist,cifar10)."""
+
+    def __post_init__(self) -> None:
+        if self.rtol is not None:
+            _check(_pos_float(self.rtol) and self.rtol < 1, "spectrum.rtol", self.rtol, "a number in (0, 1), e.g. 1e-10")
+        object.__setattr__(self, "datasets", tuple(self.datasets))
+
+
+@dataclass(frozen=True)
+class FlipSpec:
+    """Influence flip-rate protocol (PAPER.md §6)."""
+
+    attacks: tuple[str, ...] = ATTACKS
+    """Attacks: fgsm, pgd, mim."""
+    eps: tuple[float, ...] = (0.3,)
+    """ℓ∞ radii in pixel space (paper: 0.3; sweep 0.1,0.2,0.3,0.5)."""
+    norm: str = "linf"
+    """Threat model: linf (paper) or l2."""
+    width: int = 1024
+    """Width of the networks whose influence is measured (ours)."""
+    top_frac: float = 0.1
+    """Fraction of training points selected as most influential (paper: 10%)."""
+    ranking: str = "abs_mean"
+    """abs_mean: mean |influence| over test points (ours); signed_mean: mean influence."""
+    intervention: str = "transformed"
+    """transformed (replace the top set by adversarial versions; paper's tables), curated, adversarial."""
+    lam: float = 1e-3
+    """Ridge λ of the kernel leave-one-out influence."""
+    pgd_steps: int = 40
+    """PGD steps (ours)."""
+    pgd_alpha: float = 0.01
+    """PGD step size in pixel units (ours)."""
+    random_start: bool = True
+    """PGD starts from a uniform point in the ε-ball (ours)."""
+    restarts: int = 1
+    """PGD restarts (best loss kept)."""
+    mim_steps: int = 10
+    """MIM steps (ours); step size ε/mim_steps."""
+    mim_decay: float = 1.0
+    """MIM momentum decay μ (ours)."""
+    retrain: bool = False
+    """Retrain on the intervened set instead of freezing the weights (paper: frozen)."""
+    adv_eps: float = 0.3
+    """ε of PGD adversarial training (advtrain experiment)."""
+
+    def __post_init__(self) -> None:
+        attacks = tuple(self.attacks)
+        _check(len(attacks) >= 1 and all(a in ATTACKS for a in attacks), "flip.attacks", self.attacks, "a subset of fgsm, pgd, mim")
+        eps = tuple(float(e) for e in self.eps)
+        _check(len(eps) >= 1 and all(_pos_float(e) and e <= 1 for e in eps), "flip.eps", self.eps, "numbers in (0, 1] (pixel space), e.g. 0.1,0.3")
+        _check(self.norm in NORMS, "flip.norm", self.norm, "linf or l2")
+        _check(_pos_int(self.width), "flip.width", self.width, "a positive integer")
+        _check(_pos_float(self.top_frac) and self.top_frac <= 1, "flip.top_frac", self.top_frac, "a fraction in (0, 1]")
+        _check(self.ranking in RANKINGS, "flip.ranking", self.ranking, f"one of {', '.join(RANKINGS)}")
+        _check(self.intervention in INTERVENTIONS, "flip.intervention", self.intervention, f"one of {', '.join(INTERVENTIONS)}")
+        _check(_pos_float(self.lam), "flip.lam", self.lam, "a positive number")
+        _check(_pos_int(self.pgd_steps), "flip.pgd_steps", self.pgd_steps, "a positive integer")
+        _check(_pos_float(self.pgd_alpha), "flip.pgd_alpha", self.pgd_alpha, "a positive number")
+        _check(_pos_int(self.restarts), "flip.restarts", self.restarts, "a positive integer")
+        _check(_pos_int(self.mim_steps), "flip.mim_steps", self.mim_steps, "a positive integer")
+        _check(_nonneg_float(self.mim_decay), "flip.mim_decay", self.mim_decay, "a number ≥ 0")
+        _check(_pos_float(self.adv_eps) and self.adv_eps <= 1, "flip.adv_eps", self.adv_eps, "a number in (0, 1]")
+        object.__setattr__(self, "attacks", attacks)
+        object.__setattr__(self, "eps", eps)
+
+
+@dataclass(frozen=True)
+class LandscapeSpec:
+    """Loss landscape and sharpness (PAPER.md §7)."""
+
+    width: int = 1024
+    """Width of the networks whose landscape is measured (ours)."""
+    points_1d: int = 41
+    """Points of the 1-D curves."""
+    points_2d: int = 21
+    """Points per axis of the 2-D surface."""
+    span: float = 1.0
+    """α, β range [−span, span] in filter-normalised units."""
+    split: str = "train"
+    """Loss evaluated on train, test or both."""
+    hessian_iters: int = 100
+    """Iteration cap of power iteration / Lanczos."""
+    hessian_tol: float = 1e-4
+    """Relative convergence tolerance of the top eigenvalue."""
+    hutchinson_samples: int = 100
+    """Rademacher probes of Hutchinson's trace estimate."""
+
+    def __post_init__(self) -> None:
+        _check(_pos_int(self.width), "landscape.width", self.width, "a positive integer")
+        _check(_pos_int(self.points_1d) and self.points_1d >= 3, "landscape.points_1d", self.points_1d, "an integer ≥ 3")
+        _check(_pos_int(self.points_2d) and self.points_2d >= 3, "landscape.points_2d", self.points_2d, "an integer ≥ 3")
+        _check(_pos_float(self.span), "landscape.span", self.span, "a positive number")
+        _check(self.split in ("train", "test", "both"), "landscape.split", self.split, "train, test or both")
+        _check(_pos_int(self.hessian_iters), "landscape.hessian_iters", self.hessian_iters, "a positive integer")
+        _check(_pos_float(self.hessian_tol), "landscape.hessian_tol", self.hessian_tol, "a positive number")
+        _check(_pos_int(self.hutchinson_samples), "landscape.hutchinson_samples", self.hutchinson_samples, "a positive integer")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: which experiments on which data, with which models and options."""
+
+    experiment: str = "all"
+    """An experiment name (see ``malleability headless --help``) or all."""
+    data: DataSpec = field(default_factory=DataSpec)
+    model: ModelSpec = field(default_factory=ModelSpec)
+    train: TrainSpec = field(default_factory=TrainSpec)
+    ntk: NTKSpec = field(default_factory=NTKSpec)
+    spectrum: SpectrumSpec = field(default_factory=SpectrumSpec)
+    flip: FlipSpec = field(default_factory=FlipSpec)
+    landscape: LandscapeSpec = field(default_factory=LandscapeSpec)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds (ours: 3); each seeds the subset draw, the init and the batch order."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu or cuda."""
+    dtype: str = "float32"
+    """float32 or float64 for training and kernels."""
+    quick: bool = False
+    """Whether the --quick preset was applied (recorded for the report)."""
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.experiment, str) and bool(self.experiment), "experiment", self.experiment, "an experiment name or all")
+        seeds = tuple(self.seeds)
+        _check(
+            len(seeds) >= 1 and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds) and len(set(seeds)) == len(seeds),
+            "seeds", self.seeds, "distinct non-negative integers, e.g. 0,1,2",
+        )
+        object.__setattr__(self, "seeds", seeds)
+        _check(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"), "device", self.device, "auto, cpu or cuda")
+        _check(self.dtype in ("float32", "float64"), "dtype", self.dtype, "float32 or float64")
+
+    # -- serialisation ---------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (tuples become lists, None values are dropped)."""
+        return _to_plain(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSpec:
+        """Inverse of ``to_dict``; unknown keys raise ``ConfigError``."""
+        return _from_dict(cls, d, "")
+
+    def to_toml(self) -> str:
+        return dumps_toml(self.to_dict())
+
+    @classmethod
+    def from_toml(cls, text: str) -> RunSpec:
+        try:
+            d = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError("config", "TOML", f"valid TOML ({e})") from None
+        return cls.from_dict(d)
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunSpec:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError("config", str(p), f"a readable TOML file ({e.strerror})") from None
+        return cls.from_toml(text)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_toml(), encoding="utf-8")
+
+    def replace(self, **changes: Any) -> RunSpec:
+        """Copy with top-level fields or ``section__field`` keys replaced."""
+        top: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {}
+        for k, v in changes.items():
+            if "__" in k:
+                sec, f = k.split("__", 1)
+                nested.setdefault(sec, {})[f] = v
+            else:
+                top[k] = v
+        for sec, vals in nested.items():
+            top[sec] = dataclasses.replace(top.get(sec, getattr(self, sec)), **vals)
+        return dataclasses.replace(self, **top)
+
+
+SECTIONS = {
+    "data": DataSpec,
+    "model": ModelSpec,
+    "train": TrainSpec,
+    "ntk": NTKSpec,
+    "spectrum": SpectrumSpec,
+    "flip": FlipSpec,
+    "landscape": LandscapeSpec,
+}
+
+
+def _to_plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _to_plain(x) for k, x in v.items() if x is not None}
+    if isinstance(v, (list, tuple)):
+        return [_to_plain(x) for x in v]
+    return v
+
+
+def _from_dict(cls: type, d: Any, prefix: str) -> Any:
+    if not isinstance(d, dict):
+        raise ConfigError(prefix.rstrip(".") or "config", d, "a table of options")
+    known = {f.name: f for f in fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for k, v in d.items():
+        if k not in known:
+            raise ConfigError(prefix + k, v, f"a known option: {', '.join(sorted(known))}")
+        if k in SECTIONS and cls is RunSpec:
+            kwargs[k] = _from_dict(SECTIONS[k], v, k + ".")
+        else:
+            kwargs[k] = tuple(v) if isinstance(v, list) else v
+    try:
+        return cls(**kwargs)
+    except TypeError as e:  # pragma: no cover - defensive
+        raise ConfigError(prefix.rstrip(".") or "config", d, str(e)) from None
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v) if not isinstance(v, float) or math.isfinite(v) else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def dumps_toml(d: dict[str, Any]) -> str:
+    """Write a dict of scalars, lists and one level of tables as TOML."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in d.items() if not isinstance(v, dict)]
+    for k, v in d.items():
+        if isinstance(v, dict):
+            lines.append("")
+            lines.append(f"[{k}]")
+            lines.extend(f"{kk} = {_toml_value(vv)}" for kk, vv in v.items())
+    return "\n".join(lines) + "\n"

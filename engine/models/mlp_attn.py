@@ -1,0 +1,69 @@
+"""MLP-Attn: the two-layer network behind linearized attention (PAPER.md §2)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from engine.models.attention import LinearizedAttention
+from engine.models.two_layer import TwoLayerNet
+
+
+class MLPAttn(nn.Module):
+    """f(x) = TwoLayerNet(Cx/‖Cx‖) with C = XᵀX of the context (training) set.
+
+    Same parameters and initialisation as ``TwoLayerNet`` for the same seed, so the
+    two models differ only in the attention transform. Output shape [n, n_out].
+    """
+
+    def __init__(
+        self,
+        context: torch.Tensor,
+        width: int,
+        n_out: int = 1,
+        *,
+        sigma_w: float = 0.01,
+        train_output: bool = False,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        self.attention = LinearizedAttention(context.to(dtype))
+        self.mlp = TwoLayerNet(
+            context.shape[1],
+            width,
+            n_out,
+            sigma_w=sigma_w,
+            train_output=train_output,
+            normalize_input=False,
+            seed=seed,
+            dtype=dtype,
+        )
+
+    @property
+    def head(self) -> TwoLayerNet:
+        """The two-layer network that follows the attention."""
+        return self.mlp
+
+    @property
+    def width(self) -> int:
+        return self.mlp.width
+
+    @property
+    def n_out(self) -> int:
+        return self.mlp.n_out
+
+    def set_context(self, context: torch.Tensor) -> None:
+        """Recompute the attention's C from a new context [n, d]."""
+        self.attention.set_context(context)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """x [n, d] → Cx̂/‖Cx̂‖ [n, d], the first layer's input."""
+        return self.attention(x)
+
+    def forward_features(self, xt: torch.Tensor) -> torch.Tensor:
+        return self.mlp.forward_features(xt)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [n, d] (raw pixels or unit-norm) → f [n, n_out]."""
+        return self.mlp.forward_features(self.features(x))

@@ -1,0 +1,1 @@
+"""malleability's terminal front ends: the typer CLI and the Textual app."""
