@@ -1,0 +1,206 @@
+"""The run context: cached data sets and trained models shared between experiments."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.data.dataset import Dataset
+from engine.device import resolve_device
+from engine.errors import Cancelled, DatasetError
+from engine.experiments.events import Event, Log, Metric, Progress
+from engine.experiments.spec import RunSpec
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@dataclass
+class TrainedModel:
+    """A model trained once per run (shared by every experiment that needs it)."""
+
+    model: nn.Module
+    init_state: dict[str, torch.Tensor]
+    dataset: Dataset
+    kind: str
+    width: int
+    seed: int
+    adversarial: bool
+    train_loss: float
+    train_accuracy: float
+    test_accuracy: float
+    test_loss: float
+    seconds: float
+    history: list[dict[str, float]] = field(default_factory=list)
+    drift: list[tuple[int, float]] = field(default_factory=list)
+
+    def init_model(self) -> nn.Module:
+        """A copy of the model with its weights at initialisation."""
+        m = copy.deepcopy(self.model)
+        m.load_state_dict(self.init_state)
+        return m.eval()
+
+
+class RunContext:
+    """What an experiment function sees: the spec, the device, data, trained models."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        *,
+        done_cells: frozenset[str] | set[str] = frozenset(),
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.spec = spec
+        self.device = resolve_device(spec.device)
+        self.dtype = DTYPES[spec.dtype]
+        self.done_cells = frozenset(done_cells)
+        self.cancel = cancel
+        self._datasets: dict[tuple[str, int], Dataset] = {}
+        self._trained: dict[tuple[Any, ...], TrainedModel] = {}
+
+    # -- control -----------------------------------------------------------------
+
+    def is_done(self, cell: str) -> bool:
+        """True when ``cell`` finished in the run being resumed."""
+        return cell in self.done_cells
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+    def check_cancel(self) -> None:
+        """Raise ``Cancelled`` when the user asked to stop."""
+        if self.cancelled():
+            raise Cancelled("the run was cancelled; finished cells are kept")
+
+    # -- data --------------------------------------------------------------------
+
+    def dataset(self, name: str | None = None, seed: int | None = None) -> Dataset:
+        """The spec's data subset for ``seed`` (default: the first seed), cached.
+
+        ``name`` loads another data set with the same subset options; its files are
+        looked for under ``data.data_dir`` first, then the usual places.
+        """
+        from engine.data import load_dataset
+
+        d = self.spec.data
+        name = name or d.name
+        seed = self.spec.seeds[0] if seed is None else seed
+        key = (name, seed)
+        if key not in self._datasets:
+            kw = dict(classes=d.classes, n_train=d.n_train, n_test=d.n_test, seed=seed)
+            try:
+                ds = load_dataset(name, root=d.data_dir, **kw)
+            except DatasetError:
+                if name == d.name or d.data_dir is None:
+                    raise
+                ds = load_dataset(name, root=None, **kw)
+            self._datasets[key] = ds
+        return self._datasets[key]
+
+    def to_device(self, t: torch.Tensor) -> torch.Tensor:
+        """Move a tensor to the run's device (floating tensors also to its dtype)."""
+        if torch.is_floating_point(t):
+            return t.to(self.device, self.dtype)
+        return t.to(self.device)
+
+    def context_rows(self, ds: Dataset) -> torch.Tensor:
+        """The attention context: training rows, plus test rows when transductive."""
+        x = ds.x_train
+        if self.spec.data.transductive:
+            x = torch.cat([x, ds.x_test])
+        return self.to_device(x)
+
+    # -- models ------------------------------------------------------------------
+
+    def train_model(
+        self, kind: str, width: int, seed: int, *, dataset: Dataset | None = None, adversarial: bool = False
+    ) -> Generator[Event, None, TrainedModel]:
+        """Train (or reuse) ``kind`` at ``width`` for ``seed``; ``yield from`` it.
+
+        Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
+        ``Progress('cell')`` events; returns the ``TrainedModel``.
+        """
+        from engine.models import build_model
+        from engine.train import evaluate, train
+
+        ds = dataset if dataset is not None else self.dataset(seed=seed)
+        key = (ds.name, ds.classes, ds.n_train, ds.n_test, kind, width, seed, adversarial)
+        if key in self._trained:
+            return self._trained[key]
+        sp = self.spec
+        cell = f"train/{ds.name}/{kind}/{width}/{seed}" + ("/adversarial" if adversarial else "")
+        model = build_model(
+            kind, self.context_rows(ds), width, ds.n_out, sigma_w=sp.model.sigma_w,
+            train_output=sp.model.train_output, seed=seed, dtype=self.dtype,
+        ).to(self.device)
+        init_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)
+        perturb = None
+        if adversarial:
+            from engine.train.adversarial import make_pgd_perturb
+
+            f = sp.flip
+            perturb = make_pgd_perturb(
+                eps=f.adv_eps, steps=f.pgd_steps, alpha=f.pgd_alpha, random_start=f.random_start,
+                norm=f.norm, generator=torch.Generator(device=self.device).manual_seed(seed),
+            )
+        probe, k0 = self._drift_probe(model, x, seed)
+        gen = torch.Generator().manual_seed(10_007 * seed + width)
+        history: list[dict[str, float]] = []
+        drift: list[tuple[int, float]] = []
+        t0 = time.perf_counter()
+        epochs = sp.train.epochs
+        yield Progress("cell", 0, epochs, f"training {kind} m={width} seed={seed}", cell=cell)
+        for st in train(model, x, y, sp.train, generator=gen, perturb=perturb, should_stop=self.cancelled):
+            history.append({"epoch": st.epoch, "loss": st.loss, "accuracy": st.accuracy})
+            yield Metric("train_loss", st.loss, st.epoch, cell=cell)
+            yield Metric("train_accuracy", st.accuracy, st.epoch, cell=cell)
+            every = sp.ntk.drift_every
+            if k0 is not None and every and (st.epoch % every == 0 or st.epoch == epochs):
+                v = self._drift(model, probe, k0)
+                drift.append((st.epoch, v))
+                model.train()
+                yield Metric("kernel_drift", v, st.epoch, cell=cell)
+            yield Progress("cell", st.epoch, epochs, f"{kind} m={width} seed={seed}", cell=cell)
+        model.eval()
+        tr_loss, tr_acc = evaluate(model, x, y)
+        te_loss, te_acc = evaluate(model, self.to_device(ds.x_test_raw), self.to_device(ds.y_test))
+        tm = TrainedModel(
+            model=model, init_state=init_state, dataset=ds, kind=kind, width=width, seed=seed,
+            adversarial=adversarial, train_loss=tr_loss, train_accuracy=tr_acc, test_accuracy=te_acc,
+            test_loss=te_loss, seconds=time.perf_counter() - t0, history=history, drift=drift,
+        )
+        self._trained[key] = tm
+        return tm
+
+    def _drift_probe(self, model: nn.Module, x: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if not self.spec.ntk.drift_every:
+            return x[:0], None
+        try:
+            from engine.ntk import empirical_ntk
+        except ImportError:  # pragma: no cover - during development only
+            return x[:0], None
+        g = torch.Generator().manual_seed(seed)
+        idx = torch.randperm(x.shape[0], generator=g)[: self.spec.ntk.drift_points].to(x.device)
+        probe = x[idx]
+        with torch.no_grad():
+            k0 = empirical_ntk(model, probe)
+        return probe, k0
+
+    @staticmethod
+    def _drift(model: nn.Module, probe: torch.Tensor, k0: torch.Tensor) -> float:
+        from engine.ntk import empirical_ntk
+
+        with torch.no_grad():
+            kt = empirical_ntk(model, probe)
+        return float(torch.linalg.norm(kt - k0) / torch.linalg.norm(k0).clamp_min(1e-300))
+
+    def note(self, message: str) -> Log:
+        return Log(message, "warning")

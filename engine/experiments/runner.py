@@ -1,0 +1,46 @@
+"""``run(spec)``: the generator of typed events behind every front end."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from engine.errors import EngineError
+from engine.experiments.context import RunContext
+from engine.experiments.events import Event, Failed, Finished, Log, Progress, Started, Summary
+from engine.experiments.registry import select
+from engine.experiments.spec import RunSpec
+
+
+def run(
+    spec: RunSpec,
+    *,
+    done_cells: frozenset[str] | set[str] = frozenset(),
+    cancel: threading.Event | None = None,
+) -> Iterator[Event]:
+    """Run ``spec.experiment`` (or all) and yield its events.
+
+    Ends with ``Finished(summary)`` or, on an expected error (bad data, a diverged
+    run, cancellation), ``Failed(error, message)``; never raises an ``EngineError``.
+    ``done_cells`` (from a run being resumed) are skipped; ``cancel`` is checked
+    between events.
+    """
+    summary: dict[str, Any] = {}
+    yield Started(spec.experiment, spec.to_dict())
+    try:
+        exps = select(spec.experiment)
+        ctx = RunContext(spec, done_cells=done_cells, cancel=cancel)
+        yield Log(f"device: {ctx.device}, dtype: {spec.dtype}")
+        for i, exp in enumerate(exps):
+            ctx.check_cancel()
+            yield Progress("experiments", i, len(exps), exp.name)
+            for ev in exp.fn(ctx):
+                if isinstance(ev, Summary):
+                    summary[ev.section] = ev.data
+                yield ev
+                ctx.check_cancel()
+        yield Progress("experiments", len(exps), len(exps), "done")
+        yield Finished(summary)
+    except EngineError as e:
+        yield Failed(type(e).__name__, str(e))

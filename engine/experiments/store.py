@@ -1,0 +1,242 @@
+"""The run store: writes a run directory (DESIGN.md) from the event stream.
+
+Everything is written as events arrive, atomically (temp file + rename for the
+CSVs, spec, env and summary; events.jsonl is append-only and flushed per line),
+so an interrupted run keeps every finished cell and ``--resume`` can skip them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.experiments.events import CellFinished, Event, Failed, Finished, Summary, TableRow, to_jsonable
+from engine.experiments.spec import RunSpec
+
+# Column names are part of the public interface (DESIGN.md, README "Run directory").
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "ntk_distance": (
+        "model", "dataset", "width", "seed", "ntk_distance", "ntk_distance_rel",
+        "kernel_distance_init", "kernel_distance_final", "kernel_drift", "train_loss", "test_accuracy",
+    ),
+    "spectrum": (
+        "dataset", "n", "d", "rank", "rtol", "kappa_G", "kappa_G_cubed", "kappa_G3_direct",
+        "kappa_d", "width_threshold_v1", "width_threshold_v2",
+    ),
+    "eigenvalues": ("index", "eig_G", "eig_G3"),
+    "flip_rates": (
+        "model", "dataset", "attack", "eps", "training", "seed", "flip_rate", "spearman",
+        "topk_overlap", "n_selected",
+    ),
+    "landscape": ("model", "direction", "alpha", "beta", "loss"),
+    "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace"),
+    "train": (
+        "model", "dataset", "width", "seed", "training", "epochs", "train_loss", "train_accuracy",
+        "test_loss", "test_accuracy", "seconds",
+    ),
+}
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _cell(v: Any) -> Any:
+    v = to_jsonable(v)
+    return "" if v is None else v
+
+
+def env_info(spec: RunSpec) -> dict[str, Any]:
+    """Versions, device and host of this run."""
+    import numpy
+    import torch
+
+    import engine
+    from engine.device import resolve_device
+
+    try:
+        device = str(resolve_device(spec.device))
+    except ConfigError:
+        device = spec.device
+    info: dict[str, Any] = {
+        "malleability": engine.__version__,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "device": device,
+        "cuda": torch.version.cuda,
+        "threads": torch.get_num_threads(),
+        "seeds": list(spec.seeds),
+    }
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+class RunStore:
+    """Consumes events and keeps ``path`` a complete, readable run directory."""
+
+    def __init__(self, path: str | Path, spec: RunSpec, *, resume: bool = False) -> None:
+        self.path = Path(path)
+        self.spec = spec
+        self.tables: dict[str, list[dict[str, Any]]] = {}
+        self.summary: dict[str, Any] = {}
+        self.done_cells: set[str] = set()
+        self.status = "running"
+        self._dirty: set[str] = set()
+        self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        if resume and (self.path / "events.jsonl").exists():
+            self._load_previous()
+        elif self.path.exists() and any(self.path.iterdir()):
+            raise ConfigError("out", str(self.path), "a new or empty folder (or pass --resume to continue it)")
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.path / "spec.toml", spec.to_toml())
+        self.env = env_info(spec)
+        self.env.update(start_time=_iso(), status="running")
+        if resume:
+            self.env["resumed"] = True
+        self._write_env()
+        self._events = open(self.path / "events.jsonl", "a", encoding="utf-8")
+        self._flush_tables(all_tables=True)
+
+    # -- resume ------------------------------------------------------------------
+
+    def _load_previous(self) -> None:
+        """Keep the events of finished cells; drop partial ones (they are re-run)."""
+        lines = (self.path / "events.jsonl").read_text(encoding="utf-8").splitlines()
+        events = []
+        for ln in lines:
+            try:
+                events.append(json.loads(ln))
+            except json.JSONDecodeError:
+                continue  # a line cut by the interruption
+        self.done_cells = {e["cell"] for e in events if e.get("kind") == "CellFinished"}
+        kept = []
+        for e in events:
+            cell = e.get("cell")
+            if cell is not None and (cell == "" and e["kind"] == "TableRow" or cell and cell not in self.done_cells):
+                continue
+            if e["kind"] in ("Finished", "Failed", "Summary"):
+                continue
+            kept.append(e)
+            if e["kind"] == "TableRow":
+                self.tables.setdefault(e["table"], []).append(e["row"])
+        atomic_write(self.path / "events.jsonl", "".join(json.dumps(e) + "\n" for e in kept))
+
+    # -- consuming events ----------------------------------------------------------
+
+    def write(self, ev: Event) -> None:
+        """Record one event (and update the CSVs / summary it affects)."""
+        self._events.write(json.dumps(ev.to_json()) + "\n")
+        self._events.flush()
+        if isinstance(ev, TableRow):
+            self._add_row(ev)
+        elif isinstance(ev, CellFinished):
+            for table, row in self._pending.pop(ev.cell, []):
+                self.tables.setdefault(table, []).append(row)
+                self._dirty.add(table)
+            self.done_cells.add(ev.cell)
+            self._flush_tables()
+        elif isinstance(ev, Summary):
+            self.summary[ev.section] = to_jsonable(ev.data)
+            self._flush_tables()
+            self._write_summary()
+        elif isinstance(ev, Finished):
+            self.summary.update(to_jsonable(ev.summary))
+            self.close("finished")
+        elif isinstance(ev, Failed):
+            self.summary["error"] = {"type": ev.error, "message": ev.message}
+            self.close("cancelled" if ev.error == "Cancelled" else "failed")
+
+    def _add_row(self, ev: TableRow) -> None:
+        cols = TABLE_COLUMNS.get(ev.table)
+        if cols is not None and set(ev.row) != set(cols):
+            missing = sorted(set(cols) - set(ev.row))
+            extra = sorted(set(ev.row) - set(cols))
+            raise ConfigError(f"table {ev.table}", f"missing {missing}, extra {extra}", f"exactly {', '.join(cols)}")
+        if ev.cell:
+            self._pending.setdefault(ev.cell, []).append((ev.table, ev.row))
+        else:
+            self.tables.setdefault(ev.table, []).append(ev.row)
+            self._dirty.add(ev.table)
+
+    def _flush_tables(self, all_tables: bool = False) -> None:
+        for table in list(self.tables) if all_tables else sorted(self._dirty):
+            rows = self.tables.get(table, [])
+            cols = list(TABLE_COLUMNS.get(table, ()))
+            for r in rows:
+                cols.extend(k for k in r if k not in cols)
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: _cell(r.get(k)) for k in cols})
+            atomic_write(self.path / f"{table}.csv", buf.getvalue())
+        self._dirty.clear()
+
+    def _write_summary(self) -> None:
+        doc = {"status": self.status, "experiment": self.spec.experiment, "dataset": self.spec.data.name, **self.summary}
+        atomic_write(self.path / "summary.json", json.dumps(to_jsonable(doc), indent=2, sort_keys=False) + "\n")
+
+    def _write_env(self) -> None:
+        atomic_write(self.path / "env.json", json.dumps(to_jsonable(self.env), indent=2) + "\n")
+
+    def close(self, status: str = "interrupted") -> None:
+        """Finish the directory: tables, summary and env (end time, status). Idempotent."""
+        if self._events.closed:
+            return
+        self.status = status
+        self._flush_tables()
+        self._write_summary()
+        self.env.update(end_time=_iso(), status=status)
+        self._write_env()
+        self._events.close()
+
+
+def _iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
+    """``<root>/<timestamp>-<experiment>-<dataset>`` under $MALLEABILITY_RUNS or ./runs."""
+    base = Path(root or os.environ.get("MALLEABILITY_RUNS", "runs"))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{stamp}-{spec.experiment.replace(',', '+')}-{spec.data.name}"
+    p = base / name
+    i = 1
+    while p.exists():
+        i += 1
+        p = base / f"{name}-{i}"
+    return p
+
+
+def read_run(path: str | Path) -> dict[str, Any]:
+    """Load a run directory: spec, env, summary and every CSV table (as lists of dicts)."""
+    p = Path(path)
+    if not (p / "spec.toml").exists():
+        raise ConfigError("run", str(p), "a run directory (it has spec.toml)")
+    out: dict[str, Any] = {"path": str(p), "spec": RunSpec.load(p / "spec.toml").to_dict(), "tables": {}}
+    for name in ("env", "summary"):
+        f = p / f"{name}.json"
+        out[name] = json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
+    for f in sorted(p.glob("*.csv")):
+        with open(f, encoding="utf-8", newline="") as fh:
+            out["tables"][f.stem] = list(csv.DictReader(fh))
+    return out

@@ -1,0 +1,5 @@
+"""Training loops (PAPER.md §3): Adam / SGD / full-batch GD, MSE or cross-entropy, L2."""
+
+from engine.train.loop import EpochStats, accuracy, data_loss, evaluate, is_classification, train
+
+__all__ = ["EpochStats", "accuracy", "data_loss", "evaluate", "is_classification", "train"]

@@ -1,0 +1,131 @@
+"""Training loops that yield one event per epoch (PAPER.md §3).
+
+Binary tasks (float ±1 targets, one output) use MSE; multi-class tasks (integer
+labels, K outputs) use cross-entropy. The L2 penalty is (λ/2)‖θ‖² over the trainable
+parameters, i.e. gradient λθ, the same as coupled weight decay λ.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from engine.errors import Cancelled, ConfigError, DivergedError
+from engine.experiments.spec import TrainSpec
+
+Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class EpochStats:
+    """One finished epoch: mean mini-batch data loss, running accuracy, seconds since start."""
+
+    epoch: int
+    loss: float
+    accuracy: float
+    elapsed: float
+
+
+def is_classification(y: torch.Tensor) -> bool:
+    """Integer labels → cross-entropy; float ±1 targets → MSE."""
+    return not torch.is_floating_point(y)
+
+
+def data_loss(out: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """Training loss of outputs ``out`` [n, K] against ``y`` ([n] labels or [n] ±1 targets)."""
+    if is_classification(y):
+        return nn.functional.cross_entropy(out, y, reduction=reduction)
+    if out.shape[-1] != 1:
+        raise ConfigError("targets", "float", "integer labels for a multi-output model")
+    err = (out[:, 0] - y) ** 2
+    return err.mean() if reduction == "mean" else err if reduction == "none" else err.sum()
+
+
+def accuracy(out: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction correct: argmax for labels, sign for ±1 targets."""
+    if out.shape[0] == 0:
+        return float("nan")
+    if is_classification(y):
+        return float((out.argmax(dim=1) == y).double().mean())
+    return float((torch.sign(out[:, 0]) == torch.sign(y)).double().mean())
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096) -> tuple[float, float]:
+    """(mean data loss, accuracy) of ``model`` on x [n, d], y [n], in eval mode."""
+    was = model.training
+    model.eval()
+    outs = [model(x[i : i + batch_size]) for i in range(0, x.shape[0], batch_size)]
+    model.train(was)
+    out = torch.cat(outs) if outs else x.new_zeros((0, 1))
+    return float(data_loss(out, y)), accuracy(out, y)
+
+
+def l2_penalty(model: nn.Module) -> torch.Tensor:
+    """Σ over trainable parameters of ‖p‖² (multiply by λ/2)."""
+    return sum((p * p).sum() for p in model.parameters() if p.requires_grad)  # type: ignore[return-value]
+
+
+def _optimizer(model: nn.Module, cfg: TrainSpec) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr)
+    return torch.optim.SGD(params, lr=cfg.lr)
+
+
+def train(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainSpec,
+    *,
+    generator: torch.Generator,
+    perturb: Perturb | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[EpochStats]:
+    """Train ``model`` in place on x [n, d], y [n]; yields ``EpochStats`` after each epoch.
+
+    ``perturb(model, xb, yb)`` (e.g. PGD for adversarial training) replaces each
+    mini-batch before the step. ``should_stop()`` is polled every batch; when it
+    returns True the loop raises ``Cancelled``. A non-finite loss raises
+    ``DivergedError`` naming the epoch. Batch order comes from ``generator`` (CPU).
+    """
+    n = x.shape[0]
+    bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
+    opt = _optimizer(model, cfg)
+    t0 = time.perf_counter()
+    model.train()
+    for epoch in range(1, cfg.epochs + 1):
+        order = torch.randperm(n, generator=generator).to(x.device)
+        total, correct, seen = 0.0, 0.0, 0
+        for start in range(0, n, bs):
+            if should_stop is not None and should_stop():
+                raise Cancelled(f"stopped during epoch {epoch}")
+            idx = order[start : start + bs]
+            xb, yb = x[idx], y[idx]
+            if perturb is not None:
+                xb = perturb(model, xb, yb).detach()
+                model.train()
+            out = model(xb)
+            loss = data_loss(out, yb)
+            obj = loss + 0.5 * cfg.l2 * l2_penalty(model) if cfg.l2 > 0 else loss
+            opt.zero_grad(set_to_none=True)
+            obj.backward()
+            opt.step()
+            lv = float(loss.detach())
+            if not math.isfinite(lv):
+                raise DivergedError(
+                    f"training diverged at epoch {epoch} (loss={lv}); "
+                    f"try a lower learning rate than {cfg.lr:g} (--lr)"
+                )
+            total += lv * idx.numel()
+            with torch.no_grad():
+                correct += accuracy(out.detach(), yb) * idx.numel()
+            seen += idx.numel()
+        yield EpochStats(epoch, total / seen, correct / seen, time.perf_counter() - t0)
+    model.eval()

@@ -1,0 +1,202 @@
+"""``malleability headless``: batch runs with progress bars, writing a run directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine.experiments.events import Failed
+from engine.experiments.presets import apply_quick
+from engine.experiments.spec import RunSpec
+from engine.experiments.store import RunStore, default_run_dir
+from malleability_tui.cli.common import console, die, err_console, expected_errors, parse_floats, parse_ints, parse_names
+from malleability_tui.cli.render import LONG_TABLES, ProgressRenderer, table_of
+
+
+def build_spec(
+    *,
+    dataset: str | None,
+    experiment: str | None,
+    config: Path | None,
+    classes: str | None = None,
+    n_train: int | None = None,
+    n_test: int | None = None,
+    widths: str | None = None,
+    seeds: str | None = None,
+    epochs: int | None = None,
+    lr: float | None = None,
+    optimizer: str | None = None,
+    device: str | None = None,
+    data_dir: Path | None = None,
+    quick: bool = False,
+    attacks: str | None = None,
+    eps: str | None = None,
+    rtol: float | None = None,
+    models: str | None = None,
+    datasets: str | None = None,
+    dtype: str | None = None,
+) -> RunSpec:
+    """Config file (if any) → --quick preset → explicit flags, validated."""
+    spec = RunSpec.load(config) if config else RunSpec()
+    if quick:
+        spec = apply_quick(spec)
+    ch: dict[str, object] = {}
+    if experiment is not None:
+        ch["experiment"] = experiment
+    if dataset is not None:
+        ch["data__name"] = dataset.lower()
+    if data_dir is not None:
+        ch["data__data_dir"] = str(data_dir)
+    if classes is not None:
+        ch["data__classes"] = None if classes.lower() in ("all", "") else parse_ints(classes, "--classes")
+    if n_train is not None:
+        ch["data__n_train"] = n_train
+    if n_test is not None:
+        ch["data__n_test"] = n_test
+    if widths is not None:
+        ch["model__widths"] = parse_ints(widths, "--widths")
+    if models is not None:
+        ch["model__kinds"] = parse_names(models)
+    if seeds is not None:
+        ch["seeds"] = parse_ints(seeds, "--seeds")
+    if epochs is not None:
+        ch["train__epochs"] = epochs
+    if lr is not None:
+        ch["train__lr"] = lr
+    if optimizer is not None:
+        ch["train__optimizer"] = optimizer.lower()
+    if device is not None:
+        ch["device"] = device
+    if dtype is not None:
+        ch["dtype"] = dtype
+    if attacks is not None:
+        ch["flip__attacks"] = parse_names(attacks)
+    if eps is not None:
+        ch["flip__eps"] = parse_floats(eps, "--eps")
+    if rtol is not None:
+        ch["spectrum__rtol"] = rtol
+    if datasets is not None:
+        ch["spectrum__datasets"] = parse_names(datasets)
+    return spec.replace(**ch)
+
+
+def execute(spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = False) -> Path:
+    """Run ``spec`` into a run directory with progress bars; returns the directory.
+
+    Ctrl-C closes the directory cleanly (status ``interrupted``) and exits 130.
+    """
+    from engine.experiments import run
+
+    if resume:
+        if out is None:
+            die("--resume needs --out DIR: the run directory to continue")
+        if (out / "spec.toml").exists():
+            spec = RunSpec.load(out / "spec.toml")
+            err_console.print(f"resuming {out} with its saved spec.toml (other flags are ignored)")
+    path = out or default_run_dir(spec)
+    store = RunStore(path, spec, resume=resume)
+    failed: Failed | None = None
+    try:
+        with ProgressRenderer(console, quiet=quiet) as pr:
+            for ev in run(spec, done_cells=frozenset(store.done_cells)):
+                store.write(ev)
+                pr.show(ev)
+                if isinstance(ev, Failed):
+                    failed = ev
+    except KeyboardInterrupt:
+        store.close("interrupted")
+        err_console.print(
+            f"interrupted: {len(store.done_cells)} finished cells kept in {path}; "
+            f"continue with: malleability headless --resume --out {path}"
+        )
+        raise typer.Exit(130) from None
+    except BaseException:
+        store.close("failed")
+        raise
+    if failed is not None:
+        die(f"{failed.message} (partial results kept in {path})", 130 if failed.error == "Cancelled" else 1)
+    if not quiet:
+        show_results(store.tables, store.summary)
+    console.print(f"run directory: [bold]{path}[/]", highlight=False)
+    return path
+
+
+def show_results(tables: dict, summary: dict) -> None:
+    """Print each result table (long ones abbreviated) and the headlines."""
+    for name, rows in tables.items():
+        if rows and name not in LONG_TABLES:
+            console.print(table_of(name, rows))
+    for section, data in summary.items():
+        lines = data.get("headline") if isinstance(data, dict) else None
+        if lines:
+            console.print(f"[bold]{section}[/]")
+            for ln in [lines] if isinstance(lines, str) else lines:
+                console.print(f"  {ln}", highlight=False)
+
+
+
+
+def headless(
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic.")] = None,
+    experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Experiment(s), comma-separated, or all (default). See `malleability experiments`.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="A run spec TOML file (flags override it).")] = None,
+    classes: Annotated[str | None, typer.Option(help="Class labels to keep, e.g. 3,8 (binary, ±1 targets) or all.")] = None,
+    n_train: Annotated[int | None, typer.Option("--n-train", help="Training examples, class-balanced (default 1000).")] = None,
+    n_test: Annotated[int | None, typer.Option("--n-test", help="Test examples, class-balanced (default 200).")] = None,
+    widths: Annotated[str | None, typer.Option(help="Hidden widths, e.g. 16,1024,4096 (default 4…4096).")] = None,
+    models: Annotated[str | None, typer.Option(help="Models: relu,attn (default both).")] = None,
+    seeds: Annotated[str | None, typer.Option(help="Seeds, e.g. 0,1,2 (default).")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Training epochs (paper: 500).")] = None,
+    lr: Annotated[float | None, typer.Option(help="Learning rate (paper: 1e-3).")] = None,
+    optimizer: Annotated[str | None, typer.Option(help="adam (paper), sgd or gd (full batch).")] = None,
+    attacks: Annotated[str | None, typer.Option(help="Attacks for flip: fgsm,pgd,mim.")] = None,
+    eps: Annotated[str | None, typer.Option(help="ε values in pixel space, e.g. 0.1,0.3 (default 0.3).")] = None,
+    rtol: Annotated[float | None, typer.Option(help="Relative eigenvalue tolerance of the numerical rank (spectrum).")] = None,
+    datasets: Annotated[str | None, typer.Option(help="Extra data sets for spectrum, e.g. mnist,cifar10.")] = None,
+    device: Annotated[str | None, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = None,
+    dtype: Annotated[str | None, typer.Option(help="float32 (default) or float64.")] = None,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-<experiment>-<dataset>).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Small preset: n_train 300, widths 16,64,256, 30 epochs, one seed.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
+    save_config: Annotated[Path | None, typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables; print only the run directory.")] = False,
+) -> None:
+    """Run experiments without the TUI and write a run directory of CSV/JSON."""
+    with expected_errors():
+        spec = build_spec(
+            dataset=dataset, experiment=experiment, config=config, classes=classes, n_train=n_train,
+            n_test=n_test, widths=widths, seeds=seeds, epochs=epochs, lr=lr, optimizer=optimizer, device=device,
+            data_dir=data_dir, quick=quick, attacks=attacks, eps=eps, rtol=rtol, models=models,
+            datasets=datasets, dtype=dtype,
+        )
+        if save_config is not None:
+            spec.save(save_config)
+            console.print(f"wrote {save_config}")
+            return
+        from engine.device import resolve_device
+        from engine.experiments.registry import select
+
+        resolve_device(spec.device)
+        select(spec.experiment)
+        execute(spec, out, resume=resume, quiet=quiet)
+
+
+def experiments_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List the registered experiments."""
+    from engine.experiments.registry import describe
+
+    items = describe()
+    if as_json:
+        console.print_json(json.dumps(items))
+        return
+    for it in items:
+        console.print(f"[bold]{it['name']:<10}[/] {it['description']}", highlight=False)
+
+
+__all__ = ["build_spec", "execute", "experiments_cmd", "headless"]

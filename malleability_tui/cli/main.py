@@ -1,0 +1,29 @@
+"""The ``malleability`` command: headless runs, data sets, past runs, export."""
+
+from __future__ import annotations
+
+import typer
+
+from malleability_tui.cli import data, headless, runs
+
+app = typer.Typer(
+    name="malleability",
+    help="Reproduce and explore 'Influence Malleability in Linearized Attention' (arXiv 2603.13085).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("headless")(headless.headless)
+app.command("experiments")(headless.experiments_cmd)
+app.command("export")(runs.export_cmd)
+app.add_typer(data.app, name="data")
+app.add_typer(runs.app, name="runs")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

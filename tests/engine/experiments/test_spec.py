@@ -1,0 +1,55 @@
+"""RunSpec validation and TOML round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.experiments.presets import apply_quick
+from engine.experiments.spec import DataSpec, FlipSpec, ModelSpec, RunSpec, TrainSpec
+
+
+def test_round_trip_defaults_and_changes(tmp_path) -> None:
+    s = RunSpec()
+    assert RunSpec.from_toml(s.to_toml()) == s
+    s2 = apply_quick(s).replace(data__classes=(3, 8), flip__eps=(0.1, 0.3), experiment="ntk")
+    p = tmp_path / "spec.toml"
+    s2.save(p)
+    assert RunSpec.load(p) == s2
+    assert RunSpec.from_dict(s2.to_dict()) == s2
+
+
+def test_defaults_match_paper() -> None:
+    s = RunSpec()
+    assert s.model.widths == tuple(2**k for k in range(2, 13))
+    assert (s.train.optimizer, s.train.lr, s.train.batch_size, s.train.epochs, s.train.l2) == ("adam", 1e-3, 128, 500, 1e-3)
+    assert s.model.sigma_w == 0.01 and s.flip.eps == (0.3,) and s.flip.top_frac == 0.1
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: ModelSpec(widths=(0, 16)), "model.widths"),
+        (lambda: ModelSpec(kinds=("relu", "gpt")), "model.kinds"),
+        (lambda: FlipSpec(eps=(0.3, -1.0)), "flip.eps"),
+        (lambda: FlipSpec(attacks=("cw",)), "flip.attacks"),
+        (lambda: TrainSpec(lr=float("nan")), "train.lr"),
+        (lambda: DataSpec(classes=(3, 3)), "data.classes"),
+        (lambda: DataSpec(n_train=1), "data.n_train"),
+        (lambda: RunSpec(seeds=()), "seeds"),
+    ],
+)
+def test_invalid_values_name_field(make, field: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        make()
+    assert e.value.field == field
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unknown_key_and_bad_toml() -> None:
+    with pytest.raises(ConfigError, match="model.depth"):
+        RunSpec.from_dict({"model": {"depth": 3}})
+    with pytest.raises(ConfigError, match="valid TOML"):
+        RunSpec.from_toml("this is = = not toml")
+    with pytest.raises(ConfigError, match="readable TOML"):
+        RunSpec.load("/nonexistent/spec.toml")

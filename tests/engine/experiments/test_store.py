@@ -1,0 +1,78 @@
+"""The run store writes a complete run directory and resumes without duplicates."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.experiments.events import CellFinished, Failed, Finished, Metric, Started, Summary, TableRow, from_json
+from engine.experiments.spec import RunSpec
+from engine.experiments.store import RunStore, read_run
+
+ROW = {"model": "2L-ReLU", "dataset": "digits", "width": 16, "seed": 0, "training": "standard", "epochs": 2,
+       "train_loss": 0.5, "train_accuracy": 0.9, "test_loss": 0.6, "test_accuracy": 0.8, "seconds": 0.1}
+
+
+def _rows(path) -> list[dict]:
+    with open(path / "train.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_directory_contents_and_atomic_tables(tmp_path) -> None:
+    spec = RunSpec(experiment="train")
+    st = RunStore(tmp_path / "run", spec)
+    st.write(Started("train", spec.to_dict()))
+    st.write(TableRow("train", ROW, cell="c1"))
+    assert not (tmp_path / "run" / "train.csv").exists()  # rows land when their cell finishes
+    st.write(CellFinished("c1"))
+    assert _rows(tmp_path / "run")[0]["width"] == "16"
+    st.write(Metric("train_loss", float("nan"), 1, cell="c1"))
+    st.write(Summary("train", {"headline": "ok", "x": float("inf")}))
+    st.write(Finished({"train": {"headline": "ok"}}))
+    d = read_run(tmp_path / "run")
+    assert d["env"]["status"] == "finished" and "end_time" in d["env"]
+    assert d["summary"]["train"]["headline"] == "ok"
+    assert RunSpec.from_dict(d["spec"]) == spec
+    lines = (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+    evs = [from_json(json.loads(ln)) for ln in lines]
+    assert [e.kind for e in evs][:2] == ["Started", "TableRow"]
+    assert not list((tmp_path / "run").glob(".*.tmp"))
+
+
+def test_wrong_columns_rejected(tmp_path) -> None:
+    st = RunStore(tmp_path / "run", RunSpec())
+    bad = dict(ROW)
+    del bad["seed"]
+    with pytest.raises(ConfigError, match="seed"):
+        st.write(TableRow("train", bad, cell="c"))
+
+
+def test_refuses_nonempty_dir_without_resume(tmp_path) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "x").write_text("keep me")
+    with pytest.raises(ConfigError, match="--resume"):
+        RunStore(tmp_path / "run", RunSpec())
+    assert (tmp_path / "run" / "x").read_text() == "keep me"
+
+
+def test_resume_keeps_finished_drops_partial(tmp_path) -> None:
+    spec = RunSpec()
+    st = RunStore(tmp_path / "run", spec)
+    st.write(TableRow("train", ROW, cell="done"))
+    st.write(CellFinished("done"))
+    st.write(TableRow("train", {**ROW, "width": 64}, cell="partial"))
+    st.close("interrupted")
+    st2 = RunStore(tmp_path / "run", spec, resume=True)
+    assert st2.done_cells == {"done"}
+    assert [r["width"] for r in _rows(tmp_path / "run")] == ["16"]
+    st2.write(TableRow("train", {**ROW, "width": 64}, cell="partial"))
+    st2.write(CellFinished("partial"))
+    st2.write(Failed("Cancelled", "stop"))
+    assert [r["width"] for r in _rows(tmp_path / "run")] == ["16", "64"]
+    assert read_run(tmp_path / "run")["env"]["status"] == "cancelled"
+    st3 = RunStore(tmp_path / "run", spec, resume=True)
+    assert st3.done_cells == {"done", "partial"}
+    assert len(_rows(tmp_path / "run")) == 2
