@@ -1,0 +1,41 @@
+"""Data sets: registry, loaders (digits, MNIST, Fashion-MNIST, CIFAR-10, synthetic), subsets.
+
+``load_dataset(name, *, root=None, classes=None, n_train, n_test, seed) -> Dataset`` is the
+one entry point; ``DATASETS`` describes each data set; ``find_root`` / ``dataset_status``
+say where the files are; ``engine.data.fetch.fetch`` downloads them.
+"""
+
+from engine.data.dataset import Dataset
+from engine.data.load import DatasetStatus, dataset_status, load_dataset, load_raw
+from engine.data.raw import RawData, RawSplit
+from engine.data.registry import (
+    DATASETS,
+    ENV_VAR,
+    DatasetInfo,
+    RemoteFile,
+    canonical_name,
+    default_data_home,
+    find_root,
+    get_info,
+)
+from engine.data.synthetic import SyntheticData, make_synthetic
+
+__all__ = [
+    "DATASETS",
+    "ENV_VAR",
+    "Dataset",
+    "DatasetInfo",
+    "DatasetStatus",
+    "RawData",
+    "RawSplit",
+    "RemoteFile",
+    "SyntheticData",
+    "canonical_name",
+    "dataset_status",
+    "default_data_home",
+    "find_root",
+    "get_info",
+    "load_dataset",
+    "load_raw",
+    "make_synthetic",
+]

@@ -1,0 +1,114 @@
+"""``load_dataset`` and ``dataset_status``: from a name (and maybe a folder) to a Dataset."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.data.dataset import Dataset
+from engine.data.raw import RawData
+from engine.data.registry import check_root, find_root, get_info, not_found_error
+from engine.data.subset import build_dataset
+from engine.errors import DatasetError
+
+
+def load_raw(name: str, root: str | os.PathLike | None = None) -> RawData:
+    """Every split of ``name`` as read from disk (or built in), before subsetting."""
+    info = get_info(name)
+    if info.name == "digits":
+        from engine.data.digits import load_digits_raw
+
+        return load_digits_raw()
+    if info.name == "synthetic":
+        from engine.data.synthetic import load_synthetic_raw
+
+        return load_synthetic_raw()
+    check_root(root)
+    folder = find_root(info.name, root)
+    if folder is None:
+        raise not_found_error(info.name, root)
+    if info.kind == "idx":
+        from engine.data.mnist import load_idx_dataset
+
+        return load_idx_dataset(info.name, folder)
+    from engine.data.cifar import load_cifar10
+
+    return load_cifar10(folder)
+
+
+def load_dataset(
+    name: str,
+    *,
+    root: str | os.PathLike | None = None,
+    classes: Sequence[int] | None = None,
+    n_train: int,
+    n_test: int,
+    seed: int,
+) -> Dataset:
+    """A seeded, class-balanced, disjoint train/test subset of data set ``name``.
+
+    ``name``: one of ``DATASETS`` (digits, mnist, fashion-mnist, cifar10, synthetic).
+    ``root``: the folder holding the files or its parent (``--data-dir``), searched first,
+    then $MALLEABILITY_DATA, the user data dir and system locations (``engine.data.registry``).
+    ``classes``: labels to keep, e.g. (3, 8) → binary, y ±1 with 3 → +1; three or more →
+    multiclass, y 0..K-1 in that order; None → all classes. Each class gets n // K examples,
+    the first n % K classes one more. Train comes from the official train split and test
+    from the test split; when only one split is present both are carved from it and
+    ``Dataset.notes`` says so. Returns x_train [n_train, d] / x_test [n_test, d] with
+    unit-norm rows and x_*_raw in [0, 1], float64. Raises DatasetError (missing or corrupt
+    files, unknown name, impossible subset) or ConfigError (invalid n or seed).
+    """
+    raw = load_raw(name, root)
+    return build_dataset(raw, classes=classes, n_train=n_train, n_test=n_test, seed=seed)
+
+
+@dataclass(frozen=True)
+class DatasetStatus:
+    """Where a data set was found and which split sizes are available (for ``data list``)."""
+
+    name: str
+    description: str
+    found: bool
+    path: Path | None
+    """The folder holding the files; None when not found or built in."""
+    builtin: bool
+    splits: dict[str, int] = field(default_factory=dict)
+    """Available split sizes (IDX: read from the headers only)."""
+    official: dict[str, int] = field(default_factory=dict)
+    how_to_get: str = ""
+    problem: str | None = None
+    """Why the files found cannot be read, if they cannot."""
+
+    @property
+    def complete(self) -> bool:
+        """All official splits at their official sizes."""
+        return self.found and self.splits == self.official
+
+
+def dataset_status(name: str, root: str | os.PathLike | None = None) -> DatasetStatus:
+    """Find ``name`` without loading it: found where, which splits, how to get it."""
+    info = get_info(name)
+    base = dict(
+        name=info.name,
+        description=info.description,
+        builtin=info.builtin,
+        official=dict(info.splits),
+        how_to_get=info.how_to_get,
+    )
+    if info.builtin:
+        return DatasetStatus(found=True, path=None, splits=dict(info.splits), **base)  # type: ignore[arg-type]
+    folder = find_root(info.name, root)
+    if folder is None:
+        return DatasetStatus(found=False, path=None, **base)  # type: ignore[arg-type]
+    try:
+        if info.kind == "idx":
+            from engine.data.mnist import split_sizes
+        else:
+            from engine.data.cifar import split_sizes
+        splits = split_sizes(folder)
+        problem = None if splits else "no complete split (images and labels) in this folder"
+    except DatasetError as e:
+        splits, problem = {}, str(e)
+    return DatasetStatus(found=True, path=folder, splits=splits, problem=problem, **base)  # type: ignore[arg-type]

@@ -1,0 +1,178 @@
+"""Seeded, class-balanced, disjoint train/test subsets and the PAPER.md §2 preprocessing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from engine.data.dataset import Dataset
+from engine.data.raw import RawData
+from engine.errors import ConfigError, DatasetError
+
+# Streams of the seed's SeedSequence: each (split, class) draw has its own stream, so the
+# train subset does not change when only n_test changes (and vice versa).
+_TRAIN, _TEST, _CARVE, _ORDER_TRAIN, _ORDER_TEST = range(5)
+
+
+def balanced_counts(n: int, k: int) -> list[int]:
+    """n examples over k classes: n // k each, the remainder to the first n % k classes."""
+    base, rem = divmod(n, k)
+    return [base + (1 if j < rem else 0) for j in range(k)]
+
+
+def resolve_classes(raw: RawData, classes: Sequence[int] | None) -> tuple[int, ...]:
+    """The class labels to keep, validated against the data set's labels."""
+    valid = tuple(range(len(raw.class_names)))
+    if classes is None:
+        return valid
+    try:
+        cl = tuple(int(c) for c in classes)
+    except (TypeError, ValueError):
+        raise ConfigError("classes", classes, "integer class labels, e.g. (3, 8)") from None
+    if len(cl) < 2 or len(set(cl)) != len(cl):
+        raise ConfigError("classes", classes, "two or more distinct class labels, e.g. (3, 8)")
+    for c in cl:
+        if c not in valid:
+            names = ", ".join(f"{i} ({n})" for i, n in enumerate(raw.class_names))
+            raise DatasetError(f"{raw.name}: no class {c}; valid classes are {names}")
+    return cl
+
+
+def _rng(seed: int, *stream: int) -> np.random.Generator:
+    return np.random.default_rng([seed, *stream])
+
+
+def _need_error(raw: RawData, c: int, have: int, where: str, asked: str) -> DatasetError:
+    return DatasetError(
+        f"{raw.name}: class {c} ({raw.class_names[c]}) has {have} images in {where}, "
+        f"{asked} asked; lower n_train / n_test"
+    )
+
+
+def select_indices(
+    raw: RawData, classes: tuple[int, ...], n_train: int, n_test: int, seed: int
+) -> tuple[str, np.ndarray, str, np.ndarray, str | None]:
+    """Pick the subset: (train split, train indices, test split, test indices, note).
+
+    With both official splits, train comes from "train" and test from "test". With one
+    split only, both are carved from it: per class one seeded permutation, train from its
+    front and test from its back, so they are disjoint.
+    """
+    k = len(classes)
+    for n, fld in ((n_train, "n_train"), (n_test, "n_test")):
+        if not (isinstance(n, (int, np.integer)) and n >= 1):
+            raise ConfigError(fld, n, "a positive integer")
+        if n < k:
+            raise DatasetError(
+                f"{raw.name}: {fld}={n} is smaller than the {k} classes; each class needs one"
+            )
+    if not (isinstance(seed, (int, np.integer)) and seed >= 0):
+        raise ConfigError("seed", seed, "a non-negative integer")
+    c_tr, c_te = balanced_counts(n_train, k), balanced_counts(n_test, k)
+    tr_idx: list[np.ndarray] = []
+    te_idx: list[np.ndarray] = []
+    note = None
+    if "train" in raw.splits and "test" in raw.splits:
+        tr_split, te_split = "train", "test"
+        for j, c in enumerate(classes):
+            for split, need, stream, out in (
+                ("train", c_tr[j], _TRAIN, tr_idx),
+                ("test", c_te[j], _TEST, te_idx),
+            ):
+                s = raw.splits[split]
+                pool = np.flatnonzero(s.labels == c)
+                if need > pool.size:
+                    raise _need_error(
+                        raw, c, pool.size, f"the {split} split ({s.origin})", str(need)
+                    )
+                out.append(_rng(seed, stream, c).permutation(pool)[:need])
+    else:
+        (only,) = raw.splits
+        tr_split = te_split = only
+        s = raw.splits[only]
+        for j, c in enumerate(classes):
+            pool = np.flatnonzero(s.labels == c)
+            need = c_tr[j] + c_te[j]
+            if need > pool.size:
+                raise _need_error(
+                    raw,
+                    c,
+                    pool.size,
+                    f"{s.origin} (the only split)",
+                    f"{c_tr[j]} train + {c_te[j]} test = {need}",
+                )
+            perm = _rng(seed, _CARVE, c).permutation(pool)
+            tr_idx.append(perm[: c_tr[j]])
+            te_idx.append(perm[perm.size - c_te[j] :])
+        if only == "all":
+            note = f"{raw.name}: one split only ({s.origin}, {s.size} images)"
+        else:
+            note = f"{raw.name}: only the {only} split ({s.origin}, {s.size} images) found in {raw.source}"
+        note += "; train and test subsets are disjoint seeded draws from it"
+    tr = np.concatenate(tr_idx)
+    te = np.concatenate(te_idx)
+    # interleave the classes (a seeded shuffle) rather than leaving them in blocks
+    tr = tr[_rng(seed, _ORDER_TRAIN).permutation(tr.size)]
+    te = te[_rng(seed, _ORDER_TEST).permutation(te.size)]
+    return tr_split, tr, te_split, te, note
+
+
+def _pixels(images: np.ndarray, scale: float) -> np.ndarray:
+    x = images.reshape(images.shape[0], -1).astype(np.float64) / scale
+    return np.clip(x, 0.0, 1.0)
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Each row of ``x`` [n, d] scaled to unit ℓ2 norm; all-zero rows stay zero."""
+    norm = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norm > 0, norm, 1.0)
+
+
+def build_dataset(
+    raw: RawData,
+    *,
+    classes: Sequence[int] | None,
+    n_train: int,
+    n_test: int,
+    seed: int,
+) -> Dataset:
+    """The Dataset record for one seeded subset of ``raw`` (PAPER.md §2 preprocessing).
+
+    x_*_raw [n, d]: flattened pixels in [0, 1]; x_* [n, d]: the same rows at unit ℓ2 norm;
+    float64 CPU tensors. Two classes → task "binary", y ±1 (first class +1); more → task
+    "multiclass", y int64 0..K-1 in the order of ``classes``.
+    """
+    cl = resolve_classes(raw, classes)
+    tr_split, tr, te_split, te, note = select_indices(raw, cl, n_train, n_test, seed)
+    s_tr, s_te = raw.splits[tr_split], raw.splits[te_split]
+    xr_tr, xr_te = _pixels(s_tr.images[tr], raw.scale), _pixels(s_te.images[te], raw.scale)
+    lab_tr, lab_te = s_tr.labels[tr].astype(np.int64), s_te.labels[te].astype(np.int64)
+    pos = {c: j for j, c in enumerate(cl)}
+    if len(cl) == 2:
+        task = "binary"
+        y_tr = torch.from_numpy(np.where(lab_tr == cl[0], 1.0, -1.0))
+        y_te = torch.from_numpy(np.where(lab_te == cl[0], 1.0, -1.0))
+    else:
+        task = "multiclass"
+        y_tr = torch.from_numpy(np.array([pos[int(v)] for v in lab_tr], dtype=np.int64))
+        y_te = torch.from_numpy(np.array([pos[int(v)] for v in lab_te], dtype=np.int64))
+    notes = tuple(raw.notes) + ((note,) if note else ())
+    return Dataset(
+        name=raw.name,
+        x_train=torch.from_numpy(unit_rows(xr_tr)),
+        y_train=y_tr,
+        x_test=torch.from_numpy(unit_rows(xr_te)),
+        y_test=y_te,
+        x_train_raw=torch.from_numpy(xr_tr),
+        x_test_raw=torch.from_numpy(xr_te),
+        labels_train=lab_tr,
+        labels_test=lab_te,
+        classes=cl,
+        class_names=tuple(raw.class_names[c] for c in cl),
+        task=task,
+        image_shape=tuple(raw.image_shape),
+        source=raw.source,
+        notes=notes,
+    )

@@ -1,0 +1,143 @@
+"""``malleability data list|fetch|show``: where the data sets are and how to get them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+from engine.data import DATASETS, dataset_status, default_data_home, get_info, load_raw
+from engine.data.fetch import fetch
+from malleability_tui.cli.common import console, expected_errors
+
+app = typer.Typer(
+    help="Data sets: which are available where, and downloading them.", no_args_is_help=True
+)
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Folder holding the files (or its parent); default: $MALLEABILITY_DATA, then the user data dir.",
+    ),
+]
+
+
+def format_splits(splits: dict[str, int]) -> str:
+    """{'train': 60000, 'test': 10000} → 'train 60,000 · test 10,000'."""
+    return " · ".join(f"{k} {v:,}" for k, v in splits.items()) or "-"
+
+
+@app.command("list")
+def list_cmd(data_dir: DataDir = None) -> None:
+    """List the data sets: where each was found (or how to get it) and the split sizes there."""
+    table = Table(title="data sets", show_lines=False)
+    table.add_column("name", style="bold")
+    table.add_column("description")
+    table.add_column("location")
+    table.add_column("splits available (official)")
+    with expected_errors():
+        for name in DATASETS:
+            st = dataset_status(name, data_dir)
+            if st.builtin:
+                where = "[green]built in[/]"
+            elif st.found and st.problem:
+                where = f"[yellow]{st.path}[/]\n[red]{st.problem}[/]"
+            elif st.found:
+                where = f"[green]{st.path}[/]"
+            else:
+                where = f"[red]not found[/]: `malleability data fetch {name}` or --data-dir DIR"
+            splits = format_splits(st.splits)
+            if st.splits != st.official:
+                splits += f"\n[dim]({format_splits(st.official)})[/]"
+            table.add_row(name, st.description, where, splits)
+    console.print(table)
+
+
+@app.command("fetch")
+def fetch_cmd(
+    name: Annotated[str, typer.Argument(help=f"Data set to download: {', '.join(DATASETS)}.")],
+    to: Annotated[
+        Path | None,
+        typer.Option(
+            "--to",
+            help="Folder to download into (files go to DIR/<name>); default: $MALLEABILITY_DATA or the user data dir.",
+        ),
+    ] = None,
+    mirror: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mirror", help="Base URL to try instead of the built-in mirrors (repeatable)."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1.0, help="Network timeout per request, in seconds.")
+    ] = 60.0,
+) -> None:
+    """Download a data set's original files from its public mirrors and verify their checksums."""
+    with expected_errors():
+        info = get_info(name)
+        dest = to if to is not None else default_data_home()
+        tasks: dict[str, TaskID] = {}
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        ) as bar:
+
+            def progress(done: int, total: int | None, filename: str) -> None:
+                if filename not in tasks:
+                    tasks[filename] = bar.add_task(filename, total=total)
+                bar.update(tasks[filename], completed=done, total=total)
+
+            result = fetch(
+                info.name, dest, mirrors=mirror or None, progress=progress, timeout=timeout
+            )
+    if result.note:
+        console.print(result.note)
+        return
+    for f in result.skipped:
+        console.print(f"[dim]{f}: already present, checksum ok[/]")
+    console.print(
+        f"[green]{info.name}[/]: {len(result.downloaded)} file(s) downloaded, "
+        f"ready in {result.path}"
+    )
+
+
+@app.command("show")
+def show_cmd(
+    name: Annotated[str, typer.Argument(help=f"Data set to read: {', '.join(DATASETS)}.")],
+    data_dir: DataDir = None,
+) -> None:
+    """Read every file of a data set (validating it) and print each split's class counts."""
+    with expected_errors():
+        raw = load_raw(name, data_dir)
+    table = Table(title=raw.name, caption=raw.source)
+    table.add_column("class")
+    for split in raw.splits:
+        table.add_column(split, justify="right")
+    counts = {
+        s: np.bincount(r.labels, minlength=len(raw.class_names)) for s, r in raw.splits.items()
+    }
+    for c, cname in enumerate(raw.class_names):
+        table.add_row(f"{c} {cname}", *(f"{counts[s][c]:,}" for s in raw.splits))
+    table.add_row("total", *(f"{r.size:,}" for r in raw.splits.values()), style="bold")
+    console.print(table)
+    for note in raw.notes:
+        console.print(f"[dim]{note}[/]")
