@@ -1,0 +1,70 @@
+"""PGD adversarial training (Madry et al., 2018): the perturbation the training loop applies.
+
+``engine.train.loop.train(..., perturb=make_pgd_perturb(...))`` calls
+``perturb(model, xb, yb)`` on every mini-batch of raw pixel inputs [b, d] in [0, 1]
+before the forward/backward pass, and trains on what it returns: the inner
+maximisation of min_θ E max_{‖δ‖≤ε} L(θ; x + δ). The attack runs the model in eval
+mode and restores each module's mode afterwards, writes no parameter gradients, and
+(for MLP-Attn) keeps the attention's context C fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from engine.attacks.base import (
+    Ball,
+    LossFn,
+    check_count,
+    check_norm,
+    check_positive,
+    per_example_loss,
+    run_batched,
+)
+from engine.attacks.pgd import pgd_steps
+
+Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def make_pgd_perturb(
+    eps: float = 0.3,
+    steps: int = 40,
+    alpha: float = 0.01,
+    random_start: bool = True,
+    norm: str = "linf",
+    generator: torch.Generator | None = None,
+    *,
+    loss_fn: LossFn | None = None,
+    batch_size: int = 1024,
+) -> Perturb:
+    """A ``perturb(model, xb [b, d], yb [b]) → xb_adv [b, d]`` running PGD on the training loss.
+
+    Same iterate as ``engine.attacks.pgd`` with one restart, but it skips the two
+    loss evaluations (before/after) that training does not need. ``generator`` (seeded
+    by the caller) drives the random starts, so a run is reproducible. Options are
+    checked here, before training starts.
+    """
+    check_positive("eps", eps)
+    check_norm(norm)
+    n_steps = check_count("steps", steps)
+    step = check_positive("alpha", alpha)
+    check_count("batch_size", batch_size)
+    loss = loss_fn or per_example_loss
+
+    def perturb(model: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        def one(x: torch.Tensor, y: torch.Tensor):
+            ball = Ball(x, eps, norm)
+            z0 = ball.random_point(generator) if random_start else x
+            z, _ = pgd_steps(model, y, ball, z0, steps=n_steps, alpha=step, loss_fn=loss)
+            none = x.new_empty((0,))
+            return z, none, none
+
+        return run_batched(model, xb, yb, one, eps=eps, batch_size=batch_size).x_adv
+
+    return perturb
+
+
+__all__ = ["Perturb", "make_pgd_perturb"]
