@@ -155,7 +155,7 @@ class SpectrumSpec:
     """Gram spectra and condition numbers (PAPER.md §5)."""
 
     rtol: float | None = None
-    """Relative eigenvalue tolerance of the numerical rank (None: max(n, d)·eps·λ_max)."""
+    """Eigenvalue tolerance relative to λ_max for the numerical rank (None: (max(n, d)·eps)², i.e. σ > max(n, d)·eps·σ_max)."""
     datasets: tuple[str, ...] = ()
     """Extra data sets to compare in the same run (e.g. mnist,cifar10)."""
 

@@ -39,6 +39,14 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "landscape": ("model", "direction", "alpha", "beta", "loss"),
     "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace"),
+    "alignment": (
+        "dataset", "kernel", "target", "ridge", "alignment", "test_mse", "test_rel_mse", "train_mse",
+        "test_accuracy", "n_train",
+    ),
+    "ntk_spectrum": (
+        "dataset", "kernel", "n", "rank", "rtol", "kappa", "lambda_max", "lambda_min", "top10_share",
+        "effective_rank", "eig_ratio_10", "eig_ratio_100", "decay_exponent",
+    ),
     "train": (
         "model", "dataset", "width", "seed", "training", "epochs", "train_loss", "train_accuracy",
         "test_loss", "test_accuracy", "seconds",

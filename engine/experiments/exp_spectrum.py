@@ -1,0 +1,272 @@
+"""Experiment ``spectrum``: spectral amplification κ(G³) = κ(G)³ and its consequences.
+
+One cell per data set (``spec.data`` and every ``spec.spectrum.datasets`` name, with
+the same class subset and sizes), on the first seed only: the spectrum is a property
+of the subset, not of training, and one SVD per data set is enough to see the claim.
+
+Tables
+* ``spectrum`` (DESIGN.md columns): n, d, numerical rank, the λ-tolerance, κ(G), κ(G)³,
+  κ(G³) measured from the SVD of GX, κ_d and the width thresholds κ⁶, κ_d⁶ n ln n.
+* ``eigenvalues`` (index, eig_G, eig_G3): the top min(n, d) eigenvalues, index 1-based,
+  for the primary data set only (the table has no data set column); every data set's
+  arrays also go out as an ``eigenvalues`` Artifact.
+* ``ntk_spectrum``: Θ∞ on raw (x/‖x‖) vs attention (Cx/‖Cx‖) inputs: κ and decay.
+* ``alignment``: kernel-target alignment and kernel-ridge test error of G, G³ and both
+  NTKs on top / bottom eigen-targets (clean and with training noise) and on the labels
+  (``engine.spectral.alignment``); columns dataset, kernel, target, ridge, alignment,
+  test_mse, test_rel_mse, train_mse, test_accuracy, n_train.
+
+Kernel parts use at most ``MAX_KERNEL_N`` training rows (the first ones; subsets are
+already shuffled) to keep the n×n matrices small; the spectrum uses every row.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from engine.experiments.events import (
+    Artifact,
+    CellFinished,
+    Event,
+    Log,
+    Progress,
+    Summary,
+    TableRow,
+)
+from engine.experiments.registry import register
+from engine.spectral import (
+    KERNELS,
+    LARGEST_MODEL,
+    eigen_targets,
+    kernel_ridge,
+    label_targets,
+    ntk_spectra,
+    paper_spectrum,
+    spectrum,
+    study_kernels,
+    width_thresholds,
+)
+
+if TYPE_CHECKING:
+    from engine.data.dataset import Dataset
+    from engine.experiments.context import RunContext
+
+MAX_KERNEL_N = 3000
+"""Largest training set used for the n×n kernels (NTK spectra, alignment)."""
+N_TARGET_DIRS = 3
+"""Singular directions summed into each eigen-target (top 3 / bottom 3 in the rank)."""
+TARGET_NOISE = 0.5
+"""Std of the Gaussian noise added to the *training* eigen-targets of the ``*_noisy``
+variants (targets have unit mean square; test targets stay clean). Noise-free linear
+targets are fitted exactly by G, which represents every linear function; with noise,
+the spectral bias of G³ (shrinking all but the top directions) is what decides."""
+RIDGES = (1e-6, 1e-3, 1e-1)
+"""Relative ridges ρ (λ = ρ·tr(K)/n) of the alignment table."""
+HEADLINE_RIDGE = 1e-3
+"""The ρ the summary quotes."""
+FIT_FLOOR = 1e-3
+"""Relative test MSE below which a kernel counts as fitting a target (verdict lines)."""
+KAPPA_RTOLS = (1e-6, 1e-8, 1e-10, 1e-12)
+"""Extra λ-tolerances whose (rank, κ) the summary lists, to show how much κ depends on it."""
+PREPROCESSING = "flattened, pixels in [0, 1], each row scaled to unit ℓ2 norm (PAPER.md §2)"
+
+
+def _label(name: str, classes: tuple[int, ...] | None) -> str:
+    return name if classes is None else f"{name}:{'v'.join(str(c) for c in classes)}"
+
+
+@register(
+    "spectrum", "Gram spectra: κ(G), κ(G³) = κ³, width thresholds, kernel alignment", order=20
+)
+def run_spectrum(ctx: RunContext) -> Iterator[Event]:
+    sp = ctx.spec
+    names = list(dict.fromkeys([sp.data.name, *sp.spectrum.datasets]))
+    seed = sp.seeds[0]
+    per_dataset: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        ds = ctx.dataset(name=name, seed=seed)
+        label = _label(ds.name, sp.data.classes)
+        cell = f"spectrum/{label}/{seed}"
+        yield Progress("sweep", i, len(names), f"spectrum {label}")
+        if ctx.is_done(cell):
+            continue
+        ctx.check_cancel()
+        summary = yield from _cell(ctx, ds, label, cell, primary=i == 0)
+        per_dataset[label] = summary
+        yield CellFinished(cell)
+    yield Progress("sweep", len(names), len(names), "spectrum done")
+    yield Summary("spectrum", _summary(per_dataset, sp.data.classes))
+
+
+def _cell(
+    ctx: RunContext, ds: Dataset, label: str, cell: str, *, primary: bool
+) -> Generator[Event, None, dict[str, Any]]:
+    """All rows of one data set; returns its summary entry."""
+    x = ds.x_train.to(ctx.device, torch.float64)
+    t0 = time.perf_counter()
+    spc = spectrum(x, rtol=ctx.spec.spectrum.rtol)
+    seconds = time.perf_counter() - t0
+    yield TableRow("spectrum", spc.row(label), cell=cell)
+    if primary:
+        for j in range(spc.eig_G.size):
+            yield TableRow(
+                "eigenvalues",
+                {"index": j + 1, "eig_G": float(spc.eig_G[j]), "eig_G3": float(spc.eig_G3[j])},
+                cell=cell,
+            )
+    yield Artifact(
+        "eigenvalues",
+        {"dataset": label, "rank": spc.rank, "eig_G": spc.eig_G, "eig_G3": spc.eig_G3},
+        cell=cell,
+    )
+    if not math.isfinite(spc.kappa_d):
+        yield Log(
+            f"{label}: numerical rank {spc.rank} < min(n, d) = {min(spc.n, spc.d)} "
+            f"(dead pixels or dependent rows): κ_d is infinite, v2 thresholds use κ over the rank",
+            "warning",
+        )
+    ctx.check_cancel()
+
+    xk = x[:MAX_KERNEL_N]
+    xt = ds.x_test.to(ctx.device, torch.float64)
+    ntk_rows = {}
+    for kernel, ks in ntk_spectra(xk).items():
+        row = {"dataset": label, "kernel": kernel, **ks.row()}
+        ntk_rows[kernel] = row
+        yield TableRow("ntk_spectrum", row, cell=cell)
+        yield Artifact(
+            "ntk_eigenvalues",
+            {"dataset": label, "kernel": kernel, "eigenvalues": ks.eigenvalues},
+            cell=cell,
+        )
+    ctx.check_cancel()
+
+    headline = yield from _alignment_rows(ctx, ds, xk, xt, label, cell)
+    th = spc.thresholds
+    entry: dict[str, Any] = {
+        "n": spc.n,
+        "d": spc.d,
+        "rank": spc.rank,
+        "rtol": spc.rtol,
+        "kappa_G": spc.kappa_G,
+        "kappa_G_cubed": spc.kappa_G_cubed,
+        "kappa_G3_direct": spc.kappa_G3_direct,
+        "cube_rel_error": spc.cube_rel_error,
+        "kappa_d": spc.kappa_d,
+        **th.as_dict(),
+        "kappa_at_rtol": {
+            f"{r:g}": dict(zip(("rank", "kappa_G"), spc.kappa_at(r))) for r in KAPPA_RTOLS
+        },
+        "seconds_svd": round(seconds, 3),
+        "preprocessing": PREPROCESSING,
+        "ntk_kappa": {k: v["kappa"] for k, v in ntk_rows.items()},
+        "alignment": headline,
+        "verdict": _verdict(headline),
+    }
+    paper = paper_spectrum(ds.name, ctx.spec.data.classes)
+    if paper is not None:
+        at_paper_n = width_thresholds(spc.kappa_G, spc.kappa_d, paper.n)
+        entry["paper"] = {
+            **paper.as_dict(),
+            "m_v1_from_kappa": paper.kappa**6,
+            "m_v2_from_kappa": width_thresholds(paper.kappa, paper.kappa, paper.n).v2,
+            "ours_v2_at_paper_n": at_paper_n.v2,
+            "kappa_ratio_ours_over_paper": spc.kappa_G / paper.kappa,
+        }
+    return entry
+
+
+def _alignment_rows(
+    ctx: RunContext, ds: Dataset, xk: torch.Tensor, xt: torch.Tensor, label: str, cell: str
+) -> Generator[Event, None, dict[str, dict[str, dict[str, float]]]]:
+    """Rows of the ``alignment`` table; returns {target: {kernel: headline numbers}}."""
+    kernels = study_kernels(xk, xt)
+    rtol = ctx.spec.spectrum.rtol
+    targets: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]] = {}
+    gen = torch.Generator().manual_seed(ctx.spec.seeds[0])
+    for which in ("top", "bottom"):
+        ytr, yte = eigen_targets(xk, xt, which=which, k=N_TARGET_DIRS, rtol=rtol)
+        noise = TARGET_NOISE * torch.randn(ytr.shape, generator=gen, dtype=torch.float64)
+        targets[f"eig_{which}"] = (ytr, yte, None)
+        targets[f"eig_{which}_noisy"] = (ytr + noise.to(ytr.device), yte, None)
+    n_cls = ds.n_out if ds.task != "binary" else 1
+    ytr_l = ds.y_train[: xk.shape[0]].to(xk.device)
+    yte_l = ds.y_test.to(xk.device)
+    targets["labels"] = (label_targets(ytr_l, n_cls), label_targets(yte_l, n_cls), yte_l)
+    headline: dict[str, dict[str, dict[str, float]]] = {}
+    for target, (ytr, yte, lab) in targets.items():
+        for kernel in KERNELS:
+            for res in kernel_ridge(kernels[kernel], ytr, yte, ridges=RIDGES, labels=lab):
+                row = {
+                    "dataset": label,
+                    "kernel": kernel,
+                    "target": target,
+                    "ridge": res.ridge,
+                    "alignment": res.alignment,
+                    "test_mse": res.test_mse,
+                    "test_rel_mse": res.test_rel_mse,
+                    "train_mse": res.train_mse,
+                    "test_accuracy": res.test_accuracy,
+                    "n_train": int(xk.shape[0]),
+                }
+                yield TableRow("alignment", row, cell=cell)
+                if res.ridge == HEADLINE_RIDGE:
+                    headline.setdefault(target, {})[kernel] = {
+                        "alignment": res.alignment,
+                        "test_rel_mse": res.test_rel_mse,
+                        "test_accuracy": res.test_accuracy,
+                    }
+        ctx.check_cancel()
+    return headline
+
+
+def _verdict(headline: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """One line per target: does G³ beat G (relative test MSE at the headline ridge)?
+
+    Within ±5% is a tie; both below ``FIT_FLOOR`` means both fit the target and the
+    ratio of two tiny errors says nothing.
+    """
+    lines = []
+    for target, by_kernel in headline.items():
+        g, g3 = by_kernel.get("G"), by_kernel.get("G3")
+        if g is None or g3 is None:
+            continue
+        a, b = g["test_rel_mse"], g3["test_rel_mse"]
+        nums = (
+            f"relative test MSE G {a:.3g} vs G³ {b:.3g}; "
+            f"alignment G {g['alignment']:.3g} vs G³ {g3['alignment']:.3g}"
+        )
+        if math.isfinite(g["test_accuracy"]) and math.isfinite(g3["test_accuracy"]):
+            nums += f"; accuracy G {g['test_accuracy']:.3f} vs G³ {g3['test_accuracy']:.3f}"
+        if not (math.isfinite(a) and math.isfinite(b)) or a <= 0 or b <= 0:
+            word = "not comparable"
+        elif max(a, b) < FIT_FLOOR:
+            word = "both fit it"
+        elif max(a, b) <= 1.05 * min(a, b):
+            word = "tie"
+        elif b < a:
+            word = f"G³ helps ({a / b:.3g}×)"
+        else:
+            word = f"G³ hurts ({b / a:.3g}×)"
+        lines.append(f"{target}: {word}: {nums}")
+    return lines
+
+
+def _summary(per_dataset: dict[str, Any], classes: tuple[int, ...] | None) -> dict[str, Any]:
+    """The ``spectrum`` section of summary.json: ours next to the paper's where it exists."""
+    return {
+        "datasets": per_dataset,
+        "classes": list(classes) if classes is not None else "all",
+        "largest_model_parameters": LARGEST_MODEL,
+        "rtol_convention": "on eigenvalues λ of G relative to λ_max; default (max(n, d)·eps)², "
+        "i.e. σ > max(n, d)·eps·σ_max",
+        "kappa_note": "the paper does not say how κ was computed (n, tolerance, preprocessing); "
+        "ours is λ_1/λ_rank of G on the run's training subset",
+        "ridge": HEADLINE_RIDGE,
+        "ridge_note": "kernel ridge (K + ρ·tr(K)/n·I)α = y, ρ relative so G and G³ are comparable",
+    }
