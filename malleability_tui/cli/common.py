@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from engine.errors import Cancelled, EngineError
 
@@ -18,7 +19,7 @@ err_console = Console(stderr=True)
 
 def die(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` as one line on stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

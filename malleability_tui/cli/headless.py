@@ -12,7 +12,15 @@ from engine.experiments.events import Failed
 from engine.experiments.presets import apply_quick
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore, default_run_dir
-from malleability_tui.cli.common import console, die, err_console, expected_errors, parse_floats, parse_ints, parse_names
+from malleability_tui.cli.common import (
+    console,
+    die,
+    err_console,
+    expected_errors,
+    parse_floats,
+    parse_ints,
+    parse_names,
+)
 from malleability_tui.cli.render import LONG_TABLES, ProgressRenderer, table_of
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from malleability_tui.cli import data, headless, runs
+from malleability_tui.cli import data, headless, report, reproduce, runs
 
 app = typer.Typer(
     name="malleability",
@@ -16,6 +16,9 @@ app = typer.Typer(
 app.command("headless")(headless.headless)
 app.command("experiments")(headless.experiments_cmd)
 app.command("export")(runs.export_cmd)
+app.command("reproduce")(reproduce.reproduce)
+app.command("report")(report.report_cmd)
+app.command("figures")(report.figures_cmd)
 app.add_typer(data.app, name="data")
 app.add_typer(runs.app, name="runs")
 

@@ -1,0 +1,406 @@
+"""Reproduce the paper in one run: the plan (which experiments on which subsets) and
+the comparison (the paper's number beside ours for every table cell, and the claims
+checklist decided by written rules).
+
+The comparison reads only the run directories' CSV tables (the public contract), so
+it works the same on a run that just finished and on one reopened from disk.
+
+Checklist rules (README "Claims checklist"), α = 0.05:
+
+1. Non-convergence — Spearman ρ of NTK distance vs log₂ width over every (width, seed)
+   row. Holds: 2L-ReLU falls (ρ < 0, p < α) and MLP-Attn does not (ρ ≥ 0 or p ≥ α).
+   Does not hold: 2L-ReLU does not fall, or both fall. Inconclusive: fewer than 4 widths.
+2. Spectral amplification — r = κ(G³)measured / κ(G)³. Holds: |log₁₀ r| ≤ log₁₀ 2.
+   Inconclusive: κ(G)³ > 1e15 (float64 cannot resolve κ(G³)). Otherwise does not hold.
+3. Influence malleability — flip rates pooled over seeds with 95% Wilson intervals,
+   per attack (10-class task). Holds: MLP-Attn's interval lies above 2L-ReLU's for every
+   attack. Does not hold: 2L-ReLU's lies above MLP-Attn's for some attack. Else inconclusive.
+4. Adversarial training induces malleability — 2L-ReLU PGD flip rate, adversarial vs
+   standard training. Holds: the adversarial interval lies above the standard one.
+   Does not hold: it lies below. Else inconclusive.
+5. Dual implication — kernel-ridge relative test MSE of G³ vs G (ridge 1e-3·tr(K)/n).
+   Holds: G³ is lower on the aligned (top-eigenvector) targets and higher on the
+   misaligned (bottom) ones. Does not hold: the opposite on either. Else inconclusive.
+6. Flatter minima — top Hessian eigenvalue per model, mean ± std over seeds. Holds:
+   MLP-Attn's mean + std < 2L-ReLU's mean − std. Does not hold: the reverse. Else
+   inconclusive (including a single seed, where the spread is unknown, if the means are
+   within 10%).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from engine.experiments.presets import apply_quick
+from engine.experiments.spec import DataSpec, RunSpec
+
+ALPHA = 0.05
+BINARY_CLASSES: dict[str, tuple[int, int]] = {
+    "mnist": (3, 8),  # paper: MNIST 3 vs 8
+    "cifar10": (1, 0),  # paper: automobile vs airplane
+    "fashion-mnist": (0, 6),  # ours: T-shirt/top vs shirt (the supplement does not say)
+    "digits": (3, 8),  # ours, as MNIST
+}
+TABLE1_WIDTHS = (16, 1024, 4096)
+ATTACK_LABELS = {"fgsm": "FGSM", "pgd": "PGD", "mim": "MIM"}
+MODELS = ("2L-ReLU", "MLP-Attn")
+HOLDS, FAILS, INCONCLUSIVE, NO_DATA = "holds", "does not hold", "inconclusive", "no data"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sub-run of a reproduction: a data subset and the experiments it feeds."""
+
+    key: str
+    """Sub-folder name, e.g. ``mnist-multiclass``."""
+    dataset: str
+    task: str
+    """multiclass (10-class tables 1, 2, 4) or binary (table 3)."""
+    spec: RunSpec
+
+
+def plan(
+    datasets: tuple[str, ...],
+    *,
+    tables: tuple[int, ...] = (1, 2, 3, 4),
+    seeds: tuple[int, ...] = (0, 1, 2),
+    quick: bool = False,
+    data_dir: str | None = None,
+    device: str = "auto",
+    base: RunSpec | None = None,
+) -> list[Part]:
+    """The sub-runs that compute ``tables`` (and κ, the dual implication and the
+    landscape, always) for each data set. Each trains each model × width × seed once."""
+    base = base or RunSpec()
+    if quick:
+        base = apply_quick(base)
+    base = base.replace(device=device)
+    if not (quick and seeds == (0, 1, 2)):
+        base = base.replace(seeds=seeds)
+    parts = []
+    for name in datasets:
+        multi = ["spectrum", "landscape"]
+        if 1 in tables:
+            multi.append("ntk")
+        if 2 in tables or 4 in tables:
+            multi.append("flip")
+        if 4 in tables:
+            multi.append("advtrain")
+        data = DataSpec(
+            name=name, data_dir=data_dir, classes=None, n_train=base.data.n_train,
+            n_test=base.data.n_test, transductive=base.data.transductive,
+        )
+        parts.append(Part(f"{name}-multiclass", name, "multiclass", base.replace(experiment=",".join(multi), data=data)))
+        if 3 in tables:
+            cls = BINARY_CLASSES.get(name, (0, 1))
+            bdata = DataSpec(
+                name=name, data_dir=data_dir, classes=cls, n_train=base.data.n_train,
+                n_test=base.data.n_test, transductive=base.data.transductive,
+            )
+            parts.append(Part(f"{name}-binary", name, "binary", base.replace(experiment="spectrum,flip", data=bdata)))
+    return parts
+
+
+# -- statistics -------------------------------------------------------------------
+
+
+def _f(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def mean_std(vals: list[float]) -> tuple[float, float, int]:
+    """Mean, sample std (0 for one value) and count of the finite values."""
+    v = [x for x in vals if math.isfinite(x)]
+    if not v:
+        return float("nan"), float("nan"), 0
+    m = sum(v) / len(v)
+    s = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
+    return m, s, len(v)
+
+
+def wilson(k: float, n: float, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial proportion k/n."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    p = k / n
+    den = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / den
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def _spearman(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    from scipy.stats import spearmanr
+
+    if len(xs) < 3 or len(set(xs)) < 2:
+        return float("nan"), float("nan")
+    r = spearmanr(xs, ys)
+    return float(r.statistic), float(r.pvalue)
+
+
+def _no_data(reason: str) -> dict[str, Any]:
+    return {"status": NO_DATA, "reason": reason}
+
+
+# -- the comparison -------------------------------------------------------------------
+
+
+def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any]:
+    """Paper vs ours for Tables 1–4 and κ, plus the claims checklist.
+
+    ``runs`` maps a part key to ``read_run`` output (``tables``: name → rows) or to
+    ``{"missing": reason}`` when the part could not run (e.g. no data set here).
+    """
+    out: dict[str, Any] = {"table1": [], "table2": [], "table3": [], "table4": [], "kappa": []}
+    stats: dict[str, Any] = {}
+    for part in parts:
+        run = runs.get(part.key, {"missing": "not run"})
+        tables = run.get("tables", {})
+        reason = run.get("missing")
+        if part.task == "multiclass":
+            out["table1"] += _table1(part.dataset, tables.get("ntk_distance"), reason)
+            out["table2"] += _flip_table(2, part.dataset, tables.get("flip_rates"), reason)
+            out["table4"] += _table4(part.dataset, tables.get("flip_rates"), reason)
+            out["kappa"] += _kappa(part.dataset, tables.get("spectrum"), reason)
+            stats.setdefault(part.dataset, {}).update(
+                ntk=tables.get("ntk_distance"), flip=tables.get("flip_rates"),
+                spectrum=tables.get("spectrum"), alignment=tables.get("alignment"),
+                sharpness=tables.get("sharpness"), reason=reason,
+            )
+        else:
+            out["table3"] += _flip_table(3, part.dataset, tables.get("flip_rates"), reason)
+    out["checklist"] = checklist(stats)
+    return out
+
+
+def _table1(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[str, Any]]:
+    from engine.ntk.paper import paper_ntk_distances
+
+    res = []
+    for model in MODELS:
+        paper = paper_ntk_distances(model, ds) or {}
+        for w in TABLE1_WIDTHS:
+            cell: dict[str, Any] = {"dataset": ds, "model": model, "width": w, "paper": paper.get(w)}
+            vals = [_f(r["ntk_distance"]) for r in rows or [] if r["model"] == model and int(_f(r["width"])) == w]
+            if reason or rows is None:
+                cell.update(_no_data(reason or "the ntk experiment did not run"))
+            elif not vals:
+                cell.update(_no_data(f"width {w} not in this run's sweep"))
+            else:
+                m, s, n = mean_std(vals)
+                cell.update(mean=m, std=s, seeds=n)
+            res.append(cell)
+    return res
+
+
+def _pooled(rows: list[dict], model: str, attack: str, training: str, eps: float | None = None) -> dict[str, Any] | None:
+    sel = [r for r in rows if r["model"] == model and r["attack"] == attack and r["training"] == training
+           and (eps is None or abs(_f(r["eps"]) - eps) < 1e-9)]
+    sel = [r for r in sel if math.isfinite(_f(r["flip_rate"]))]
+    if not sel:
+        return None
+    n = sum(_f(r["n_selected"]) for r in sel)
+    k = sum(_f(r["flip_rate"]) * _f(r["n_selected"]) for r in sel)
+    m, s, cnt = mean_std([_f(r["flip_rate"]) for r in sel])
+    lo, hi = wilson(k, n)
+    return {"mean": 100 * m, "std": 100 * s, "seeds": cnt, "ci_low": 100 * lo, "ci_high": 100 * hi, "k": k, "n": n}
+
+
+def _paper_flip(table: int, ds: str, model: str, attack: str) -> float | None:
+    try:
+        from engine.malleability.paper import paper_flip_rate
+    except ImportError:  # pragma: no cover
+        return None
+    return paper_flip_rate(table, ds, model, attack)
+
+
+def _flip_table(table: int, ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[str, Any]]:
+    res = []
+    for attack in ("fgsm", "pgd", "mim"):
+        by_model: dict[str, dict[str, Any]] = {}
+        for model in MODELS:
+            cell: dict[str, Any] = {"dataset": ds, "model": model, "attack": ATTACK_LABELS[attack],
+                                    "paper": _paper_flip(table, ds, model, attack)}
+            got = _pooled(rows or [], model, attack, "standard", 0.3) or _pooled(rows or [], model, attack, "standard")
+            if reason or rows is None:
+                cell.update(_no_data(reason or "the flip experiment did not run"))
+            elif got is None:
+                cell.update(_no_data(f"{attack} not in this run"))
+            else:
+                cell.update(got)
+            by_model[model] = cell
+            res.append(cell)
+        a, r = by_model["MLP-Attn"], by_model["2L-ReLU"]
+        ratio = a.get("mean", float("nan")) / r["mean"] if r.get("mean") else float("nan")
+        pr = a["paper"] / r["paper"] if a.get("paper") and r.get("paper") else None
+        for c in (a, r):
+            c["ratio"] = ratio
+            c["paper_ratio"] = pr
+    return res
+
+
+def _table4(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[str, Any]]:
+    res = []
+    for model in MODELS:
+        cell: dict[str, Any] = {"dataset": ds, "model": model,
+                                "paper_standard": _paper_flip(4, ds, model, "pgd_standard"),
+                                "paper_adversarial": _paper_flip(4, ds, model, "pgd_adversarial")}
+        std = _pooled(rows or [], model, "pgd", "standard")
+        adv = _pooled(rows or [], model, "pgd", "adversarial")
+        if reason or rows is None:
+            cell.update(_no_data(reason or "the flip/advtrain experiments did not run"))
+        elif std is None or adv is None:
+            cell.update(_no_data("needs PGD flip rates with standard and adversarial training"))
+        else:
+            cell.update(standard=std, adversarial=adv)
+        res.append(cell)
+    return res
+
+
+def _kappa(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[str, Any]]:
+    from engine.spectral.paper import paper_spectrum
+
+    p = paper_spectrum(ds)
+    cell: dict[str, Any] = {"dataset": ds, "paper_kappa": p.kappa if p else None}
+    row = next((r for r in rows or [] if r["dataset"] == ds or r["dataset"].startswith(ds)), None)
+    if reason or row is None:
+        cell.update(_no_data(reason or "the spectrum experiment did not run"))
+    else:
+        cell.update({k: _f(row[k]) if k != "dataset" else row[k] for k in row})
+    return [cell]
+
+
+# -- checklist ------------------------------------------------------------------------
+
+
+def _claim(n: int, claim: str, statistic: str, verdict: str, **values: Any) -> dict[str, Any]:
+    return {"claim": n, "title": claim, "statistic": statistic, "verdict": verdict, **values}
+
+
+def checklist(stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Six claims × data sets → holds / does not hold / inconclusive / no data."""
+    items = []
+    for ds, s in stats.items():
+        items.append(_claim1(ds, s.get("ntk")))
+        items.append(_claim2(ds, s.get("spectrum")))
+        items.append(_claim3(ds, s.get("flip")))
+        items.append(_claim4(ds, s.get("flip")))
+        items.append(_claim5(ds, s.get("alignment")))
+        items.append(_claim6(ds, s.get("sharpness")))
+    return items
+
+
+def _claim1(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "non-convergence: 2L-ReLU approaches its NTK predictor with width, MLP-Attn does not"
+    if not rows:
+        return _claim(1, t, "Spearman ρ(distance, log₂ m)", NO_DATA, dataset=ds)
+    res = {}
+    for model in MODELS:
+        sel = [r for r in rows if r["model"] == model]
+        xs = [math.log2(_f(r["width"])) for r in sel]
+        res[model] = _spearman(xs, [_f(r["ntk_distance"]) for r in sel]) + (len({x for x in xs}),)
+    (rr, pr, nw), (ra, pa, _) = res["2L-ReLU"], res["MLP-Attn"]
+    stat = f"ρ 2L-ReLU {rr:+.2f} (p={pr:.2g}), MLP-Attn {ra:+.2f} (p={pa:.2g}) over {nw} widths"
+    relu_falls = rr < 0 and pr < ALPHA
+    attn_falls = ra < 0 and pa < ALPHA
+    if nw < 4 or not (math.isfinite(rr) and math.isfinite(ra)):
+        v = INCONCLUSIVE
+    elif relu_falls and not attn_falls:
+        v = HOLDS
+    else:
+        v = FAILS
+    return _claim(1, t, stat, v, dataset=ds, rho_relu=rr, p_relu=pr, rho_attn=ra, p_attn=pa)
+
+
+def _claim2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "spectral amplification: κ(G³) = κ(G)³"
+    row = next(iter(rows or []), None)
+    if row is None:
+        return _claim(2, t, "κ(G³) / κ(G)³", NO_DATA, dataset=ds)
+    k3, kc = _f(row["kappa_G3_direct"]), _f(row["kappa_G_cubed"])
+    r = k3 / kc if kc and math.isfinite(kc) else float("nan")
+    stat = f"κ(G) {_f(row['kappa_G']):.4g}, κ(G)³ {kc:.4g}, κ(G³) measured {k3:.4g}, ratio {r:.4g}"
+    if not math.isfinite(r):
+        v = INCONCLUSIVE
+    elif abs(math.log10(r)) <= math.log10(2):
+        v = HOLDS
+    elif kc > 1e15:
+        v = INCONCLUSIVE
+    else:
+        v = FAILS
+    return _claim(2, t, stat, v, dataset=ds, ratio=r)
+
+
+def _claim3(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "influence malleability: MLP-Attn's influence flips more often than 2L-ReLU's"
+    if not rows:
+        return _claim(3, t, "flip-rate ratio MLP-Attn / 2L-ReLU with 95% Wilson CIs", NO_DATA, dataset=ds)
+    parts, above, below = [], 0, 0
+    attacks = sorted({r["attack"] for r in rows if r["training"] == "standard"})
+    for a in attacks:
+        pa = _pooled(rows, "MLP-Attn", a, "standard")
+        pr = _pooled(rows, "2L-ReLU", a, "standard")
+        if pa is None or pr is None:
+            continue
+        ratio = pa["mean"] / pr["mean"] if pr["mean"] else float("inf")
+        parts.append(f"{ATTACK_LABELS.get(a, a)} {pa['mean']:.1f}% vs {pr['mean']:.1f}% (×{ratio:.2g})")
+        above += pa["ci_low"] > pr["ci_high"]
+        below += pr["ci_low"] > pa["ci_high"]
+    if not parts:
+        return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds)
+    v = HOLDS if above == len(parts) else FAILS if below else INCONCLUSIVE
+    return _claim(3, t, "; ".join(parts), v, dataset=ds)
+
+
+def _claim4(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "adversarial training raises 2L-ReLU's flip rate"
+    std = _pooled(rows or [], "2L-ReLU", "pgd", "standard")
+    adv = _pooled(rows or [], "2L-ReLU", "pgd", "adversarial")
+    if std is None or adv is None:
+        return _claim(4, t, "PGD flip rate, standard → adversarial", NO_DATA, dataset=ds)
+    stat = f"2L-ReLU PGD flip rate {std['mean']:.1f}% → {adv['mean']:.1f}%"
+    v = HOLDS if adv["ci_low"] > std["ci_high"] else FAILS if adv["ci_high"] < std["ci_low"] else INCONCLUSIVE
+    return _claim(4, t, stat, v, dataset=ds)
+
+
+def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "dual implication: G³ helps on targets aligned with G's top eigenvectors, hurts on the rest"
+    if not rows:
+        return _claim(5, t, "relative test MSE, G³ vs G", NO_DATA, dataset=ds)
+
+    def rel(kernel: str, target: str) -> float:
+        sel = [r for r in rows if r["kernel"] == kernel and r["target"] == target and abs(_f(r["ridge"]) - 1e-3) < 1e-12]
+        return _f(sel[0]["test_rel_mse"]) if sel else float("nan")
+
+    top = (rel("G", "eig_top"), rel("G3", "eig_top"))
+    bot = (rel("G", "eig_bottom"), rel("G3", "eig_bottom"))
+    stat = f"aligned: G {top[0]:.3g} vs G³ {top[1]:.3g}; misaligned: G {bot[0]:.3g} vs G³ {bot[1]:.3g}"
+    if not all(math.isfinite(x) for x in top + bot):
+        return _claim(5, t, stat, INCONCLUSIVE, dataset=ds)
+    helps, hurts = top[1] < top[0], bot[1] > bot[0]
+    v = HOLDS if helps and hurts else FAILS if (not helps and not hurts) else INCONCLUSIVE
+    return _claim(5, t, stat, v, dataset=ds)
+
+
+def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "MLP-Attn finds flatter minima than 2L-ReLU"
+    if not rows:
+        return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
+    a = mean_std([_f(r["hessian_top_eig"]) for r in rows if r["model"] == "MLP-Attn"])
+    r = mean_std([_f(r["hessian_top_eig"]) for r in rows if r["model"] == "2L-ReLU"])
+    if not (a[2] and r[2]):
+        return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
+    ratio = r[0] / a[0] if a[0] else float("inf")
+    stat = f"λ_max MLP-Attn {a[0]:.4g} ± {a[1]:.2g} vs 2L-ReLU {r[0]:.4g} ± {r[1]:.2g} (ReLU/Attn ×{ratio:.3g})"
+    if a[0] + a[1] < r[0] - r[1] and (a[2] > 1 or a[0] < 0.9 * r[0]):
+        v = HOLDS
+    elif r[0] + r[1] < a[0] - a[1] and (r[2] > 1 or r[0] < 0.9 * a[0]):
+        v = FAILS
+    else:
+        v = INCONCLUSIVE
+    return _claim(6, t, stat, v, dataset=ds, ratio=ratio)

@@ -1,0 +1,239 @@
+"""``malleability report`` (Markdown / HTML) and ``malleability figures`` (matplotlib)."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from engine.experiments.spec import RunSpec
+from engine.experiments.store import read_run
+from malleability_tui.cli.common import console, die, expected_errors
+from malleability_tui.cli.render import LONG_TABLES, fmt
+from malleability_tui.cli.runs import resolve_run
+
+MAX_REPORT_ROWS = 60
+Block = tuple[str, Any]  # ("h1"|"h2"|"p"|"pre"|"table"|"svg", payload)
+
+
+def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, dict[str, Any]]]]:
+    """(reproduce summary or None, [(label, read_run data)]) for a run or reproduce folder."""
+    if (path / "reproduce.json").exists():
+        meta = json.loads((path / "reproduce.json").read_text(encoding="utf-8"))
+        summ_f = path / "summary.json"
+        summ = json.loads(summ_f.read_text(encoding="utf-8")) if summ_f.exists() else {}
+        runs = [(p["key"], read_run(path / p["key"])) for p in meta["parts"] if (path / p["key"] / "spec.toml").exists()]
+        return summ, runs
+    return None, [(path.name, read_run(path))]
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
+    """model → (widths, mean distance, std) over seeds."""
+    from engine.experiments.reproduce import mean_std
+
+    out = {}
+    for model in sorted({r["model"] for r in rows}):
+        ws = sorted({int(_num(r["width"])) for r in rows if r["model"] == model})
+        ms, ss = [], []
+        for w in ws:
+            m, s, _ = mean_std([_num(r["ntk_distance"]) for r in rows if r["model"] == model and int(_num(r["width"])) == w])
+            ms.append(m)
+            ss.append(s)
+        out[model] = ([float(w) for w in ws], ms, ss)
+    return out
+
+
+def text_plot(title: str, series: dict[str, tuple[list[float], list[float]]], *, xlog2: bool = False,
+              ylog: bool = False, width: int = 72, height: int = 18) -> str:
+    """A plain-text (plotext) line plot of named (x, y) series."""
+    import plotext as plt
+
+    plt.clf()
+    plt.theme("clear")
+    plt.plotsize(width, height)
+    plt.title(title)
+    for name, (xs, ys) in series.items():
+        pts = [(x, y) for x, y in zip(xs, ys) if math.isfinite(x) and math.isfinite(y) and (not ylog or y > 0)]
+        if not pts:
+            continue
+        px = [math.log2(x) if xlog2 else x for x, _ in pts]
+        py = [math.log10(y) if ylog else y for _, y in pts]
+        plt.plot(px, py, label=name, marker="dot")
+    plt.xlabel("log2 width" if xlog2 else "")
+    plt.ylabel("log10" if ylog else "")
+    return plt.build()
+
+
+def _table_block(name: str, rows: list[dict]) -> Block:
+    return ("table", (name, rows[:MAX_REPORT_ROWS], len(rows)))
+
+
+def build_report(path: Path) -> list[Block]:
+    """The report as blocks (rendered to Markdown or HTML)."""
+    summ, runs = collect(path)
+    blocks: list[Block] = [("h1", f"malleability report: {path.name}")]
+    if summ is not None:
+        from malleability_tui.cli.reproduce import comparison_rows
+
+        blocks.append(("p", "Paper (arXiv 2603.13085 v1) beside ours; ours are mean ± std over seeds; "
+                            "flip rates in %, with pooled 95% Wilson intervals."))
+        for title, rows in comparison_rows(summ):
+            blocks.append(("h2", title))
+            blocks.append(("table", (title, rows, len(rows))))
+    for label, run in runs:
+        blocks.append(("h2", f"Run {label}"))
+        env = run["env"]
+        blocks.append(("p", f"status {env.get('status', '?')}; device {env.get('device', '?')}; torch {env.get('torch', '?')}; "
+                            f"started {env.get('start_time', '?')}, ended {env.get('end_time', '?')}; host {env.get('host', '?')}"))
+        blocks.append(("pre", RunSpec.from_dict(run["spec"]).to_toml()))
+        for section, data in run["summary"].items():
+            if isinstance(data, dict) and data.get("headline"):
+                lines = data["headline"]
+                blocks.append(("pre", f"{section}:\n" + "\n".join([lines] if isinstance(lines, str) else lines)))
+        t = run["tables"]
+        for name, rows in t.items():
+            if rows and name not in LONG_TABLES:
+                blocks.append(_table_block(name, rows))
+            elif rows:
+                blocks.append(("p", f"{name}.csv: {len(rows)} rows (not shown)"))
+        if t.get("ntk_distance"):
+            ser = {m: (x, y) for m, (x, y, _) in _series_ntk(t["ntk_distance"]).items()}
+            blocks.append(("pre", text_plot("NTK distance vs width", ser, xlog2=True)))
+        if t.get("eigenvalues"):
+            ev = t["eigenvalues"]
+            idx = [_num(r["index"]) for r in ev]
+            blocks.append(("pre", text_plot("eigenvalues of G and G^3 (log10)", {
+                "G": (idx, [_num(r["eig_G"]) for r in ev]), "G^3": (idx, [_num(r["eig_G3"]) for r in ev])}, ylog=True)))
+        if t.get("landscape"):
+            ls = [r for r in t["landscape"] if r["direction"] == "1d"]
+            ser = {m: ([_num(r["alpha"]) for r in ls if r["model"] == m], [_num(r["loss"]) for r in ls if r["model"] == m])
+                   for m in sorted({r["model"] for r in ls})}
+            if ser:
+                blocks.append(("pre", text_plot("1-D loss along a filter-normalised direction", ser)))
+    return blocks
+
+
+def _md_table(rows: list[dict], total: int) -> str:
+    if not rows:
+        return "(empty)\n"
+    cols = list(rows[0])
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out += ["| " + " | ".join(fmt(_maybe_num(r.get(c))) for c in cols) + " |" for r in rows]
+    if total > len(rows):
+        out.append(f"\n… {total - len(rows)} more rows in the CSV")
+    return "\n".join(out) + "\n"
+
+
+def _maybe_num(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            return v
+        return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f
+    return v
+
+
+def to_markdown(blocks: list[Block]) -> str:
+    out = []
+    for kind, val in blocks:
+        if kind == "h1":
+            out.append(f"# {val}\n")
+        elif kind == "h2":
+            out.append(f"## {val}\n")
+        elif kind == "p":
+            out.append(f"{val}\n")
+        elif kind == "pre":
+            out.append(f"```\n{val.rstrip()}\n```\n")
+        elif kind == "table":
+            _, rows, total = val
+            out.append(_md_table(rows, total))
+    return "\n".join(out)
+
+
+def to_html(blocks: list[Block]) -> str:
+    body = []
+    for kind, val in blocks:
+        if kind in ("h1", "h2"):
+            body.append(f"<{kind}>{html.escape(val)}</{kind}>")
+        elif kind == "p":
+            body.append(f"<p>{html.escape(val)}</p>")
+        elif kind == "pre":
+            body.append(f"<pre>{html.escape(val)}</pre>")
+        elif kind == "table":
+            _, rows, total = val
+            if not rows:
+                continue
+            cols = list(rows[0])
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+            trs = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(_maybe_num(r.get(c))))}</td>" for c in cols) + "</tr>" for r in rows)
+            more = f"<p>… {total - len(rows)} more rows in the CSV</p>" if total > len(rows) else ""
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>{more}")
+    style = ("body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
+             "font-size:90%}pre{background:#f6f6f6;padding:.5em;overflow-x:auto}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>malleability report</title>"
+            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+def report_cmd(
+    run: Annotated[str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")],
+    format: Annotated[str, typer.Option("--format", "-f", help="md or html.")] = "md",
+    to: Annotated[Path | None, typer.Option("--to", help="Output file (default <run>/report.<format>).")] = None,
+) -> None:
+    """Write a self-contained report: spec, environment, every table, the checklist, plots."""
+    if format not in ("md", "html"):
+        die(f"invalid --format {format!r}: md or html")
+    with expected_errors():
+        path = resolve_reproduce_or_run(run)
+        blocks = build_report(path)
+        text = to_markdown(blocks) if format == "md" else to_html(blocks)
+        target = to or path / f"report.{format}"
+        target.write_text(text, encoding="utf-8")
+    console.print(f"wrote {target}", highlight=False)
+
+
+def resolve_reproduce_or_run(run: str) -> Path:
+    p = Path(run)
+    if (p / "reproduce.json").exists():
+        return p
+    q = Path("runs") / run
+    if (q / "reproduce.json").exists():
+        return q
+    return resolve_run(run, None)
+
+
+def figures_cmd(
+    run: Annotated[str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")],
+    format: Annotated[str, typer.Option("--format", "-f", help="png, pdf or svg.")] = "png",
+    to: Annotated[Path | None, typer.Option("--to", help="Output folder (default <run>/figures).")] = None,
+) -> None:
+    """Paper-style figures (needs matplotlib: pip install 'malleability\\[plots]')."""
+    if format not in ("png", "pdf", "svg"):
+        die(f"invalid --format {format!r}: png, pdf or svg")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+    except ImportError:
+        die("figures need matplotlib: pip install 'malleability[plots]'")
+    from malleability_tui.cli.figures import make_figures
+
+    with expected_errors():
+        path = resolve_reproduce_or_run(run)
+        files = make_figures(collect(path)[1], to or path / "figures", format)
+    if not files:
+        console.print("no figure: the run has none of the tables the figures need")
+    for f in files:
+        console.print(f"wrote {f}", highlight=False)

@@ -1,0 +1,207 @@
+"""``malleability reproduce``: the paper's protocol in one command, with the paper's
+numbers beside ours and the claims checklist (engine/experiments/reproduce.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from engine.errors import DatasetError
+from engine.experiments.events import to_jsonable
+from engine.experiments.reproduce import NO_DATA, Part, compare, plan
+from engine.experiments.store import atomic_write, read_run
+from malleability_tui.cli.common import (
+    console,
+    die,
+    err_console,
+    expected_errors,
+    parse_ints,
+    parse_names,
+)
+from malleability_tui.cli.headless import execute
+from malleability_tui.cli.render import fmt
+
+VERDICT_STYLE = {"holds": "green", "does not hold": "red", "inconclusive": "yellow", "no data": "dim"}
+
+
+def _available(part: Part) -> str | None:
+    """None when the part's data set loads here, else the reason (one line)."""
+    from engine.data import load_dataset
+
+    d = part.spec.data
+    try:
+        load_dataset(d.name, root=d.data_dir, classes=d.classes, n_train=d.n_train, n_test=d.n_test,
+                     seed=part.spec.seeds[0])
+    except DatasetError as e:
+        return str(e)
+    return None
+
+
+def estimate_seconds(parts: list[Part]) -> float:
+    """A coarse run-time estimate from FLOP counts and a 0.1 s matmul probe."""
+    import torch
+
+    a = torch.randn(512, 784)
+    b = torch.randn(784, 1024)
+    t0 = time.perf_counter()
+    reps = 0
+    while time.perf_counter() - t0 < 0.1:
+        a @ b
+        reps += 1
+    flops_s = reps * 2 * 512 * 784 * 1024 / (time.perf_counter() - t0)
+    d = 784
+    total = 0.0
+    for p in parts:
+        s = p.spec
+        exps = s.experiment.split(",")
+        n, ep, seeds = s.data.n_train, s.train.epochs, len(s.seeds)
+        widths = set(s.model.widths) if "ntk" in exps else set()
+        if {"flip", "advtrain", "landscape"} & set(exps):
+            widths |= {s.flip.width}
+        train = sum(6.0 * n * d * w * ep for w in widths) * len(s.model.kinds) * seeds
+        if "advtrain" in exps:
+            train += 6.0 * n * d * s.flip.width * ep * (1 + s.flip.pgd_steps) * len(s.model.kinds) * seeds
+        if "flip" in exps:
+            steps = 1 + s.flip.pgd_steps + s.flip.mim_steps
+            train += 4.0 * n * d * s.flip.width * steps * len(s.model.kinds) * seeds * len(s.flip.eps)
+        total += train
+    return 3.0 * total / flops_s + 5.0 * len(parts)  # ×3: Python overhead and kernels
+
+
+def reproduce(
+    dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Data set(s): mnist, cifar10, fashion-mnist, digits (repeat the option for several).")] = None,
+    tables: Annotated[str, typer.Option(help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training).")] = "1,2,3,4",
+    seeds: Annotated[str, typer.Option(help="Seeds (default 0,1,2; --quick uses 0).")] = "0,1,2",
+    quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256, n_train 300, 30 epochs, one seed.")] = False,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files (or their parent).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
+    device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not pause on a long time estimate.")] = True,
+) -> None:
+    """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
+    with expected_errors():
+        names = tuple(parse_names(",".join(dataset or ["mnist"])) or ("mnist",))
+        tabs = parse_ints(tables, "--tables") or ()
+        if any(t not in (1, 2, 3, 4) for t in tabs):
+            die(f"invalid --tables {tables!r}: a subset of 1,2,3,4")
+        from engine.data import canonical_name
+
+        names = tuple(canonical_name(n) for n in names)
+        sd = parse_ints(seeds, "--seeds") or (0,)
+        parts = plan(names, tables=tabs, seeds=sd, quick=quick,
+                     data_dir=str(data_dir) if data_dir else None, device=device)
+        path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
+        if path.exists() and any(path.iterdir()) and not resume:
+            die(f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)")
+        path.mkdir(parents=True, exist_ok=True)
+        est = estimate_seconds(parts)
+        err_console.print(f"plan: {', '.join(p.key + ' [' + p.spec.experiment + ']' for p in parts)}", highlight=False)
+        err_console.print(f"estimated run time ≈ {_hms(est)} on this machine", highlight=False)
+        meta = {"datasets": list(names), "tables": list(tabs), "quick": quick,
+                "parts": [{"key": p.key, "dataset": p.dataset, "task": p.task, "spec": p.spec.to_dict()} for p in parts],
+                "estimated_seconds": est, "start_time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
+        runs: dict[str, dict[str, Any]] = {}
+        t0 = time.perf_counter()
+        for part in parts:
+            sub = path / part.key
+            reason = _available(part)
+            if reason:
+                err_console.print(f"[yellow]{part.key}: no data[/] ({reason})", highlight=False)
+                runs[part.key] = {"missing": reason}
+                continue
+            console.rule(f"{part.key}: {part.spec.experiment}")
+            execute(part.spec, sub, resume=resume and (sub / "events.jsonl").exists(), quiet=False)
+            runs[part.key] = read_run(sub)
+        comparison = compare(runs, parts)
+        meta.update(end_time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), seconds=time.perf_counter() - t0)
+        atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
+        summary = {"status": "finished", "experiment": "reproduce", "dataset": ",".join(names),
+                   "seconds": meta["seconds"], **comparison}
+        atomic_write(path / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n")
+        show_comparison(comparison)
+        console.print(f"reproduction: [bold]{path}[/] ({_hms(meta['seconds'])}); report: malleability report {path}", highlight=False)
+
+
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _pm(c: dict[str, Any], key: str = "mean", unit: str = "") -> str:
+    if c.get("status") == NO_DATA:
+        return "no data"
+    m, s = c.get(key), c.get("std")
+    if m is None:
+        return "no data"
+    return f"{fmt(m)}{unit} ± {fmt(s)}{unit}" if s else f"{fmt(m)}{unit}"
+
+
+def _ours_flip(c: dict[str, Any]) -> str:
+    ours = _pm(c)
+    if c.get("ci_low") is not None:
+        ours += f" [{c['ci_low']:.1f}, {c['ci_high']:.1f}]"
+    return ours
+
+
+def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]]]:
+    """(title, rows of strings) for Tables 1–4, κ and the checklist: paper beside ours."""
+    out: list[tuple[str, list[dict[str, str]]]] = []
+    out.append(("Table 1: NTK distance ‖f_m − f_NTK‖ (mean ± std over seeds)", [
+        {"dataset": c["dataset"], "model": c["model"], "m": str(c["width"]),
+         "paper": fmt(c.get("paper")) or "-", "ours": _pm(c)}
+        for c in cmp.get("table1", [])]))
+    for n, title in ((2, "Table 2: flip rate %, 10-class"), (3, "Table 3: flip rate %, binary")):
+        out.append((f"{title} (ours: mean ± std [95% CI]; ratio = MLP-Attn / 2L-ReLU)", [
+            {"dataset": c["dataset"], "model": c["model"], "attack": c["attack"],
+             "paper": fmt(c.get("paper")) or "-", "ours": _ours_flip(c),
+             "ratio": fmt(c.get("ratio")), "paper ratio": fmt(c.get("paper_ratio")) or "-"}
+            for c in cmp.get(f"table{n}", [])]))
+    rows4 = []
+    for c in cmp.get("table4", []):
+        paper = f"{fmt(c.get('paper_standard'))} → {fmt(c.get('paper_adversarial'))}" if c.get("paper_standard") else "-"
+        ours = "no data" if c.get("status") == NO_DATA else f"{_ours_flip(c['standard'])} → {_ours_flip(c['adversarial'])}"
+        rows4.append({"dataset": c["dataset"], "model": c["model"], "paper": paper, "ours": ours})
+    out.append(("Table 4: PGD flip rate %, standard → adversarial training", rows4))
+    rows_k = []
+    for c in cmp.get("kappa", []):
+        nd = c.get("status") == NO_DATA
+        rows_k.append({"dataset": c["dataset"], "paper κ": fmt(c.get("paper_kappa")) or "-",
+                       "ours κ(G)": "no data" if nd else fmt(c.get("kappa_G")),
+                       "n": "" if nd else fmt(c.get("n")), "rank": "" if nd else fmt(c.get("rank")),
+                       "κ(G)³": "" if nd else fmt(c.get("kappa_G_cubed")),
+                       "κ(G³) measured": "" if nd else fmt(c.get("kappa_G3_direct"))})
+    out.append(("κ(G) of the training subset", rows_k))
+    out.append(("Claims checklist (rules: README 'Claims checklist')", [
+        {"#": str(c["claim"]), "dataset": c.get("dataset", ""), "claim": c["title"],
+         "statistic": c["statistic"], "verdict": c["verdict"]}
+        for c in cmp.get("checklist", [])]))
+    return out
+
+
+def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
+    """Rich tables of ``comparison_rows``; verdicts coloured."""
+    tables = []
+    for title, rows in comparison_rows(cmp):
+        t = Table(title=title, title_justify="left", header_style="bold")
+        for c in rows[0] if rows else ["(none)"]:
+            t.add_column(c, overflow="fold")
+        for r in rows:
+            cells = [f"[{VERDICT_STYLE[v]}]{v}[/]" if k == "verdict" and v in VERDICT_STYLE else v for k, v in r.items()]
+            t.add_row(*cells)
+        tables.append(t)
+    return tables
+
+
+def show_comparison(cmp: dict[str, Any]) -> None:
+    for t in comparison_tables(cmp):
+        console.print(t)
+
+
+__all__ = ["comparison_rows", "comparison_tables", "estimate_seconds", "reproduce", "show_comparison"]
