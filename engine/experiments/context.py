@@ -191,16 +191,23 @@ class RunContext:
         idx = torch.randperm(x.shape[0], generator=g)[: self.spec.ntk.drift_points].to(x.device)
         probe = x[idx]
         with torch.no_grad():
-            k0 = empirical_ntk(model, probe)
+            k0 = empirical_ntk(model, probe, output=0 if self._n_out(model) > 1 else None)
         return probe, k0
 
     @staticmethod
     def _drift(model: nn.Module, probe: torch.Tensor, k0: torch.Tensor) -> float:
         from engine.ntk import empirical_ntk
 
+        # For K outputs the first diagonal block: the co-activation pattern is what drifts
+        # (with fixed ±1 heads every diagonal block is the same matrix).
         with torch.no_grad():
-            kt = empirical_ntk(model, probe)
+            kt = empirical_ntk(model, probe, output=0 if RunContext._n_out(model) > 1 else None)
         return float(torch.linalg.norm(kt - k0) / torch.linalg.norm(k0).clamp_min(1e-300))
+
+    @staticmethod
+    def _n_out(model: nn.Module) -> int:
+        head = getattr(model, "head", None)
+        return int(getattr(head, "n_out", 1))
 
     def note(self, message: str) -> Log:
         return Log(message, "warning")

@@ -1,0 +1,227 @@
+"""Experiment ``ntk``: does the trained network approach its NTK predictor as m grows?
+
+One cell per (seed, model kind, width). Per cell: train (shared ``ctx.train_model``),
+then compare with the infinite-width NTK predictor f_NTK (PAPER.md §4, claim 1).
+
+Choices where the paper is silent (documented in the summary as well):
+
+* f_NTK is kernel regression (``spec.ntk.predictor``: ridge with λ = ``spec.ntk.lam`` or
+  the gradient flow to ``spec.ntk.flow_time``) with Θ∞ on the *model's* features
+  (x/‖x‖ for 2L-ReLU, Cx/‖Cx‖ for MLP-Attn), on the run's training subset, computed
+  once per (data set, kind, seed) in float64. Θ∞ includes the NNGP term when the
+  output layer is trained.
+* Targets: ±1 for binary tasks (network output [n, 1] vs f_NTK [n]); for multiclass
+  one-hot 0/1 targets, and the network's logits are compared with the K kernel-
+  regression outputs (the network was trained with cross-entropy, so the two live on
+  different scales: the distance is still the paper's ‖f_m − f_NTK‖ over test points).
+* Kernel distances ‖Θ_m − Θ∞‖_F/‖Θ∞‖_F at initialisation (the model rebuilt from
+  ``tm.init_state``) and after training, on the first ``MAX_KERNEL_N`` training
+  points; for multiclass only the first diagonal block Θ[:, :, 0, 0] is compared
+  (Θ∞ = Θ∞ ⊗ I_K, and with a ∈ {±1} all diagonal blocks of Θ_m are equal).
+* ``kernel_drift`` is the last ‖Θ_t − Θ_0‖_F/‖Θ_0‖_F recorded during training on the
+  trainer's probe subset (``tm.drift``); without one (``ntk.drift_every = 0``) it is
+  the drift between our init and final kernels.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
+from engine.experiments.registry import register
+from engine.models import MODEL_LABELS
+from engine.ntk import (
+    analytic_ntk_for,
+    empirical_ntk,
+    kernel_distance,
+    kernel_regression,
+    ntk_distance,
+    paper_ntk_distances,
+)
+
+if TYPE_CHECKING:
+    from engine.data.dataset import Dataset
+    from engine.experiments.context import RunContext, TrainedModel
+
+MAX_KERNEL_N = 2048
+"""Training points used for the n×n kernel distances (the first ones; subsets are shuffled)."""
+TREND_ALPHA = 0.05
+"""Spearman p-value below which the distance is said to fall or rise with width."""
+TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's logits"
+
+
+@register("ntk", "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)", order=30)
+def run_ntk(ctx: RunContext) -> Iterator[Event]:
+    sp = ctx.spec
+    cells = [(s, k, w) for s in sp.seeds for k in sp.model.kinds for w in sp.model.widths]
+    f_ntk_cache: dict[tuple[str, str, int], torch.Tensor] = {}
+    rows: list[dict[str, Any]] = []
+    name, task = sp.data.name, ""
+    for i, (seed, kind, width) in enumerate(cells):
+        ds = ctx.dataset(seed=seed)
+        name, task = ds.name, ds.task
+        cell = f"ntk/{ds.name}/{kind}/{width}/{seed}"
+        yield Progress("sweep", i, len(cells), f"ntk {MODEL_LABELS[kind]} m={width} seed={seed}")
+        if ctx.is_done(cell):
+            continue
+        ctx.check_cancel()
+        tm = yield from ctx.train_model(kind, width, seed)
+        key = (ds.name, kind, seed)
+        if key not in f_ntk_cache:
+            f_ntk_cache[key] = _ntk_predictor(ctx, tm, ds)
+        row, drift = _cell_row(ctx, tm, ds, f_ntk_cache[key])
+        rows.append(row)
+        yield Artifact("drift", drift, cell=cell)
+        yield TableRow("ntk_distance", row, cell=cell)
+        yield CellFinished(cell)
+    yield Progress("sweep", len(cells), len(cells), "ntk done")
+    yield Summary("ntk", summarize(rows, name, task, sp))
+
+
+def _x(ctx: RunContext, t: torch.Tensor) -> torch.Tensor:
+    return t.to(ctx.device, ctx.dtype)
+
+
+def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:
+    """±1 [n] for binary tasks, one-hot [n, K] (float64) for multiclass."""
+    if ds.task == "binary":
+        return ds.y_train.to(device, torch.float64)
+    return torch.nn.functional.one_hot(ds.y_train.long(), ds.n_out).to(device, torch.float64)
+
+
+def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tensor:
+    """f_NTK at the test points: [n_test] (binary) or [n_test, K], float64."""
+    sp = ctx.spec.ntk
+    model64 = tm.init_model().to(torch.float64)  # features do not depend on width or training
+    xtr = ds.x_train_raw.to(ctx.device, torch.float64)
+    xte = ds.x_test_raw.to(ctx.device, torch.float64)
+    k_train = analytic_ntk_for(model64, xtr)
+    k_test = analytic_ntk_for(model64, xte, xtr)
+    return kernel_regression(
+        k_train,
+        k_test,
+        _targets(ds, ctx.device),
+        sp.lam,
+        method=sp.predictor,  # type: ignore[arg-type]
+        t=sp.flow_time if sp.predictor == "flow" else None,
+    )
+
+
+def _cell_row(
+    ctx: RunContext, tm: TrainedModel, ds: Dataset, f_ntk: torch.Tensor
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``ntk_distance`` row of one trained model and its drift series."""
+    with torch.no_grad():
+        f_m = tm.model(_x(ctx, ds.x_test_raw)).to(torch.float64)
+    if ds.task == "binary":
+        f_m = f_m.reshape(-1)
+    dist = ntk_distance(f_m, f_ntk)
+
+    xk = _x(ctx, ds.x_train_raw[:MAX_KERNEL_N])
+    out = None if ds.n_out == 1 else 0  # multiclass: first diagonal block (see module doc)
+    init = tm.init_model()
+    with torch.no_grad():
+        k_inf = analytic_ntk_for(init, xk).to(torch.float64)
+        k_init = empirical_ntk(init, xk, output=out).to(torch.float64)
+        k_final = empirical_ntk(tm.model, xk, output=out).to(torch.float64)
+    if tm.drift:
+        epochs = [int(e) for e, _ in tm.drift]
+        series = [float(v) for _, v in tm.drift]
+    else:
+        epochs = [0, len(tm.history)]
+        series = [0.0, kernel_distance(k_final, k_init)]
+    row = {
+        "model": MODEL_LABELS[tm.kind],
+        "dataset": ds.name,
+        "width": tm.width,
+        "seed": tm.seed,
+        "ntk_distance": dist.absolute,
+        "ntk_distance_rel": dist.relative,
+        "kernel_distance_init": kernel_distance(k_init, k_inf),
+        "kernel_distance_final": kernel_distance(k_final, k_inf),
+        "kernel_drift": series[-1],
+        "train_loss": float(tm.train_loss),
+        "test_accuracy": float(tm.test_accuracy),
+    }
+    return row, {"epochs": epochs, "drift": series}
+
+
+def trend(widths: list[int], values: list[float]) -> dict[str, Any]:
+    """Spearman ρ of ``values`` vs log width (over every cell) and a one-word verdict.
+
+    ``falls`` / ``rises`` when p < ``TREND_ALPHA`` and ρ < 0 / > 0, ``flat`` otherwise,
+    ``n/a`` with fewer than two distinct widths (or non-finite values).
+    """
+    from scipy.stats import spearmanr
+
+    pts = [(w, v) for w, v in zip(widths, values) if math.isfinite(v)]
+    if len({w for w, _ in pts}) < 2:
+        return {"spearman_rho": None, "p_value": None, "trend": "n/a"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input: ρ is nan, handled below
+        res = spearmanr([math.log(w) for w, _ in pts], [v for _, v in pts])
+    rho, p = float(res.statistic), float(res.pvalue)
+    if not math.isfinite(rho):
+        return {"spearman_rho": None, "p_value": None, "trend": "flat"}
+    word = "flat"
+    if math.isfinite(p) and p < TREND_ALPHA:
+        word = "falls" if rho < 0 else "rises" if rho > 0 else "flat"
+    return {"spearman_rho": rho, "p_value": p, "trend": word}
+
+
+def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) -> dict[str, Any]:
+    """The ``ntk`` section of summary.json: per model the trend, means per width, the paper's."""
+    models: dict[str, Any] = {}
+    for label in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == label]
+        widths = sorted({r["width"] for r in mine})
+        means, stds, rel = [], [], []
+        for w in widths:
+            v = torch.tensor(
+                [r["ntk_distance"] for r in mine if r["width"] == w], dtype=torch.float64
+            )
+            means.append(float(v.mean()))
+            stds.append(float(v.std(unbiased=False)) if v.numel() > 1 else 0.0)
+            rel.append(
+                float(torch.tensor([r["ntk_distance_rel"] for r in mine if r["width"] == w]).mean())
+            )
+        entry: dict[str, Any] = {
+            **trend([r["width"] for r in mine], [r["ntk_distance"] for r in mine]),
+            "widths": widths,
+            "mean_ntk_distance": means,
+            "std_ntk_distance": stds,
+            "mean_ntk_distance_rel": rel,
+            "monotone_decreasing": all(b < a for a, b in zip(means, means[1:]))
+            if len(means) > 1
+            else None,
+            "cells": len(mine),
+        }
+        paper = paper_ntk_distances(label, dataset)
+        if paper is not None:
+            pw = sorted(paper)
+            entry["paper"] = {
+                str(w): {"paper": paper[w], "ours": means[widths.index(w)] if w in widths else None}
+                for w in pw
+            }
+            entry["paper_trend"] = trend(pw, [paper[w] for w in pw])["trend"]
+        models[label] = entry
+    ntk = spec.ntk
+    return {
+        "dataset": dataset,
+        "task": task,
+        "models": models,
+        "predictor": ntk.predictor,
+        "lam": ntk.lam,
+        "flow_time": ntk.flow_time if ntk.predictor == "flow" else None,
+        "targets": TARGETS,
+        "distance": "ℓ2 norm of f_m − f_NTK over the test points (Frobenius over outputs)",
+        "kernel_points": f"first {MAX_KERNEL_N} training points at most; multiclass: block (0, 0)",
+        "trend_rule": f"Spearman ρ of distance vs log width over all cells; p < {TREND_ALPHA}",
+        "paper_note": "paper Table 1 (v1) values where the data set matches (mnist, cifar10); "
+        "the paper does not define the distance precisely or state n, so compare trends",
+    }

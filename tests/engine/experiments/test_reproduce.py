@@ -1,0 +1,103 @@
+"""The reproduction plan and the checklist rules, on hand-made tables with known verdicts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from engine.experiments.reproduce import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    NO_DATA,
+    checklist,
+    compare,
+    mean_std,
+    plan,
+    wilson,
+)
+
+
+def test_plan_parts_and_experiments() -> None:
+    parts = plan(("mnist",), tables=(1, 2, 3, 4), seeds=(0, 1), data_dir="/d")
+    assert [p.key for p in parts] == ["mnist-multiclass", "mnist-binary"]
+    multi, binary = parts
+    assert set(multi.spec.experiment.split(",")) == {"spectrum", "landscape", "ntk", "flip", "advtrain"}
+    assert multi.spec.data.classes is None and binary.spec.data.classes == (3, 8)
+    assert binary.spec.experiment == "spectrum,flip" and multi.spec.seeds == (0, 1)
+    only1 = plan(("cifar10",), tables=(1,), quick=True)
+    assert len(only1) == 1 and "flip" not in only1[0].spec.experiment and only1[0].spec.quick
+    assert plan(("cifar10",), tables=(3,))[1].spec.data.classes == (1, 0)
+
+
+def test_wilson_and_mean_std() -> None:
+    lo, hi = wilson(10, 100)
+    assert lo < 0.1 < hi and lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)
+    assert mean_std([1.0, 3.0, float("nan")]) == (2.0, math.sqrt(2.0), 2)
+
+
+def _ntk(relu_slope: float, attn_slope: float, widths=(4, 16, 64, 256, 1024)) -> list[dict]:
+    rows = []
+    for seed in (0, 1):
+        for i, w in enumerate(widths):
+            for model, s in (("2L-ReLU", relu_slope), ("MLP-Attn", attn_slope)):
+                rows.append({"model": model, "width": str(w), "seed": str(seed), "ntk_distance": str(10 + s * i + 0.01 * seed)})
+    return rows
+
+
+def _flips(attn: float, relu: float, relu_adv: float | None = None, n: int = 100) -> list[dict]:
+    rows = []
+    for a in ("fgsm", "pgd", "mim"):
+        for model, r in (("MLP-Attn", attn), ("2L-ReLU", relu)):
+            rows.append({"model": model, "attack": a, "eps": "0.3", "training": "standard", "seed": "0",
+                         "flip_rate": str(r), "n_selected": str(n)})
+    if relu_adv is not None:
+        rows.append({"model": "2L-ReLU", "attack": "pgd", "eps": "0.3", "training": "adversarial", "seed": "0",
+                     "flip_rate": str(relu_adv), "n_selected": str(n)})
+    return rows
+
+
+def _verdicts(**stats) -> dict[int, str]:
+    return {c["claim"]: c["verdict"] for c in checklist({"mnist": stats})}
+
+
+def test_checklist_holds() -> None:
+    v = _verdicts(
+        ntk=_ntk(-1.0, +1.0),
+        spectrum=[{"kappa_G": "10", "kappa_G_cubed": "1000", "kappa_G3_direct": "1001"}],
+        flip=_flips(0.30, 0.04, relu_adv=0.40),
+        alignment=[{"kernel": k, "target": t, "ridge": "0.001", "test_rel_mse": str(m)}
+                   for k, t, m in (("G", "eig_top", 0.5), ("G3", "eig_top", 0.1), ("G", "eig_bottom", 0.5), ("G3", "eig_bottom", 0.9))],
+        sharpness=[{"model": "MLP-Attn", "hessian_top_eig": "1.0"}, {"model": "MLP-Attn", "hessian_top_eig": "1.1"},
+                   {"model": "2L-ReLU", "hessian_top_eig": "5.0"}, {"model": "2L-ReLU", "hessian_top_eig": "5.2"}],
+    )
+    assert v == {1: HOLDS, 2: HOLDS, 3: HOLDS, 4: HOLDS, 5: HOLDS, 6: HOLDS}
+
+
+def test_checklist_does_not_hold_and_inconclusive() -> None:
+    v = _verdicts(
+        ntk=_ntk(-1.0, -1.0),  # both converge
+        spectrum=[{"kappa_G": "10", "kappa_G_cubed": "1000", "kappa_G3_direct": "50"}],
+        flip=_flips(0.02, 0.30, relu_adv=0.05),
+        alignment=[{"kernel": k, "target": t, "ridge": "0.001", "test_rel_mse": str(m)}
+                   for k, t, m in (("G", "eig_top", 0.1), ("G3", "eig_top", 0.5), ("G", "eig_bottom", 0.9), ("G3", "eig_bottom", 0.5))],
+        sharpness=[{"model": "MLP-Attn", "hessian_top_eig": "5.0"}, {"model": "2L-ReLU", "hessian_top_eig": "5.1"}],
+    )
+    assert v == {1: FAILS, 2: FAILS, 3: FAILS, 4: FAILS, 5: FAILS, 6: INCONCLUSIVE}
+    few = _verdicts(ntk=_ntk(-1.0, 1.0, widths=(16, 64, 256)),
+                    spectrum=[{"kappa_G": "1e6", "kappa_G_cubed": "1e18", "kappa_G3_direct": "1e14"}],
+                    flip=_flips(0.06, 0.05, n=20))
+    assert few[1] == INCONCLUSIVE and few[2] == INCONCLUSIVE and few[3] == INCONCLUSIVE
+    assert few[4] == NO_DATA and few[5] == NO_DATA and few[6] == NO_DATA
+
+
+def test_compare_marks_missing_data_not_invented() -> None:
+    parts = plan(("cifar10",), tables=(1, 2, 3, 4))
+    out = compare({p.key: {"missing": "cifar10 not found"} for p in parts}, parts)
+    cells = out["table1"] + out["table2"] + out["table3"] + out["table4"] + out["kappa"]
+    assert cells and all(c["status"] == NO_DATA and c["reason"] == "cifar10 not found" for c in cells)
+    assert all("mean" not in c for c in cells)
+    assert {c["verdict"] for c in out["checklist"]} == {NO_DATA}
+    paper = {(c["model"], c["attack"]): c["paper"] for c in out["table2"]}
+    assert paper[("MLP-Attn", "FGSM")] == 26.4 and paper[("2L-ReLU", "PGD")] == 3.1
