@@ -190,7 +190,21 @@ def headless(
 
         resolve_device(spec.device)
         select(spec.experiment)
+        check_data(spec)
         execute(spec, out, resume=resume, quiet=quiet)
+
+
+def check_data(spec: RunSpec) -> None:
+    """Fail before creating a run directory when the data set is not here."""
+    from engine.data import dataset_status
+    from engine.errors import DatasetError
+
+    d = spec.data.data_dir
+    if d is not None and not Path(d).is_dir():
+        raise DatasetError(f"--data-dir {d} does not exist or is not a folder")
+    st = dataset_status(spec.data.name, d)
+    if not st.found:
+        raise DatasetError(f"data set {st.name} not found: {st.how_to_get}")
 
 
 def experiments_cmd(

@@ -85,10 +85,14 @@ def test_bad_input_is_one_line_error(args: list[str], message: str, tmp_path: Pa
 
 
 def test_missing_dataset_says_how_to_get_it(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["headless", *TINY, "--dataset", "cifar10", "--data-dir", str(tmp_path / "none"),
+    (tmp_path / "empty").mkdir()
+    res = runner.invoke(app, ["headless", *TINY, "--dataset", "cifar10", "--data-dir", str(tmp_path / "empty"),
                               "--out", str(tmp_path / "r")])
-    assert res.exit_code != 0 and "Traceback" not in res.output
-    assert "malleability data fetch cifar10" in res.output or "--data-dir" in res.output
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert "malleability data fetch cifar10" in res.output and "--data-dir" in res.output
+    assert not (tmp_path / "r").exists()  # nothing half-made
+    res = runner.invoke(app, ["headless", *TINY, "--dataset", "cifar10", "--data-dir", str(tmp_path / "typo")])
+    assert res.exit_code == 1 and "typo" in res.output and "Traceback" not in res.output
 
 
 def test_diverging_run_is_reported(tmp_path: Path) -> None:
