@@ -1,0 +1,276 @@
+"""Experiment ``landscape``: loss-landscape geometry and sharpness (PAPER.md §1.6, §7).
+
+For each seed and model (spec.model.kinds) at width ``spec.landscape.width``:
+
+- 1-D curve L(θ* + αδ) along one filter-normalised random direction δ, the 2-D
+  surface L(θ* + αδ + βη), and the interpolation L((1 − t)θ₀ + tθ*) with
+  t ∈ [−0.25, 1.25] (``engine.landscape.interpolation_grid(points_1d)``), on the
+  split(s) of ``spec.landscape.split``. The directions are drawn from
+  ``torch.Generator().manual_seed(seed)``, so both models see the same Gaussian
+  draw, each rescaled to its own weights.
+- Sharpness on the *training* set (whatever the split): the top Hessian
+  eigenvalue by Lanczos (cap ``hessian_iters``, relative tolerance
+  ``hessian_tol``) and Hutchinson's trace (``hutchinson_samples`` Rademacher
+  probes). The loss is the training data loss without the L2 term.
+
+Table ``landscape`` (model, direction, alpha, beta, loss): the curves of the first
+seed only (the table has no seed column, and plots draw one curve per model);
+``direction`` is ``1d``, ``2d`` or ``interp`` (``alpha`` holds t), suffixed
+``:train``/``:test`` when split = both. ``beta`` is empty for 1-D rows (an empty CSV
+cell, null in JSON; pandas reads it as NaN). Every seed's 2-D surface is also an
+``Artifact`` named ``landscape_2d``.
+
+Table ``sharpness`` (model, seed, hessian_top_eig, hessian_trace): every seed.
+
+Summary ``landscape``: per model mean ± std over seeds of λ_max, tr H and the 1-D
+basin width (``curve_width`` with mode absolute: the α-interval around 0 where
+L ≤ L(0) + WIDTH_DELTA on the training curve), and which model is flatter by each
+measure with the ratio of means and the per-seed ratios (mean ± std).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
+from engine.experiments.registry import register
+from engine.landscape import (
+    curve_width,
+    filter_normalized_direction,
+    hessian_top_eigenvalue,
+    hessian_trace,
+    interpolate,
+    surface_1d,
+    surface_2d,
+)
+from engine.models import MODEL_LABELS
+
+if TYPE_CHECKING:
+    from engine.experiments.context import RunContext, TrainedModel
+
+WIDTH_DELTA = 0.1
+"""Loss rise above L(0) that bounds the 1-D basin whose width is reported (loss units)."""
+
+
+@register(
+    "landscape",
+    "Loss landscape: 1-D/2-D filter-normalised surfaces, interpolation, Hessian sharpness",
+    order=60,
+)
+def run_landscape(ctx: RunContext) -> Iterator[Event]:
+    sp = ctx.spec
+    ls = sp.landscape
+    splits = ("train", "test") if ls.split == "both" else (ls.split,)
+    cells = [(s, k) for s in sp.seeds for k in sp.model.kinds]
+    results: list[dict[str, Any]] = []
+    name = sp.data.name
+    for i, (seed, kind) in enumerate(cells):
+        ds = ctx.dataset(seed=seed)
+        name = ds.name
+        label = MODEL_LABELS[kind]
+        cell = f"landscape/{ds.name}/{kind}/{ls.width}/{seed}"
+        yield Progress("sweep", i, len(cells), f"landscape {label} m={ls.width} seed={seed}")
+        if ctx.is_done(cell):
+            continue
+        ctx.check_cancel()
+        tm = yield from ctx.train_model(kind, ls.width, seed)
+        res = yield from _measure(ctx, tm, splits, cell, rows=seed == sp.seeds[0])
+        results.append(res)
+        yield CellFinished(cell)
+    yield Progress("sweep", len(cells), len(cells), "landscape done")
+    yield Summary("landscape", summarize(results, name, ls.width))
+
+
+def _measure(
+    ctx: RunContext, tm: TrainedModel, splits: tuple[str, ...], cell: str, *, rows: bool
+) -> Generator[Event, None, dict[str, Any]]:
+    ls = ctx.spec.landscape
+    ds, model, seed = tm.dataset, tm.model, tm.seed
+    label = MODEL_LABELS[tm.kind]
+    data = {
+        "train": (ctx.to_device(ds.x_train_raw), ctx.to_device(ds.y_train)),
+        "test": (ctx.to_device(ds.x_test_raw), ctx.to_device(ds.y_test)),
+    }
+    g = torch.Generator().manual_seed(seed)
+    d1 = filter_normalized_direction(model, g)
+    d2 = (filter_normalized_direction(model, g), filter_normalized_direction(model, g))
+    steps, done = 3 * len(splits) + 2, 0
+    width_train = float("nan")
+    for split in splits:
+        x, y = data[split]
+        tag = "" if len(splits) == 1 else f":{split}"
+        ctx.check_cancel()
+        c1 = surface_1d(model, x, y, direction=d1, points=ls.points_1d, span=ls.span)
+        if split == "train" or len(splits) == 1:
+            width_train = curve_width(c1, WIDTH_DELTA)
+        done += 1
+        yield Progress("cell", done, steps, f"{label} 1-D {split}", cell=cell)
+        ctx.check_cancel()
+        s2 = surface_2d(model, x, y, directions=d2, points=ls.points_2d, span=ls.span)
+        done += 1
+        yield Progress("cell", done, steps, f"{label} 2-D {split}", cell=cell)
+        ctx.check_cancel()
+        ci = interpolate(model, tm.init_state, x, y, points=ls.points_1d)
+        done += 1
+        yield Progress("cell", done, steps, f"{label} interpolation {split}", cell=cell)
+        yield Artifact(
+            "landscape_2d",
+            {
+                "model": label,
+                "seed": seed,
+                "split": split,
+                "alphas": s2.alphas.numpy(),
+                "betas": s2.betas.numpy(),
+                "losses": s2.losses.numpy(),
+            },
+            cell=cell,
+        )
+        yield Artifact(
+            "landscape_1d",
+            {
+                "model": label,
+                "seed": seed,
+                "split": split,
+                "alphas": c1.alphas.numpy(),
+                "losses": c1.losses.numpy(),
+                "interp_t": ci.alphas.numpy(),
+                "interp_losses": ci.losses.numpy(),
+            },
+            cell=cell,
+        )
+        if rows:
+            for a, v in zip(c1.alphas.tolist(), c1.losses.tolist()):
+                yield TableRow("landscape", _row(label, "1d" + tag, a, None, v), cell=cell)
+            for ia, a in enumerate(s2.alphas.tolist()):
+                for ib, b in enumerate(s2.betas.tolist()):
+                    yield TableRow(
+                        "landscape",
+                        _row(label, "2d" + tag, a, b, float(s2.losses[ia, ib])),
+                        cell=cell,
+                    )
+            for t, v in zip(ci.alphas.tolist(), ci.losses.tolist()):
+                yield TableRow("landscape", _row(label, "interp" + tag, t, None, v), cell=cell)
+    x, y = data["train"]
+    ctx.check_cancel()
+    eig = hessian_top_eigenvalue(
+        model,
+        x,
+        y,
+        method="lanczos",
+        iters=ls.hessian_iters,
+        tol=ls.hessian_tol,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    done += 1
+    yield Progress("cell", done, steps, f"{label} λ_max = {eig.value:.4g}", cell=cell)
+    ctx.check_cancel()
+    tr = hessian_trace(
+        model,
+        x,
+        y,
+        samples=ls.hutchinson_samples,
+        generator=torch.Generator().manual_seed(seed + 1),
+    )
+    done += 1
+    yield Progress("cell", done, steps, f"{label} tr H = {tr.value:.4g}", cell=cell)
+    yield TableRow(
+        "sharpness",
+        {"model": label, "seed": seed, "hessian_top_eig": eig.value, "hessian_trace": tr.value},
+        cell=cell,
+    )
+    return {
+        "model": label,
+        "seed": seed,
+        "hessian_top_eig": eig.value,
+        "eig_converged": eig.converged,
+        "eig_iterations": eig.iterations,
+        "hessian_trace": tr.value,
+        "trace_stderr": tr.stderr,
+        "width_1d": width_train,
+        "train_loss": tm.train_loss,
+    }
+
+
+def _row(
+    model: str, direction: str, alpha: float, beta: float | None, loss: float
+) -> dict[str, Any]:
+    return {"model": model, "direction": direction, "alpha": alpha, "beta": beta, "loss": loss}
+
+
+def _mean_std(v: list[float]) -> dict[str, Any]:
+    a = np.asarray([x for x in v if math.isfinite(x)], dtype=float)
+    if a.size == 0:
+        return {"mean": float("nan"), "std": float("nan"), "n": 0}
+    return {
+        "mean": float(a.mean()),
+        "std": float(a.std(ddof=1)) if a.size > 1 else 0.0,
+        "n": int(a.size),
+    }
+
+
+def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[str, Any]:
+    """Headline numbers: per-model sharpness and width, and which minimum is flatter.
+
+    ``flatter[measure]``: the flatter model (lower λ_max / tr H, larger width; "tie"
+    when the means agree), the ratio sharper/flatter of the means (≥ 1), and the
+    per-seed ratios 2L-ReLU/MLP-Attn (width: MLP-Attn/2L-ReLU) as mean ± std, so > 1
+    always means "MLP-Attn flatter". ``flatter_model``: the verdict the non-tied
+    measures agree on, else "mixed". ``models[m]["train_loss"]`` is there to check
+    that both models did reach a minimum: a model still on its initial plateau has
+    a flat landscape for that reason alone.
+    """
+    keys = ("hessian_top_eig", "hessian_trace", "width_1d")
+    models: dict[str, Any] = {}
+    for label in dict.fromkeys(r["model"] for r in results):
+        mine = [r for r in results if r["model"] == label]
+        models[label] = {k: _mean_std([r[k] for r in mine]) for k in keys + ("train_loss",)}
+        models[label]["eig_converged"] = all(r["eig_converged"] for r in mine)
+        models[label]["seeds"] = [r["seed"] for r in mine]
+    out: dict[str, Any] = {
+        "dataset": dataset,
+        "width": width,
+        "width_delta": WIDTH_DELTA,
+        "models": models,
+        "paper": "MLP-Attn finds wider, flatter minima than 2L-ReLU (claim 6; no numbers reported)",
+    }
+    relu, attn = MODEL_LABELS["relu"], MODEL_LABELS["attn"]
+    if relu in models and attn in models:
+        flatter: dict[str, Any] = {}
+        for k in keys:
+            lower_is_flat = k != "width_1d"
+            mr, ma = models[relu][k]["mean"], models[attn][k]["mean"]
+            by_seed = {r["seed"]: r for r in results if r["model"] == relu}
+            paired = [
+                (by_seed[r["seed"]][k] / r[k]) if lower_is_flat else (r[k] / by_seed[r["seed"]][k])
+                for r in results
+                if r["model"] == attn and r["seed"] in by_seed
+            ]
+            if not (math.isfinite(mr) and math.isfinite(ma)):
+                flatter[k] = {"flatter": None}
+                continue
+            if math.isclose(ma, mr, rel_tol=1e-9):
+                # e.g. both 1-D curves stay under the threshold on the whole grid
+                flatter[k] = {
+                    "flatter": "tie",
+                    "ratio": 1.0,
+                    "attn_flatter_ratio_per_seed": _mean_std(paired),
+                }
+                continue
+            attn_flat = ma < mr if lower_is_flat else ma > mr
+            hi, lo = (mr, ma) if attn_flat == lower_is_flat else (ma, mr)
+            flatter[k] = {
+                "flatter": attn if attn_flat else relu,
+                "ratio": hi / lo if lo else float("inf"),
+                "attn_flatter_ratio_per_seed": _mean_std(paired),
+            }
+        out["flatter"] = flatter
+        verdicts = {v.get("flatter") for v in flatter.values()} - {"tie", None}
+        out["flatter_model"] = (
+            verdicts.pop() if len(verdicts) == 1 else "mixed" if verdicts else "tie"
+        )
+    return out

@@ -1,0 +1,54 @@
+"""Loss-landscape geometry (PAPER.md §7): filter-normalised surfaces and Hessian sharpness.
+
+- ``filter_normalized_direction``: Li et al. (2018) random directions.
+- ``surface_1d`` / ``surface_2d`` / ``interpolate``: batched (vmap) loss curves.
+- ``hessian_top_eigenvalue(s)`` / ``hessian_trace``: power iteration, Lanczos and
+  Hutchinson on Hessian-vector products over the trainable parameters.
+- ``curve_width``: the width of a 1-D basin at a loss threshold.
+
+The loss is the training data loss (``engine.train.data_loss``) unless ``loss=`` or
+``l2=`` say otherwise; see ``objective.py``.
+"""
+
+from engine.landscape.directions import filter_normalize, filter_normalized_direction
+from engine.landscape.hessian import (
+    EigResult,
+    EigsResult,
+    TraceResult,
+    hessian_top_eigenvalue,
+    hessian_top_eigenvalues,
+    hessian_trace,
+    hvp_fn,
+)
+from engine.landscape.objective import Objective, make_objective, trainable_parameters
+from engine.landscape.surfaces import (
+    Curve1D,
+    Surface2D,
+    curve_width,
+    interpolate,
+    interpolation_grid,
+    surface_1d,
+    surface_2d,
+)
+
+__all__ = [
+    "Curve1D",
+    "EigResult",
+    "EigsResult",
+    "Objective",
+    "Surface2D",
+    "TraceResult",
+    "curve_width",
+    "filter_normalize",
+    "filter_normalized_direction",
+    "hessian_top_eigenvalue",
+    "hessian_top_eigenvalues",
+    "hessian_trace",
+    "hvp_fn",
+    "interpolate",
+    "interpolation_grid",
+    "make_objective",
+    "surface_1d",
+    "surface_2d",
+    "trainable_parameters",
+]
