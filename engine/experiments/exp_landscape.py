@@ -273,4 +273,12 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
         out["flatter_model"] = (
             verdicts.pop() if len(verdicts) == 1 else "mixed" if verdicts else "tie"
         )
+    out["headline"] = [
+        f"{label}: λ_max {m['hessian_top_eig']['mean']:.4g} ± {m['hessian_top_eig']['std']:.2g}, "
+        f"tr H {m['hessian_trace']['mean']:.4g} ± {m['hessian_trace']['std']:.2g}, "
+        f"train loss {m['train_loss']['mean']:.4g}"
+        for label, m in models.items()
+    ]
+    if "flatter_model" in out:
+        out["headline"].append(f"flatter minimum: {out['flatter_model']}")
     return out

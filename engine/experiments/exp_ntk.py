@@ -120,6 +120,8 @@ def _cell_row(
         f_m = tm.model(_x(ctx, ds.x_test_raw)).to(torch.float64)
     if ds.task == "binary":
         f_m = f_m.reshape(-1)
+    elif ctx.spec.ntk.compare == "probabilities":
+        f_m = torch.softmax(f_m, dim=1)
     dist = ntk_distance(f_m, f_ntk)
 
     xk = _x(ctx, ds.x_train_raw[:MAX_KERNEL_N])
@@ -174,6 +176,22 @@ def trend(widths: list[int], values: list[float]) -> dict[str, Any]:
     return {"spearman_rho": rho, "p_value": p, "trend": word}
 
 
+def headline(models: dict[str, Any]) -> list[str]:
+    """One line per model: the trend with width and the distance at the ends of the sweep."""
+    lines = []
+    for label, e in models.items():
+        ws, ms = e["widths"], e["mean_ntk_distance"]
+        rho = e.get("spearman_rho")
+        stat = f"ρ={rho:+.2f}, p={e['p_value']:.2g}" if rho is not None else "ρ n/a"
+        line = f"{label}: distance {e['trend']} with width ({stat}); m={ws[0]}→{ws[-1]}: {ms[0]:.4g}→{ms[-1]:.4g}"
+        paper = e.get("paper")
+        if paper:
+            pw = sorted(paper, key=int)
+            line += f" (paper m={pw[0]}→{pw[-1]}: {paper[pw[0]]['paper']}→{paper[pw[-1]]['paper']})"
+        lines.append(line)
+    return lines
+
+
 def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) -> dict[str, Any]:
     """The ``ntk`` section of summary.json: per model the trend, means per width, the paper's."""
     models: dict[str, Any] = {}
@@ -212,6 +230,7 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
         models[label] = entry
     ntk = spec.ntk
     return {
+        "headline": headline(models),
         "dataset": dataset,
         "task": task,
         "models": models,
@@ -219,6 +238,7 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
         "lam": ntk.lam,
         "flow_time": ntk.flow_time if ntk.predictor == "flow" else None,
         "targets": TARGETS,
+        "compare": ntk.compare if task != "binary" else "outputs",
         "distance": "ℓ2 norm of f_m − f_NTK over the test points (Frobenius over outputs)",
         "kernel_points": f"first {MAX_KERNEL_N} training points at most; multiclass: block (0, 0)",
         "trend_rule": f"Spearman ρ of distance vs log width over all cells; p < {TREND_ALPHA}",

@@ -257,9 +257,26 @@ def _verdict(headline: dict[str, dict[str, dict[str, float]]]) -> list[str]:
     return lines
 
 
+def _headline(per_dataset: dict[str, Any]) -> list[str]:
+    """Per data set: κ, the cube check, the v2 width threshold; then the alignment verdicts."""
+    lines = []
+    for label, e in per_dataset.items():
+        line = (
+            f"{label}: n={e['n']}, rank={e['rank']}, κ(G)={e['kappa_G']:.3g}, κ(G)³={e['kappa_G_cubed']:.3g}, "
+            f"κ(G³) measured={e['kappa_G3_direct']:.3g}; width needed (v2) m≈{e['width_threshold_v2']:.2g}, "
+            f"{e['v2_orders_beyond_1e12']:.0f} orders beyond 1e12"
+        )
+        if "paper" in e:
+            line += f" (paper κ≈{e['paper']['kappa']:.2g})"
+        lines.append(line)
+        lines.extend(f"  {v}" for v in e.get("verdict", []))
+    return lines
+
+
 def _summary(per_dataset: dict[str, Any], classes: tuple[int, ...] | None) -> dict[str, Any]:
     """The ``spectrum`` section of summary.json: ours next to the paper's where it exists."""
     return {
+        "headline": _headline(per_dataset),
         "datasets": per_dataset,
         "classes": list(classes) if classes is not None else "all",
         "largest_model_parameters": LARGEST_MODEL,

@@ -46,6 +46,7 @@ def run_train(ctx: RunContext) -> Iterator[Event]:
     yield Summary(
         "train",
         {
+            "headline": [f"{m}: best test accuracy {max(v):.3f} over {len(v)} cells" for m, v in by_model.items()],
             "dataset": name,
             "best_test_accuracy": {m: max(v) for m, v in by_model.items()},
             "cells": len(cells),

@@ -137,6 +137,8 @@ class NTKSpec:
     """ridge (kernel ridge regression) or flow (gradient flow to time flow_time, MSE)."""
     flow_time: float = 1000.0
     """Gradient-flow time t for predictor=flow."""
+    compare: str = "logits"
+    """Multiclass: compare f_NTK (one-hot ridge) with the network's logits or its softmax probabilities."""
     drift_every: int = 10
     """Record the kernel drift ‖Θ_t − Θ_0‖_F/‖Θ_0‖_F every this many epochs (0: off)."""
     drift_points: int = 256
@@ -145,6 +147,7 @@ class NTKSpec:
     def __post_init__(self) -> None:
         _check(_pos_float(self.lam), "ntk.lam", self.lam, "a positive number")
         _check(self.predictor in PREDICTORS, "ntk.predictor", self.predictor, "ridge or flow")
+        _check(self.compare in ("logits", "probabilities"), "ntk.compare", self.compare, "logits or probabilities")
         _check(_pos_float(self.flow_time), "ntk.flow_time", self.flow_time, "a positive number")
         _check(isinstance(self.drift_every, int) and self.drift_every >= 0, "ntk.drift_every", self.drift_every, "an integer ≥ 0")
         _check(_pos_int(self.drift_points), "ntk.drift_points", self.drift_points, "a positive integer")
