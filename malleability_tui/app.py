@@ -1,27 +1,543 @@
-"""The Textual app (placeholder until the TUI issue lands)."""
+"""The Textual app: a thin composition root. ``make_app(settings, runner)`` builds it."""
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
 
-def make_app(settings: Any = None, runner: Any = None) -> Any:
+from engine.errors import EngineError
+from engine.experiments.spec import RunSpec
+from malleability_tui.dialogs.error_dialog import ErrorDialog
+from malleability_tui.dialogs.path_dialog import PathDialog
+from malleability_tui.format import error_text
+from malleability_tui.runner import JobEnded, JobProgress, JobPulse, JobRunner, default_runner
+from malleability_tui.screens.compare import CompareScreen
+from malleability_tui.screens.help import HelpScreen
+from malleability_tui.state import RunState, load_run_state
+from malleability_tui.widgets.flips_panel import FlipsPanel
+from malleability_tui.widgets.landscape_panel import LandscapePanel
+from malleability_tui.widgets.runs_browser import RunsBrowser
+from malleability_tui.widgets.setup_form import DataChoice, SetupForm, data_choices
+from malleability_tui.widgets.spectra_panel import SpectraPanel
+from malleability_tui.widgets.status_bar import StatusBar
+from malleability_tui.widgets.sweep_panel import SweepPanel
+from malleability_tui.widgets.training_panel import TrainingPanel
+
+TABS = ("setup", "sweep", "spectra", "flips", "landscape", "training", "runs")
+TAB_TITLES = ("1 Setup", "2 Sweep", "3 Spectra", "4 Flips", "5 Landscape", "6 Training", "7 Runs")
+PANELS = {
+    "sweep": SweepPanel,
+    "spectra": SpectraPanel,
+    "flips": FlipsPanel,
+    "landscape": LandscapePanel,
+    "training": TrainingPanel,
+}
+_PANELS_GROUP = Binding.Group("Panels", compact=True)
+
+
+@dataclass
+class Settings:
+    """What the app needs from outside; tests pass tmp folders and canned data choices."""
+
+    runs_root: Path = field(
+        default_factory=lambda: Path(os.environ.get("MALLEABILITY_RUNS", "runs"))
+    )
+    export_root: Path = field(default_factory=lambda: Path("export"))
+    spec: RunSpec | None = None
+    data_root: str | None = None
+    data_choices: list[DataChoice] | None = None
+    experiments: list[str] | None = None
+    refresh_interval: float = 0.2
+    """Seconds between panel redraws while events arrive."""
+    clock: bool = True
+    """Show elapsed time / ETA (off in snapshot tests, which must not depend on time)."""
+    open_run: str | None = None
+    """A run directory to open at start."""
+
+
+def _experiment_names() -> list[str]:
+    try:
+        from engine.experiments.registry import describe
+
+        return [d["name"] for d in describe()]
+    except Exception:  # noqa: BLE001 - the form still works, validation will say what is wrong
+        return []
+
+
+class MalleabilityApp(App):
+    """Setup → run → watch → browse → export, keyboard first, 80×24 and up."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "malleability"
+    BINDINGS = [
+        *(
+            Binding(
+                str(i + 1),
+                f"show_tab('{t}')",
+                TAB_TITLES[i].split()[1],
+                show=True,
+                group=_PANELS_GROUP,
+            )
+            for i, t in enumerate(TABS)
+        ),
+        Binding("r", "run_job", "Run"),
+        Binding("ctrl+r", "run_job", "Run", show=False, priority=True),
+        Binding("c", "cancel_job", "Cancel"),
+        Binding("e", "export", "Export"),
+        Binding("s", "screenshot", "Shot"),
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("f2", "load_spec", "Load", show=False),
+        Binding("f3", "save_spec", "Save", show=False),
+        Binding("escape,enter", "close_error", "Close", show=False, priority=True),
+        Binding("escape", "leave_field", "Leave field", show=False),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, settings: Settings | None = None, runner: JobRunner | None = None) -> None:
+        super().__init__()
+        self.settings = settings or Settings()
+        self.runner = runner or default_runner()
+        self.state = RunState()
+        self._shown_revision = -1
+        self._job_t0: float | None = None
+        self._quitting = False
+        self.valid_spec: RunSpec | None = self.settings.spec or RunSpec()
+        self.last_export: list[Path] = []
+
+    # -- layout -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        s = self.settings
+        spec = s.spec or RunSpec()
+        choices = s.data_choices if s.data_choices is not None else data_choices(s.data_root)
+        exps = s.experiments if s.experiments is not None else _experiment_names()
+        with TabbedContent(id="tabs"):
+            for tab, title in zip(TABS, TAB_TITLES):
+                with TabPane(title, id=tab):
+                    if tab == "setup":
+                        yield SetupForm(spec, choices, exps, id="setup-form")
+                    elif tab == "runs":
+                        yield RunsBrowser(id="runs-browser")
+                    else:
+                        yield PANELS[tab](id=f"{tab}-panel")
+        yield StatusBar(id="status")
+        yield ErrorDialog(id="error-dialog")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.refresh_runs()
+        self.set_interval(self.settings.refresh_interval, self._tick)
+        if self.settings.open_run:
+            self.open_run(self.settings.open_run)
+        self._push_state(force=True)
+
+    # -- pushing the state down -------------------------------------------------------------------
+
+    def _q(self, selector: Any, expect_type: Any = None) -> Any:
+        """Query the main screen (a dialog may be on top of it)."""
+        base = self.screen_stack[0] if self.screen_stack else self.screen
+        return (
+            base.query_one(selector)
+            if expect_type is None
+            else base.query_one(selector, expect_type)
+        )
+
+    def _panel(self, tab: str) -> Any:
+        return self._q(f"#{tab}-panel")
+
+    def _push_state(self, force: bool = False) -> None:
+        """Give the panels the state (only the visible one while a job streams)."""
+        active = self._q(TabbedContent).active
+        for tab in PANELS:
+            if force or tab == active:
+                self._panel(tab).state = self.state
+        self._shown_revision = self.state.revision
+        self._update_status()
+
+    def _tick(self) -> None:
+        if not self.screen_stack:
+            return  # shutting down
+        if self.state.revision != self._shown_revision:
+            self._push_state()
+        elif self.runner.running:
+            self._update_status()
+
+    def _update_status(self) -> None:
+        bar = self._q(StatusBar)
+        st = self.state
+        bar.status = st.status
+        bar.device = str(st.env.get("device", "")) or str((st.spec or {}).get("device", ""))
+        bar.run_name = Path(st.run_dir).name if st.run_dir else ""
+        bar.progress = dict(st.progress)
+        if not self.settings.clock:
+            bar.elapsed = None
+        elif self.runner.running and self._job_t0 is not None:
+            bar.elapsed = time.monotonic() - self._job_t0
+        elif st.started_at and st.ended_at:
+            bar.elapsed = st.ended_at - st.started_at
+        else:
+            bar.elapsed = None
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        tab = event.pane.id if event.pane is not None else None
+        if not self.screen_stack:
+            return  # shutting down
+        if tab in PANELS:
+            self._panel(tab).state = self.state
+        if tab:
+            self.call_after_refresh(self._focus_pane, tab)
+
+    def _focus_pane(self, tab: str) -> None:
+        """Focus the pane's main widget so its keys (shown in the footer) work at once.
+
+        Only when ``tab`` is still the active pane and focus is not already inside it:
+        focusing a widget of another pane makes TabbedContent switch to that pane.
+        """
+        tc = self._q(TabbedContent)
+        if not self.screen_stack or tc.active != tab or self._q(ErrorDialog).is_open:
+            return
+        focused = self.screen_stack[0].focused
+        pane = self._q(f"#{tab}", TabPane)
+        if focused is not None and pane in focused.ancestors_with_self:
+            return
+        target = {"setup": "#setup-form", "runs": "#runs-table", "flips": "#flip-table"}.get(
+            tab, f"#{tab}-panel"
+        )
+        self._q(target).focus()
+
+    # -- job messages (posted by the runner's thread) ---------------------------------------------------
+
+    def on_job_pulse(self, message: JobPulse) -> None:
+        for ev in self.runner.drain():
+            self.state.apply(ev)
+
+    def on_job_progress(self, message: JobProgress) -> None:
+        self.state.apply(message.event)
+
+    def on_job_ended(self, message: JobEnded) -> None:
+        if not self.screen_stack:
+            return  # shutting down
+        for ev in self.runner.drain():
+            self.state.apply(ev)
+        env = _read_env(message.run_dir)
+        if env:
+            self.state.env = env
+        if message.status == "crashed":
+            self.state.status = "failed"
+        self._push_state(force=True)
+        self.refresh_runs()
+        if self._quitting:
+            self.exit()
+            return
+        if message.status == "finished":
+            self.notify(f"run finished: {message.run_dir}", title="done")
+        elif message.status == "cancelled":
+            self.notify(f"cancelled; finished cells kept in {message.run_dir}", severity="warning")
+        else:
+            err, msg = message.error or ("Error", "the job stopped")
+            self.show_error(
+                f"The run failed: {err}", f"{msg}\n\nPartial results are kept in {message.run_dir}"
+            )
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "close_error":
+            try:
+                return self._q(ErrorDialog).is_open
+            except Exception:  # noqa: BLE001 - before mount / after unmount
+                return False
+        return True
+
+    def action_close_error(self) -> None:
+        self._q(ErrorDialog).is_open = False
+
+    def show_error(self, title: str, message: str) -> None:
+        """Show the error dialog (an overlay of the main screen, see dialogs/error_dialog.py)."""
+        self._q(ErrorDialog).show(title, message)
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def action_show_tab(self, tab: str) -> None:
+        tc = self._q(TabbedContent)
+        if tc.active == tab:
+            self._focus_pane(tab)
+        else:
+            # Blur first: a focused widget left in the hidden pane would pull it back.
+            self.screen_stack[0].set_focus(None)
+            tc.active = tab  # the TabActivated handler moves the focus
+
+    def action_leave_field(self) -> None:
+        self._q(TabbedContent).query_one("Tabs").focus()
+
+    def on_setup_form_spec_changed(self, message: SetupForm.SpecChanged) -> None:
+        self.valid_spec = message.spec
+
+    def action_run_job(self) -> None:
+        if self.runner.running:
+            self.notify("a job is already running (c cancels it)", severity="warning")
+            return
+        form = self._q(SetupForm)
+        spec, errors = form.validate()
+        if spec is None:
+            self.action_show_tab("setup")
+            first = next(iter(errors.items()))
+            self.notify(f"fix the form first: {first[0]}: {first[1]}", severity="error")
+            return
+        self.start_job(spec)
+
+    def start_job(self, spec: RunSpec) -> None:
+        """Start ``spec`` into a new run directory under the runs root."""
+        from engine.experiments.store import default_run_dir
+
+        run_dir = default_run_dir(spec, self.settings.runs_root)
+        self.action_show_tab("training")
+        try:
+            self.settings.runs_root.mkdir(parents=True, exist_ok=True)
+            self.runner.start(self, spec, run_dir)
+        except (EngineError, OSError) as e:
+            self.show_error("Could not start the run", error_text(e))
+            return
+        self.state = RunState(run_dir=str(run_dir), spec=spec.to_dict(), status="running")
+        store = getattr(self.runner, "store", None)
+        if store is not None:
+            self.state.env = dict(store.env)
+        self.state.log(f"started {spec.experiment} on {spec.data.name} → {run_dir}")
+        self._job_t0 = time.monotonic()
+        self._push_state(force=True)
+
+    def action_cancel_job(self) -> None:
+        if not self.runner.running:
+            self.notify("no job is running", severity="warning")
+            return
+        self.runner.cancel()
+        self.state.log("cancelling… (stops after the current step)", "warning")
+        self.notify("cancelling: stops between steps, finished cells are kept")
+
+    async def action_quit(self) -> None:
+        if self.runner.running and not self._quitting:
+            self._quitting = True
+            self.runner.cancel()
+            self.notify("cancelling the job before quitting…")
+            self.set_timer(15, self._force_quit)
+            return
+        self.exit()
+
+    def _force_quit(self) -> None:
+        store = getattr(self.runner, "store", None)
+        if store is not None:
+            store.close("interrupted")
+        self.exit()
+
+    def action_export(self) -> None:
+        if not self.state.run_dir or not (Path(self.state.run_dir) / "spec.toml").exists():
+            self.notify("no run to export: start one or open one in Runs (7)", severity="warning")
+            return
+        name = Path(self.state.run_dir).name
+        self.push_screen(
+            PathDialog("Export the run's CSVs to folder:", str(self.settings.export_root / name)),
+            self._do_export,
+        )
+
+    def _do_export(self, to: str | None) -> None:
+        if not to:
+            return
+        from malleability_tui.cli.runs import export_run
+
+        try:
+            self.last_export = export_run(Path(self.state.run_dir), "csv", Path(to))
+        except (EngineError, OSError) as e:
+            self.show_error("Export failed", error_text(e))
+            return
+        self.state.log(f"exported {len(self.last_export)} files to {to}")
+        self.notify(f"exported {len(self.last_export)} files to {to}")
+
+    def action_screenshot(self) -> None:
+        folder = self.settings.export_root
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = self.save_screenshot(path=str(folder))
+        except OSError as e:
+            self.show_error("Screenshot failed", error_text(e))
+            return
+        self.state.log(f"screenshot saved to {path}")
+        self.notify(f"screenshot: {path}")
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_quick_preset(self) -> None:
+        from engine.experiments.presets import apply_quick
+
+        form = self._q(SetupForm)
+        spec, _ = form.validate()
+        form.spec = apply_quick(spec or form._base)
+        self.notify("quick preset applied")
+
+    def action_load_spec(self) -> None:
+        self.push_screen(PathDialog("Load a run spec TOML:", "run.toml"), self._do_load)
+
+    def _do_load(self, path: str | None) -> None:
+        if not path:
+            return
+        try:
+            spec = RunSpec.load(path)
+        except EngineError as e:
+            self.show_error("Could not load the spec", error_text(e))
+            return
+        self._q(SetupForm).spec = spec
+        self.action_show_tab("setup")
+        self.notify(f"loaded {path}")
+
+    def action_save_spec(self) -> None:
+        self.push_screen(PathDialog("Save the run spec as TOML:", "run.toml"), self._do_save)
+
+    def _do_save(self, path: str | None) -> None:
+        if not path:
+            return
+        spec, errors = self._q(SetupForm).validate()
+        if spec is None:
+            self.show_error(
+                "The form has errors", "\n".join(f"{k}: {v}" for k, v in errors.items())
+            )
+            return
+        try:
+            spec.save(path)
+        except OSError as e:
+            self.show_error("Could not save the spec", error_text(e))
+            return
+        self.notify(f"saved {path}")
+
+    # -- runs browser -------------------------------------------------------------------------------
+
+    def refresh_runs(self) -> None:
+        from malleability_tui.cli.runs import list_runs
+
+        self._q(RunsBrowser).runs = list_runs(self.settings.runs_root)
+
+    def on_runs_browser_refresh(self, message: RunsBrowser.Refresh) -> None:
+        self.refresh_runs()
+
+    def on_runs_browser_open_run(self, message: RunsBrowser.OpenRun) -> None:
+        self.open_run(message.path)
+
+    def open_run(self, path: str) -> None:
+        """Fill every panel from a run directory on disk."""
+        if self.runner.running:
+            self.notify(
+                "a job is running: cancel it before opening another run", severity="warning"
+            )
+            return
+        try:
+            self.state = load_run_state(path)
+        except (EngineError, OSError) as e:
+            self.show_error("Could not open the run", error_text(e))
+            return
+        self._push_state(force=True)
+        self.notify(f"opened {Path(path).name}")
+        first = next(
+            (
+                t
+                for t, tab in (
+                    ("ntk_distance", "sweep"),
+                    ("train", "training"),
+                    ("spectrum", "spectra"),
+                    ("flip_rates", "flips"),
+                    ("landscape", "landscape"),
+                )
+                if self.state.tables.get(t)
+            ),
+            None,
+        )
+        tab = {
+            "ntk_distance": "sweep",
+            "train": "training",
+            "spectrum": "spectra",
+            "flip_rates": "flips",
+            "landscape": "landscape",
+        }.get(first or "", "sweep")
+        self.action_show_tab(tab)
+
+    def on_runs_browser_compare_runs(self, message: RunsBrowser.CompareRuns) -> None:
+        try:
+            a, b = load_run_state(message.a), load_run_state(message.b)
+        except (EngineError, OSError) as e:
+            self.show_error("Could not open the runs", error_text(e))
+            return
+        self.push_screen(CompareScreen(a, b))
+
+    # -- command palette ------------------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Run", "Run the spec of the Setup panel (r)", self.action_run_job)
+        yield SystemCommand(
+            "Cancel job", "Stop the running job, keeping finished cells (c)", self.action_cancel_job
+        )
+        yield SystemCommand(
+            "Quick preset", "Apply the --quick preset to the form", self.action_quick_preset
+        )
+        yield SystemCommand(
+            "Load spec", "Load a run spec TOML into the form (F2)", self.action_load_spec
+        )
+        yield SystemCommand(
+            "Save spec", "Save the form as a run spec TOML (F3)", self.action_save_spec
+        )
+        yield SystemCommand(
+            "Export CSVs", "Copy the current run's CSVs to a folder (e)", self.action_export
+        )
+        yield SystemCommand(
+            "Screenshot", "Save an SVG screenshot of the screen (s)", self.action_screenshot
+        )
+        yield SystemCommand("Help", "Keys and panels (?)", self.action_help)
+        for i, (tab, title) in enumerate(zip(TABS, TAB_TITLES)):
+            yield SystemCommand(
+                f"Show {title.split()[1]}",
+                f"Switch to panel {i + 1}",
+                lambda t=tab: self.action_show_tab(t),
+            )
+
+
+def _read_env(run_dir: str) -> dict[str, Any]:
+    import json
+
+    try:
+        return json.loads((Path(run_dir) / "env.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def make_app(settings: Settings | None = None, runner: JobRunner | None = None) -> MalleabilityApp:
     """Build the app (the one way to build it; tests inject a fake runner)."""
-    from textual.app import App, ComposeResult
-    from textual.widgets import Footer, Header, Static
-
-    class MalleabilityApp(App):
-        TITLE = "malleability"
-        BINDINGS = [("q", "quit", "Quit")]
-
-        def compose(self) -> ComposeResult:
-            yield Header()
-            yield Static("malleability: use `malleability headless --help` for batch runs.")
-            yield Footer()
-
-    return MalleabilityApp()
+    return MalleabilityApp(settings, runner)
 
 
 def main() -> None:
-    """Console-script entry point of ``malleability-tui``."""
-    make_app().run()
+    """Console-script entry point of ``malleability-tui`` (optional argument: a run directory)."""
+    import sys
+
+    s = Settings()
+    args = sys.argv[1:]
+    if args and args[0] in ("-h", "--help"):
+        print("usage: malleability-tui [RUN_DIR]   (runs folder: $MALLEABILITY_RUNS or ./runs)")
+        return
+    if args:
+        p = Path(args[0])
+        if (p / "spec.toml").exists():
+            s.open_run = str(p)
+        elif p.suffix == ".toml" and p.exists():
+            s.spec = RunSpec.load(p)
+    make_app(s).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""``python -m engine.experiments.worker``: run a spec in a child process, events as JSON lines.
+
+Protocol (used by the TUI so training never competes with the UI for the GIL):
+
+* stdin, first line: ``{"spec": RunSpec.to_dict(), "done_cells": [...]}``;
+  any later line ``cancel`` (or stdin closing) sets the cancel flag, so the run
+  stops between events and ends with ``Failed("Cancelled", ...)``.
+* stdout: one ``Event.to_json()`` object per line, flushed per event; the stream
+  always ends with a ``Finished`` or ``Failed`` line.
+* An unexpected exception becomes ``Failed(<class name>, <message>)`` (traceback on
+  stderr) and exit status 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import traceback
+from typing import IO
+
+
+def _watch_stdin(stream: IO[str], cancel: threading.Event) -> None:
+    for line in stream:
+        if line.strip() == "cancel":
+            break
+    cancel.set()
+
+
+def main() -> int:
+    from engine.experiments.events import Failed
+    from engine.experiments.runner import run
+    from engine.experiments.spec import RunSpec
+
+    out = sys.stdout
+    first = sys.stdin.readline()
+    try:
+        req = json.loads(first)
+        spec = RunSpec.from_dict(req["spec"])
+        done = frozenset(req.get("done_cells", ()))
+    except Exception as e:  # noqa: BLE001 - reported on the protocol, not raised
+        out.write(json.dumps(Failed(type(e).__name__, f"bad worker request: {e}").to_json()) + "\n")
+        out.flush()
+        return 2
+    cancel = threading.Event()
+    threading.Thread(target=_watch_stdin, args=(sys.stdin, cancel), daemon=True).start()
+    try:
+        for ev in run(spec, done_cells=done, cancel=cancel):
+            out.write(json.dumps(ev.to_json()) + "\n")
+            out.flush()
+    except Exception as e:  # noqa: BLE001 - a bug: keep the stream well-formed
+        traceback.print_exc(file=sys.stderr)
+        out.write(json.dumps(Failed(type(e).__name__, str(e)).to_json()) + "\n")
+        out.flush()
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Dialogs of the Textual app (one widget per file)."""

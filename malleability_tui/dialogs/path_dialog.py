@@ -1,0 +1,43 @@
+"""PathDialog: ask for a file or folder path (load/save spec, export folder)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label
+
+
+class PathDialog(ModalScreen[str | None]):
+    """Dismisses with the path typed (Enter) or None (Escape)."""
+
+    DEFAULT_CSS = """
+    PathDialog { align: center middle; }
+    PathDialog > Vertical { width: 72; max-width: 95%; height: auto; border: thick $accent;
+        background: $surface; padding: 1 2; }
+    PathDialog #prompt { text-style: bold; }
+    PathDialog #keys { color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, prompt: str, initial: str = "") -> None:
+        super().__init__()
+        self.prompt = prompt
+        self.initial = initial
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.prompt, id="prompt")
+            yield Input(self.initial, id="path")
+            yield Label("enter: OK · escape: cancel", id="keys")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,523 @@
+"""Pure formatting helpers: form ⇄ RunSpec, events/tables → series and rows.
+
+No Textual here; every function is unit-tested without an app. Table rows may hold
+numbers (live events) or strings (CSV read back from disk): ``num`` reads both.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import ConfigError, EngineError
+from engine.experiments.spec import RunSpec
+
+MODEL_NAMES = {"relu": "2L-ReLU", "attn": "MLP-Attn"}
+
+
+def num(v: Any) -> float:
+    """A table cell as a float (NaN when empty or not a number)."""
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    try:
+        return float(str(v))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    """A number with ``digits`` significant digits; ``–`` for missing."""
+    x = num(v)
+    if math.isnan(x):
+        return "–" if v in (None, "") else str(v)
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
+        return f"{x:.{max(digits - 1, 0)}e}"
+    return f"{x:.{digits}g}"
+
+
+def duration(seconds: float | None) -> str:
+    """``1h02m``, ``3m05s`` or ``12s``; ``–`` when unknown."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "–"
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def eta(elapsed: float, done: int, total: int) -> float | None:
+    """Linear ETA in seconds from the fraction done (None before the first unit)."""
+    if done <= 0 or total <= 0 or done > total:
+        return None
+    return elapsed * (total - done) / done
+
+
+# -- the setup form --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FormField:
+    key: str
+    """Form key (widget id suffix)."""
+    label: str
+    spec_key: str
+    """``RunSpec.replace`` key."""
+    error_field: str
+    """The ``ConfigError.field`` of this option."""
+    kind: str
+    """ints, floats, names, int, float, str, classes."""
+    hint: str = ""
+
+
+FORM_FIELDS: tuple[FormField, ...] = (
+    FormField(
+        "experiment", "Experiments", "experiment", "experiment", "str", "all or e.g. train,ntk"
+    ),
+    FormField(
+        "classes", "Classes", "data__classes", "data.classes", "classes", "all or e.g. 3,8 (binary)"
+    ),
+    FormField("n_train", "n train", "data__n_train", "data.n_train", "int", "class-balanced"),
+    FormField("n_test", "n test", "data__n_test", "data.n_test", "int", ""),
+    FormField("widths", "Widths", "model__widths", "model.widths", "ints", "e.g. 16,1024,4096"),
+    FormField("models", "Models", "model__kinds", "model.kinds", "names", "relu,attn"),
+    FormField("seeds", "Seeds", "seeds", "seeds", "ints", "e.g. 0,1,2"),
+    FormField("epochs", "Epochs", "train__epochs", "train.epochs", "int", "paper: 500"),
+    FormField("lr", "Learning rate", "train__lr", "train.lr", "float", "paper: 1e-3"),
+    FormField("attacks", "Attacks", "flip__attacks", "flip.attacks", "names", "fgsm,pgd,mim"),
+    FormField("eps", "ε (pixels)", "flip__eps", "flip.eps", "floats", "e.g. 0.1,0.3"),
+)
+SELECT_FIELDS = {
+    "dataset": ("data__name", "data.name"),
+    "device": ("device", "device"),
+    "dtype": ("dtype", "dtype"),
+}
+
+
+def _join(v: Any) -> str:
+    if v is None:
+        return "all"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def spec_to_form(spec: RunSpec) -> dict[str, str]:
+    """The text of every form field for ``spec``."""
+    d = spec.to_dict()
+    vals: dict[str, str] = {}
+    for f in FORM_FIELDS:
+        sec, _, name = f.spec_key.partition("__")
+        v = d.get(sec, {}).get(name) if name else d.get(sec)
+        if f.kind == "classes" and v is None:
+            vals[f.key] = "all"
+        else:
+            vals[f.key] = _join(v) if v is not None or f.kind == "classes" else ""
+    vals["dataset"] = spec.data.name
+    vals["device"] = spec.device
+    vals["dtype"] = spec.dtype
+    return vals
+
+
+def _parse(kind: str, text: str, label: str) -> Any:
+    t = text.strip()
+    parts = [p for p in t.replace(" ", "").split(",") if p]
+    if kind == "classes":
+        if t.lower() in ("", "all"):
+            return None
+        kind = "ints"
+    try:
+        if kind == "ints":
+            if not parts:
+                raise ValueError
+            return tuple(int(p) for p in parts)
+        if kind == "floats":
+            if not parts:
+                raise ValueError
+            return tuple(float(p) for p in parts)
+        if kind == "names":
+            return tuple(p.lower() for p in parts)
+        if kind == "int":
+            return int(t)
+        if kind == "float":
+            return float(t)
+    except ValueError:
+        what = {
+            "ints": "comma-separated integers",
+            "floats": "comma-separated numbers",
+            "int": "an integer",
+            "float": "a number",
+        }[kind]
+        raise ValueError(f"{label}: {what}") from None
+    return t
+
+
+def _experiment_error(name: str) -> str | None:
+    try:
+        from engine.experiments.registry import select
+
+        select(name)
+    except ConfigError as e:
+        return f"{e.allowed}"
+    return None
+
+
+def form_to_spec(base: RunSpec, values: dict[str, str]) -> tuple[RunSpec | None, dict[str, str]]:
+    """Validate the form: (spec, {}) or (None, {form key: message}).
+
+    Each field is checked on its own against ``base`` (the same ``RunSpec``
+    validation as the CLI), so every wrong field gets its own message at once.
+    """
+    errors: dict[str, str] = {}
+    changes: dict[str, Any] = {}
+    by_error_field: dict[str, str] = {}
+    items: list[tuple[str, str, str, Any]] = []
+    for f in FORM_FIELDS:
+        if f.key not in values:
+            continue
+        by_error_field[f.error_field] = f.key
+        try:
+            items.append((f.key, f.spec_key, f.error_field, _parse(f.kind, values[f.key], f.label)))
+        except ValueError as e:
+            errors[f.key] = str(e)
+    for key, (spec_key, err_field) in SELECT_FIELDS.items():
+        if key in values:
+            by_error_field[err_field] = key
+            items.append((key, spec_key, err_field, values[key]))
+    for key, spec_key, _err_field, val in items:
+        try:
+            base.replace(**{spec_key: val})
+        except ConfigError as e:
+            errors[by_error_field.get(e.field, key)] = f"{e.allowed} (got {e.value!r})"
+            continue
+        except (TypeError, ValueError) as e:
+            errors[key] = str(e)
+            continue
+        changes[spec_key] = val
+    if "experiment" in values and "experiment" not in errors:
+        msg = _experiment_error(values["experiment"].strip())
+        if msg:
+            errors["experiment"] = msg
+    if errors:
+        return None, errors
+    try:
+        return base.replace(**changes), {}
+    except ConfigError as e:  # a combination no single field shows
+        return None, {by_error_field.get(e.field, "experiment"): f"{e.allowed} (got {e.value!r})"}
+
+
+def error_text(err: BaseException) -> str:
+    """One line for a dialog: the engine's message, or the exception's."""
+    if isinstance(err, EngineError):
+        return str(err)
+    return f"{type(err).__name__}: {err}"
+
+
+# -- width sweep -------------------------------------------------------------------
+
+
+def mean_std(vals: Iterable[float]) -> tuple[float, float, int]:
+    v = [x for x in vals if math.isfinite(x)]
+    if not v:
+        return math.nan, math.nan, 0
+    return statistics.fmean(v), (statistics.stdev(v) if len(v) > 1 else 0.0), len(v)
+
+
+def sweep_series(
+    rows: list[dict[str, Any]], column: str = "ntk_distance"
+) -> dict[str, tuple[list[int], list[float], list[float], list[int]]]:
+    """model → (widths, mean, std, n seeds) of ``column`` over seeds, widths sorted."""
+    acc: dict[str, dict[int, list[float]]] = {}
+    for r in rows:
+        w = num(r.get("width"))
+        if not math.isfinite(w):
+            continue
+        acc.setdefault(str(r.get("model", "?")), {}).setdefault(int(w), []).append(
+            num(r.get(column))
+        )
+    out = {}
+    for model in sorted(acc):
+        ws = sorted(acc[model])
+        stats = [mean_std(acc[model][w]) for w in ws]
+        out[model] = (ws, [s[0] for s in stats], [s[1] for s in stats], [s[2] for s in stats])
+    return out
+
+
+def cell_label(cell: str) -> str:
+    """``train/digits/attn/64/0`` → ``MLP-Attn m=64 seed 0 (digits)``."""
+    parts = cell.split("/")
+    if len(parts) >= 5:
+        model = MODEL_NAMES.get(parts[2], parts[2])
+        extra = " adversarial" if len(parts) > 5 and parts[5] == "adversarial" else ""
+        return f"{model} m={parts[3]} seed {parts[4]} ({parts[1]}){extra}"
+    return cell
+
+
+def metric_series(
+    metrics: dict[str, list[tuple[int, float]]], name: str
+) -> tuple[list[float], list[float]]:
+    pts = metrics.get(name, [])
+    return [float(s) for s, _ in pts], [float(v) for _, v in pts]
+
+
+# -- spectra --------------------------------------------------------------------------
+
+
+def orders_beyond(m: float, reference: float = 1e12) -> float:
+    return math.log10(m / reference) if m > 0 and math.isfinite(m) else math.nan
+
+
+def spectrum_lines(row: dict[str, Any], largest: float = 1e12) -> list[tuple[str, str]]:
+    """(label, value) pairs of one ``spectrum`` row, thresholds with orders beyond today."""
+    out = [
+        ("data set", str(row.get("dataset", "?"))),
+        ("n × d, rank", f"{fmt(row.get('n'))} × {fmt(row.get('d'))}, rank {fmt(row.get('rank'))}"),
+        ("κ(G)", fmt(row.get("kappa_G"))),
+        ("κ(G)³", fmt(row.get("kappa_G_cubed"))),
+        ("κ(G³) measured", fmt(row.get("kappa_G3_direct"))),
+        ("κ_d", fmt(row.get("kappa_d"))),
+    ]
+    for key, label in (
+        ("width_threshold_v1", "m ≥ κ⁶ (v1)"),
+        ("width_threshold_v2", "m ≥ κ_d⁶ n ln n (v2)"),
+    ):
+        m = num(row.get(key))
+        o = orders_beyond(m, largest)
+        beyond = f"  {o:+.1f} orders vs 10¹²" if math.isfinite(o) else ""
+        out.append((label, fmt(m) + beyond))
+    return out
+
+
+# -- flip rates -------------------------------------------------------------------------
+
+# PAPER.md §6 (v1 Tables 2-4), in %: (data set, task, model, attack, training).
+PAPER_FLIP: dict[tuple[str, str, str, str, str], float] = {}
+for _ds, _task, _model, _vals in (
+    ("mnist", "10-class", "2L-ReLU", (4.1, 3.3, 3.4)),
+    ("mnist", "10-class", "MLP-Attn", (34.6, 28.9, 21.9)),
+    ("cifar10", "10-class", "2L-ReLU", (3.3, 3.1, 3.2)),
+    ("cifar10", "10-class", "MLP-Attn", (26.4, 19.1, 20.5)),
+    ("mnist", "3v8", "2L-ReLU", (8.4, 8.4, 8.6)),
+    ("mnist", "3v8", "MLP-Attn", (25.9, 41.0, 40.5)),
+    ("cifar10", "1v0", "2L-ReLU", (15.2, 15.5, 15.3)),
+    ("cifar10", "1v0", "MLP-Attn", (14.3, 14.0, 14.8)),
+):
+    for _atk, _v in zip(("fgsm", "pgd", "mim"), _vals):
+        PAPER_FLIP[(_ds, _task, _model, _atk, "standard")] = _v
+for _ds, _model, _v in (
+    ("mnist", "2L-ReLU", 43.4),
+    ("mnist", "MLP-Attn", 42.2),
+    ("cifar10", "2L-ReLU", 36.5),
+    ("cifar10", "MLP-Attn", 38.6),
+):
+    PAPER_FLIP[(_ds, "10-class", _model, "pgd", "adversarial")] = _v
+
+
+def task_of(dataset: str, classes: Any = None) -> tuple[str, str]:
+    """``mnist:3v8`` or (mnist, classes (3, 8)) → (mnist, 3v8); no classes → 10-class."""
+    name, _, cls = str(dataset).partition(":")
+    if not cls and classes:
+        cls = "v".join(str(c) for c in classes)
+    if cls in ("0v1",) and name == "cifar10":
+        cls = "1v0"
+    if cls == "8v3":
+        cls = "3v8"
+    return name, cls or "10-class"
+
+
+def paper_flip(
+    dataset: str, model: str, attack: str, training: str, classes: Any = None
+) -> float | None:
+    name, task = task_of(dataset, classes)
+    return PAPER_FLIP.get((name, task, model, attack.lower(), training))
+
+
+@dataclass(frozen=True)
+class FlipRow:
+    dataset: str
+    model: str
+    attack: str
+    eps: float
+    training: str
+    flip: float
+    ci: float
+    spearman: float
+    n: int
+    ratio: float
+    paper: float | None
+
+    def cells(self) -> tuple[str, ...]:
+        pct = f"{100 * self.flip:.1f} ± {100 * self.ci:.1f}%" if math.isfinite(self.flip) else "–"
+        return (
+            self.dataset,
+            self.model,
+            self.attack.upper(),
+            fmt(self.eps, 2),
+            self.training,
+            pct,
+            fmt(self.spearman, 2),
+            fmt(self.ratio, 3) if math.isfinite(self.ratio) else "–",
+            f"{self.paper:.1f}%" if self.paper is not None else "–",
+            str(self.n),
+        )
+
+
+FLIP_HEADERS = (
+    "data",
+    "model",
+    "attack",
+    "ε",
+    "training",
+    "flip ± CI95",
+    "ρ",
+    "Attn/ReLU",
+    "paper",
+    "seeds",
+)
+
+
+def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
+    """Group ``flip_rates`` rows over seeds: mean ± 95% CI (normal), ρ, Attn/ReLU ratio, paper."""
+    groups: dict[tuple[str, str, str, float, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        key = (
+            str(r.get("dataset", "?")),
+            str(r.get("model", "?")),
+            str(r.get("attack", "?")),
+            num(r.get("eps")),
+            str(r.get("training") or "standard"),
+        )
+        groups.setdefault(key, []).append(r)
+    means: dict[tuple[str, str, str, float, str], float] = {}
+    stats = {}
+    for key, rs in groups.items():
+        m, s, n = mean_std(num(r.get("flip_rate")) for r in rs)
+        rho, _, _ = mean_std(num(r.get("spearman")) for r in rs)
+        means[key] = m
+        stats[key] = (m, 1.96 * s / math.sqrt(n) if n > 1 else 0.0, rho, n)
+    out = []
+    for key in sorted(groups, key=lambda k: (k[0], k[4], k[2], k[3], k[1])):
+        ds, model, attack, eps, training = key
+        relu = means.get((ds, "2L-ReLU", attack, eps, training), math.nan)
+        attn = means.get((ds, "MLP-Attn", attack, eps, training), math.nan)
+        ratio = (
+            attn / relu
+            if relu and math.isfinite(relu) and math.isfinite(attn) and relu > 0
+            else math.nan
+        )
+        m, ci, rho, n = stats[key]
+        out.append(
+            FlipRow(
+                ds,
+                model,
+                attack,
+                eps,
+                training,
+                m,
+                ci,
+                rho,
+                n,
+                ratio,
+                paper_flip(ds, model, attack, training, classes),
+            )
+        )
+    return out
+
+
+# -- landscape -------------------------------------------------------------------------------
+
+
+def landscape_curves(rows: list[dict[str, Any]]) -> dict[str, tuple[list[float], list[float]]]:
+    """1-D curves (rows without β): ``model direction`` → (α, loss), α sorted."""
+    acc: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        if math.isfinite(num(r.get("beta"))):
+            continue
+        label = f"{r.get('model', '?')} {r.get('direction', '')}".strip()
+        acc.setdefault(label, []).append((num(r.get("alpha")), num(r.get("loss"))))
+    return {
+        k: ([a for a, _ in sorted(v)], [b for _, b in sorted(v)]) for k, v in sorted(acc.items())
+    }
+
+
+def landscape_surfaces(rows: list[dict[str, Any]]) -> dict[str, list[list[float]]]:
+    """2-D surfaces (rows with β): model → grid[i_β][j_α] of the loss."""
+    acc: dict[str, dict[tuple[float, float], float]] = {}
+    for r in rows:
+        b = num(r.get("beta"))
+        if not math.isfinite(b):
+            continue
+        acc.setdefault(str(r.get("model", "?")), {})[(b, num(r.get("alpha")))] = num(r.get("loss"))
+    out = {}
+    for model, pts in sorted(acc.items()):
+        betas = sorted({b for b, _ in pts})
+        alphas = sorted({a for _, a in pts})
+        out[model] = [[pts.get((b, a), math.nan) for a in alphas] for b in betas]
+    return out
+
+
+def sharpness_rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """(model, seeds, top eigenvalue mean ± std, trace mean ± std)."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(str(r.get("model", "?")), []).append(r)
+    out = []
+    for model, rs in sorted(by.items()):
+        e, es, n = mean_std(num(r.get("hessian_top_eig")) for r in rs)
+        t, ts, _ = mean_std(num(r.get("hessian_trace")) for r in rs)
+        out.append((model, str(n), f"{fmt(e)} ± {fmt(es, 2)}", f"{fmt(t)} ± {fmt(ts, 2)}"))
+    return out
+
+
+# -- runs ------------------------------------------------------------------------------------
+
+
+def spec_brief(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """Key options of a spec dict (as stored) for the runs browser / compare view."""
+    d, m, t, f = (spec.get(k, {}) for k in ("data", "model", "train", "flip"))
+    return [
+        ("experiment", str(spec.get("experiment", "?"))),
+        (
+            "data set",
+            f"{d.get('name', '?')} classes={_join(d.get('classes'))} n={d.get('n_train', '?')}/{d.get('n_test', '?')}",
+        ),
+        ("models", _join(m.get("kinds"))),
+        ("widths", _join(m.get("widths"))),
+        ("seeds", _join(spec.get("seeds"))),
+        (
+            "training",
+            f"{t.get('optimizer', '?')} lr={t.get('lr', '?')} epochs={t.get('epochs', '?')}",
+        ),
+        ("attacks", f"{_join(f.get('attacks'))} ε={_join(f.get('eps'))}"),
+        ("device", f"{spec.get('device', '?')} {spec.get('dtype', '')}"),
+    ]
+
+
+def headline_numbers(summary: dict[str, Any], limit: int = 8) -> list[str]:
+    """Headline strings of a summary dict (sections' ``headline`` lists), else a few scalars."""
+    out: list[str] = []
+    for sec, data in summary.items():
+        if not isinstance(data, dict):
+            continue
+        lines = data.get("headline")
+        if lines:
+            out.extend(f"{sec}: {ln}" for ln in ([lines] if isinstance(lines, str) else lines))
+        else:
+            for k, v in data.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    out.append(f"{sec}.{k} = {fmt(v)}")
+                elif (
+                    isinstance(v, dict)
+                    and v
+                    and all(isinstance(x, (int, float)) for x in v.values())
+                ):
+                    out.append(f"{sec}.{k}: " + ", ".join(f"{kk} {fmt(x)}" for kk, x in v.items()))
+    return out[:limit]

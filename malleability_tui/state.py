@@ -1,0 +1,155 @@
+"""The app's model of one run: everything the panels show, built from events.
+
+A live run and a run reopened from disk go through the same ``apply``: reopening
+replays ``events.jsonl`` (which also holds the artifacts the CSVs do not), so
+every panel fills the same way. Pure Python: no Textual, unit-tested alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.experiments.events import (
+    Artifact,
+    CellFinished,
+    Event,
+    Failed,
+    Finished,
+    Log,
+    Metric,
+    Progress,
+    Started,
+    Summary,
+    TableRow,
+    from_json,
+)
+
+MAX_LOG = 2000
+
+
+@dataclass
+class RunState:
+    """Tables, artifacts, live series, progress and status of one run."""
+
+    run_dir: str = ""
+    spec: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    status: str = "idle"
+    """idle, running, finished, failed, cancelled, interrupted."""
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    artifacts: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    """name → [(cell, data)] in arrival order."""
+    metrics: dict[str, dict[str, list[tuple[int, float]]]] = field(default_factory=dict)
+    """cell → metric name → [(step, value)]."""
+    summary: dict[str, Any] = field(default_factory=dict)
+    logs: list[tuple[str, str]] = field(default_factory=list)
+    """(level, message)."""
+    progress: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    """task (experiments, sweep, cell) → (done, total, message)."""
+    current_cell: str = ""
+    done_cells: list[str] = field(default_factory=list)
+    error: tuple[str, str] | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    revision: int = 0
+    """Bumped on every change; panels re-render when it moves."""
+
+    def apply(self, ev: Event) -> None:
+        """Fold one event into the state."""
+        self.revision += 1
+        if isinstance(ev, Started):
+            if not self.spec:
+                self.spec = dict(ev.spec)
+            self.status = "running"
+            self.started_at = self.started_at or ev.time
+        elif isinstance(ev, Progress):
+            self.progress[ev.task] = (ev.done, ev.total, ev.message)
+            if ev.task == "cell" and ev.cell:
+                self.current_cell = ev.cell
+        elif isinstance(ev, Metric):
+            key = ev.cell or "-"
+            self.metrics.setdefault(key, {}).setdefault(ev.name, []).append((ev.step, ev.value))
+            if ev.cell:
+                self.current_cell = ev.cell
+        elif isinstance(ev, TableRow):
+            self.tables.setdefault(ev.table, []).append(dict(ev.row))
+        elif isinstance(ev, CellFinished):
+            self.done_cells.append(ev.cell)
+        elif isinstance(ev, Artifact):
+            self.artifacts.setdefault(ev.name, []).append((ev.cell, ev.data))
+        elif isinstance(ev, Log):
+            self.logs.append((ev.level, ev.message))
+            del self.logs[:-MAX_LOG]
+        elif isinstance(ev, Summary):
+            self.summary[ev.section] = ev.data
+        elif isinstance(ev, Finished):
+            self.summary.update(ev.summary or {})
+            self.status = "finished"
+            self.ended_at = ev.time
+        elif isinstance(ev, Failed):
+            self.error = (ev.error, ev.message)
+            self.status = "cancelled" if ev.error == "Cancelled" else "failed"
+            self.ended_at = ev.time
+            self.logs.append(("error", f"{ev.error}: {ev.message}"))
+
+    def log(self, message: str, level: str = "info") -> None:
+        """A message from the app itself (export done, job started...)."""
+        self.logs.append((level, message))
+        self.revision += 1
+
+    # -- views used by several panels ---------------------------------------------
+
+    def artifact(self, name: str) -> Any:
+        """The latest artifact ``name`` (or None)."""
+        items = self.artifacts.get(name)
+        return items[-1][1] if items else None
+
+    def headlines(self) -> list[str]:
+        """Every ``headline`` line of the summary, prefixed by its section."""
+        out = []
+        for sec, data in self.summary.items():
+            lines = data.get("headline") if isinstance(data, dict) else None
+            if lines:
+                for ln in [lines] if isinstance(lines, str) else lines:
+                    out.append(f"{sec}: {ln}")
+        return out
+
+    def live_cell(self) -> str:
+        """The cell training now, or the last one that reported a metric."""
+        if self.current_cell in self.metrics:
+            return self.current_cell
+        cells = [c for c in self.metrics if c != "-"]
+        return cells[-1] if cells else ""
+
+
+def load_run_state(path: str | Path) -> RunState:
+    """Rebuild the state of a past run from its directory (events.jsonl, else the CSVs)."""
+    from engine.experiments.store import read_run
+
+    p = Path(path)
+    data = read_run(p)
+    st = RunState(run_dir=str(p), spec=data["spec"], env=data.get("env", {}))
+    ev_file = p / "events.jsonl"
+    replayed = False
+    if ev_file.exists():
+        for line in ev_file.read_text(encoding="utf-8").splitlines():
+            try:
+                st.apply(from_json(json.loads(line)))
+                replayed = True
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a line cut by an interruption
+    if not replayed:
+        st.tables = {k: [dict(r) for r in v] for k, v in data["tables"].items()}
+        st.summary = dict(data.get("summary", {}))
+    # The directory's status is the truth (a killed run never wrote Finished/Failed).
+    status = st.env.get("status") or data.get("summary", {}).get("status")
+    if status:
+        st.status = status
+    elif st.status == "running":
+        st.status = "interrupted"
+    if not st.summary:
+        st.summary = {k: v for k, v in data.get("summary", {}).items() if isinstance(v, dict)}
+    return st

@@ -1,0 +1,146 @@
+"""RunsBrowser: past runs of the run store; open one, mark two and compare them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, Static
+
+from malleability_tui.format import headline_numbers, spec_brief
+
+COLUMNS = ("", "status", "experiment", "data", "name")
+
+
+def _spec_dict(path: Path) -> dict:
+    try:
+        from engine.experiments.spec import RunSpec
+
+        return RunSpec.load(path / "spec.toml").to_dict()
+    except Exception:  # noqa: BLE001 - a broken run must not break the list
+        return {}
+
+
+def _summary(path: Path) -> dict:
+    try:
+        return json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+class RunsBrowser(Horizontal):
+    """The app sets ``runs`` (from ``list_runs``); Enter posts ``OpenRun``, ``v`` posts ``CompareRuns``."""
+
+    DEFAULT_CSS = """
+    RunsBrowser #runs-table { width: 3fr; min-width: 36; }
+    RunsBrowser #run-detail-scroll { width: 2fr; min-width: 24; border-left: solid $panel-lighten-2; padding: 0 1; }
+    RunsBrowser #run-detail { height: auto; }
+    """
+    BINDINGS = [
+        Binding("enter", "open", "Open", show=True),
+        Binding("space", "mark", "Mark"),
+        Binding("v", "compare", "Compare"),
+        Binding("f5", "refresh_runs", "Refresh", show=False),
+    ]
+
+    class OpenRun(Message):
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
+    class CompareRuns(Message):
+        def __init__(self, a: str, b: str) -> None:
+            super().__init__()
+            self.a, self.b = a, b
+
+    class Refresh(Message):
+        pass
+
+    runs: reactive[list] = reactive(list, always_update=True)
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.marked: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        t = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        t.add_columns(*COLUMNS)
+        yield t
+        with VerticalScroll(id="run-detail-scroll"):
+            yield Static("[dim]No runs yet. Start one from Setup (1).[/dim]", id="run-detail")
+
+    def watch_runs(self, runs: list) -> None:
+        if not self.is_mounted:
+            return
+        t = self.query_one("#runs-table", DataTable)
+        t.clear()
+        for r in runs:
+            mark = "✓" if r["path"] in self.marked else ""
+            t.add_row(mark, r["status"], r["experiment"], r["dataset"], r["name"], key=r["path"])
+        self._show_detail()
+
+    def selected(self) -> str | None:
+        t = self.query_one("#runs-table", DataTable)
+        if not self.runs or t.cursor_row < 0 or t.cursor_row >= len(self.runs):
+            return None
+        return self.runs[t.cursor_row]["path"]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._show_detail()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def _show_detail(self) -> None:
+        path = self.selected()
+        det = self.query_one("#run-detail", Static)
+        if path is None:
+            det.update("[dim]No runs yet. Start one from Setup (1).[/dim]")
+            return
+        p = Path(path)
+        lines = [f"[b]{p.name}[/b]"]
+        lines += [f"{k}: {v}" for k, v in spec_brief(_spec_dict(p))]
+        heads = headline_numbers(_summary(p))
+        if heads:
+            lines.append("")
+            lines.append("[b]headline[/b]")
+            lines += heads
+        lines.append("")
+        lines.append("[dim]enter: open · space: mark · v: compare two marked[/dim]")
+        from rich.markup import escape
+
+        det.update("\n".join(ln if ln.startswith("[") else escape(ln) for ln in lines))
+
+    def action_open(self) -> None:
+        path = self.selected()
+        if path:
+            self.post_message(self.OpenRun(path))
+
+    def action_mark(self) -> None:
+        path = self.selected()
+        if not path:
+            return
+        if path in self.marked:
+            self.marked.remove(path)
+        else:
+            self.marked = (self.marked + [path])[-2:]
+        t = self.query_one("#runs-table", DataTable)
+        row = t.cursor_row
+        self.runs = self.runs
+        t.move_cursor(row=row)
+
+    def action_compare(self) -> None:
+        if len(self.marked) == 2:
+            self.post_message(self.CompareRuns(*self.marked))
+        else:
+            self.app.notify("mark two runs with space, then press v", severity="warning")
+
+    def action_refresh_runs(self) -> None:
+        self.post_message(self.Refresh())

@@ -1,0 +1,73 @@
+"""SpectraPanel: eigenvalues of G and G³ (log scale), κ(G), κ(G)³, κ(G³) and width thresholds."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from malleability_tui.format import num, spectrum_lines
+from malleability_tui.plots import Axis, Series
+from malleability_tui.state import RunState
+from malleability_tui.widgets.plot_view import Figure, PlotView
+
+
+class SpectraPanel(Horizontal):
+    """Left: both spectra; right: condition numbers and thresholds per data set."""
+
+    DEFAULT_CSS = """
+    SpectraPanel #eig-plot { width: 3fr; }
+    SpectraPanel #spec-scroll { width: 2fr; min-width: 30; }
+    SpectraPanel #spec-stats { height: auto; }
+    """
+
+    can_focus = True
+
+    state: reactive[RunState] = reactive(RunState, always_update=True)
+
+    def compose(self) -> ComposeResult:
+        yield PlotView(id="eig-plot")
+        with VerticalScroll(id="spec-scroll"):
+            yield Static("", id="spec-stats")
+
+    def watch_state(self, st: RunState) -> None:
+        if not self.is_mounted:
+            return
+        eig_g: list[float] = []
+        eig_g3: list[float] = []
+        label = ""
+        art = st.artifact("eigenvalues")
+        if isinstance(art, dict) and art.get("eig_G") is not None:
+            eig_g, eig_g3 = list(art["eig_G"]), list(art.get("eig_G3") or [])
+            label = str(art.get("dataset", ""))
+        elif st.tables.get("eigenvalues"):
+            rows = sorted(st.tables["eigenvalues"], key=lambda r: num(r.get("index")))
+            eig_g = [num(r.get("eig_G")) for r in rows]
+            eig_g3 = [num(r.get("eig_G3")) for r in rows]
+        idx = list(range(1, len(eig_g) + 1))
+        series = ()
+        if eig_g:
+            series = (
+                Series("λ(G)", idx, eig_g, color="cyan"),
+                Series("λ(G³)", idx[: len(eig_g3)], eig_g3, color="magenta"),
+            )
+        self.query_one("#eig-plot", PlotView).figure = Figure(
+            series,
+            x=Axis(label="index"),
+            y=Axis(log=True),
+            title=f"eigenvalues {label}".strip(),
+            empty="no spectrum yet: run the spectrum experiment",
+        )
+        largest = 1e12
+        sec = st.summary.get("spectrum")
+        if isinstance(sec, dict) and num(sec.get("largest_model_parameters")) > 0:
+            largest = num(sec["largest_model_parameters"])
+        parts = []
+        for row in st.tables.get("spectrum", []):
+            lines = spectrum_lines(row, largest)
+            w = max(len(k) for k, _ in lines)
+            parts.append("\n".join(f"[b]{k.ljust(w)}[/b]  {v}" for k, v in lines))
+        if not parts:
+            parts = ["[dim]κ(G), κ(G)³, κ(G³) and the width thresholds appear here.[/dim]"]
+        self.query_one("#spec-stats", Static).update("\n\n".join(parts))

@@ -1,0 +1,115 @@
+"""Pure helpers (no app): form ⇄ spec, series, flip rows, landscape grids, plots, state."""
+
+from __future__ import annotations
+
+import math
+
+from conftest import SPEC, canned_events, write_run
+
+from engine.experiments.spec import RunSpec
+from malleability_tui import format as F
+from malleability_tui.plots import Axis, Series, heatmap, line_chart
+from malleability_tui.state import RunState, load_run_state
+
+
+def test_form_roundtrip_and_errors():
+    vals = F.spec_to_form(SPEC)
+    spec, errors = F.form_to_spec(RunSpec(), vals)
+    assert errors == {} and spec == SPEC
+    vals.update(widths="4,x", seeds="1,1", eps="2", classes="3", lr="-1")
+    spec, errors = F.form_to_spec(RunSpec(), vals)
+    assert spec is None
+    assert set(errors) == {"widths", "seeds", "eps", "classes", "lr"}
+    assert "integers" in errors["widths"] and "(0, 1]" in errors["eps"]
+    _, errors = F.form_to_spec(RunSpec(), {**F.spec_to_form(SPEC), "experiment": "bogus"})
+    assert "experiment" in errors
+
+
+def test_sweep_series_mean_std():
+    rows = [
+        {"model": "A", "width": "16", "seed": s, "ntk_distance": str(v)}
+        for s, v in ((0, 1.0), (1, 3.0))
+    ]
+    rows.append({"model": "A", "width": 4, "seed": 0, "ntk_distance": 5.0})
+    ws, mean, std, n = F.sweep_series(rows)["A"]
+    assert ws == [4, 16] and mean == [5.0, 2.0] and n == [1, 2]
+    assert math.isclose(std[1], math.sqrt(2)) and std[0] == 0.0
+
+
+def test_flip_rows_ci_ratio_paper():
+    rows = [
+        {
+            "model": m,
+            "dataset": "mnist",
+            "attack": "pgd",
+            "eps": 0.3,
+            "training": "standard",
+            "seed": s,
+            "flip_rate": fr + 0.02 * s,
+            "spearman": 0.5,
+        }
+        for m, fr in (("2L-ReLU", 0.1), ("MLP-Attn", 0.4))
+        for s in (0, 1)
+    ]
+    out = {r.model: r for r in F.flip_rows(rows)}
+    relu, attn = out["2L-ReLU"], out["MLP-Attn"]
+    assert math.isclose(relu.flip, 0.11) and math.isclose(attn.ratio, 0.41 / 0.11)
+    assert math.isclose(relu.ci, 1.96 * math.sqrt(2 * 0.01**2) / math.sqrt(2))
+    assert relu.paper == 3.3 and attn.paper == 28.9  # PAPER.md Table 2, MNIST PGD
+    assert F.paper_flip("mnist:3v8", "MLP-Attn", "fgsm", "standard") == 25.9
+
+
+def test_landscape_grid_and_curves():
+    rows = [
+        {"model": "A", "direction": "d", "alpha": a, "beta": "", "loss": a * a} for a in (1, -1, 0)
+    ]
+    rows += [
+        {"model": "A", "direction": "2d", "alpha": a, "beta": b, "loss": 10 * b + a}
+        for a in (0, 1)
+        for b in (0, 1, 2)
+    ]
+    ((alpha, loss),) = F.landscape_curves(rows).values()
+    assert alpha == [-1, 0, 1] and loss == [1, 0, 1]
+    grid = F.landscape_surfaces(rows)["A"]
+    assert grid == [[0, 1], [10, 11], [20, 21]]
+
+
+def test_small_formatters():
+    assert F.duration(3725) == "1h02m" and F.duration(65) == "1m05s" and F.duration(None) == "–"
+    assert F.eta(10.0, 1, 5) == 40.0 and F.eta(10.0, 0, 5) is None
+    lines = dict(F.spectrum_lines({"width_threshold_v1": 1e42}))
+    assert "+30.0 orders" in lines["m ≥ κ⁶ (v1)"]
+    assert F.cell_label("train/digits/attn/64/0") == "MLP-Attn m=64 seed 0 (digits)"
+
+
+def test_line_chart_fits_and_ticks():
+    s = Series("a", [4, 16, 64], [1.0, 2.0, 3.0], err=[0.1, 0.2, 0.3], points=True)
+    text = line_chart([s], 50, 12, x=Axis(log2=True, ticks=[4, 16, 64]))
+    lines = text.plain.split("\n")
+    assert len(lines) == 12 and max(len(ln) for ln in lines) <= 50
+    assert "64" in lines[-1] and "16" in lines[-1]
+    assert sum(ln.count("●") for ln in lines) == 3
+    empty = line_chart([], 40, 8).plain
+    assert "waiting" in empty and len(empty.split("\n")) == 8
+
+
+def test_heatmap_shape():
+    grid = [[float(i + j) for j in range(7)] for i in range(7)]
+    text = heatmap(grid, 30, 10)
+    rows = text.plain.split("\n")
+    assert rows[0].count("▀") == 14 and len(rows) == 5  # 7 rows → 4 half-block lines + legend
+    assert rows[-1].startswith("0 ") and rows[-1].endswith(" 12")
+
+
+def test_state_live_equals_reopened(tmp_path):
+    live = RunState()
+    for e in canned_events():
+        live.apply(e)
+    disk = load_run_state(write_run(tmp_path / "run"))
+    assert disk.status == live.status == "finished"
+    assert {k: len(v) for k, v in disk.tables.items()} == {
+        k: len(v) for k, v in live.tables.items()
+    }
+    assert disk.artifact("eigenvalues")["eig_G"] == live.artifact("eigenvalues")["eig_G"]
+    assert disk.live_cell() == live.live_cell() == "ntk/digits/attn/256/1"
+    assert live.headlines()[0].startswith("ntk: MLP-Attn")
