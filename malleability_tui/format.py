@@ -298,29 +298,6 @@ def spectrum_lines(row: dict[str, Any], largest: float = 1e12) -> list[tuple[str
 
 # -- flip rates -------------------------------------------------------------------------
 
-# PAPER.md §6 (v1 Tables 2-4), in %: (data set, task, model, attack, training).
-PAPER_FLIP: dict[tuple[str, str, str, str, str], float] = {}
-for _ds, _task, _model, _vals in (
-    ("mnist", "10-class", "2L-ReLU", (4.1, 3.3, 3.4)),
-    ("mnist", "10-class", "MLP-Attn", (34.6, 28.9, 21.9)),
-    ("cifar10", "10-class", "2L-ReLU", (3.3, 3.1, 3.2)),
-    ("cifar10", "10-class", "MLP-Attn", (26.4, 19.1, 20.5)),
-    ("mnist", "3v8", "2L-ReLU", (8.4, 8.4, 8.6)),
-    ("mnist", "3v8", "MLP-Attn", (25.9, 41.0, 40.5)),
-    ("cifar10", "1v0", "2L-ReLU", (15.2, 15.5, 15.3)),
-    ("cifar10", "1v0", "MLP-Attn", (14.3, 14.0, 14.8)),
-):
-    for _atk, _v in zip(("fgsm", "pgd", "mim"), _vals):
-        PAPER_FLIP[(_ds, _task, _model, _atk, "standard")] = _v
-for _ds, _model, _v in (
-    ("mnist", "2L-ReLU", 43.4),
-    ("mnist", "MLP-Attn", 42.2),
-    ("cifar10", "2L-ReLU", 36.5),
-    ("cifar10", "MLP-Attn", 38.6),
-):
-    PAPER_FLIP[(_ds, "10-class", _model, "pgd", "adversarial")] = _v
-
-
 def task_of(dataset: str, classes: Any = None) -> tuple[str, str]:
     """``mnist:3v8`` or (mnist, classes (3, 8)) → (mnist, 3v8); no classes → 10-class."""
     name, _, cls = str(dataset).partition(":")
@@ -336,8 +313,16 @@ def task_of(dataset: str, classes: Any = None) -> tuple[str, str]:
 def paper_flip(
     dataset: str, model: str, attack: str, training: str, classes: Any = None
 ) -> float | None:
+    """The paper's flip rate (%) for this cell (engine.malleability.paper), else None."""
+    from engine.malleability.paper import paper_flip_rate, paper_table_for
+
     name, task = task_of(dataset, classes)
-    return PAPER_FLIP.get((name, task, model, attack.lower(), training))
+    cls = None if task == "10-class" else tuple(int(c) for c in task.split("v"))
+    table = paper_table_for(name, cls, training)
+    if table is None:
+        return None
+    key = attack.lower() if table != 4 else f"{attack.lower()}_adversarial"
+    return paper_flip_rate(table, name, model, key)
 
 
 @dataclass(frozen=True)
