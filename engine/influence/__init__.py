@@ -1,0 +1,25 @@
+"""Influence of training points on test losses (PAPER.md §6).
+
+Sign convention everywhere: I[t, i] is the change of test point t's loss when training
+point i is removed, so positive = helpful.
+
+- ``ntk_loo_influence``: kernel leave-one-out on a (empirical) NTK, no retraining.
+- ``refit_loo``: the same quantity by actually refitting kernel ridge (ground truth).
+- ``gradient_influence``: Koh & Liang's (1/n) ∇ℓ_tᵀ(H + λI)⁻¹∇ℓ_i (exact / CG / LiSSA).
+"""
+
+from engine.influence.gradient import METHODS, conjugate_gradient, gradient_influence
+from engine.influence.kernel_loo import loo_prediction_change, ntk_loo_influence, refit_loo
+from engine.influence.losses import LOSSES, encode_targets, pointwise_loss
+
+__all__ = [
+    "LOSSES",
+    "METHODS",
+    "conjugate_gradient",
+    "encode_targets",
+    "gradient_influence",
+    "loo_prediction_change",
+    "ntk_loo_influence",
+    "pointwise_loss",
+    "refit_loo",
+]

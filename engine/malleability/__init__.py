@@ -1,0 +1,41 @@
+"""Influence malleability: the flip-rate protocol and the paper's numbers (PAPER.md §6).
+
+Adversarial training itself lives with the training loops (``engine.train.adversarial``);
+the ``advtrain`` experiment measures flip rates of PGD-adversarially trained models.
+"""
+
+from engine.malleability.paper import (
+    PAPER_FLIP_RATES,
+    paper_flip_rate,
+    paper_rate_for_run,
+    paper_table_for,
+)
+from engine.malleability.protocol import (
+    INTERVENTIONS,
+    RANKINGS,
+    FlipResult,
+    flip_rate,
+    scalar_kernel,
+)
+from engine.malleability.stats import (
+    CI_METHODS,
+    clopper_pearson_interval,
+    proportion_ci,
+    wilson_interval,
+)
+
+__all__ = [
+    "CI_METHODS",
+    "INTERVENTIONS",
+    "PAPER_FLIP_RATES",
+    "RANKINGS",
+    "FlipResult",
+    "clopper_pearson_interval",
+    "flip_rate",
+    "paper_flip_rate",
+    "paper_rate_for_run",
+    "paper_table_for",
+    "proportion_ci",
+    "scalar_kernel",
+    "wilson_interval",
+]

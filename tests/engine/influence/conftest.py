@@ -1,0 +1,14 @@
+"""Tiny float64 problems: one intra-op thread is faster than several on a shared machine."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

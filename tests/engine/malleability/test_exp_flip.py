@@ -1,0 +1,54 @@
+"""The ``flip`` and ``advtrain`` experiments end to end on a tiny sklearn-digits run."""
+
+from __future__ import annotations
+
+import math
+
+from engine.experiments import RunSpec, Summary, TableRow, run
+from engine.experiments.events import CellFinished, Failed
+from engine.experiments.spec import DataSpec, FlipSpec, ModelSpec, TrainSpec
+from engine.experiments.store import TABLE_COLUMNS
+
+
+def _spec(experiment: str, **flip) -> RunSpec:
+    return RunSpec(
+        experiment=experiment,
+        data=DataSpec(name="digits", n_train=40, n_test=10),
+        model=ModelSpec(widths=(16,)),
+        train=TrainSpec(epochs=2, batch_size=20),
+        flip=FlipSpec(width=16, pgd_steps=2, mim_steps=2, **flip),
+        seeds=(0,),
+        device="cpu",
+        dtype="float64",
+    )
+
+
+def test_flip_and_advtrain_rows_and_summary():
+    events = list(run(_spec("flip,advtrain", attacks=("fgsm", "pgd"))))
+    assert not [e for e in events if isinstance(e, Failed)], [
+        e for e in events if isinstance(e, Failed)
+    ]
+    rows = [e for e in events if isinstance(e, TableRow) and e.table == "flip_rates"]
+    assert len(rows) == 2 * 2 * 2  # kinds × attacks × trainings
+    for r in rows:
+        assert tuple(r.row) == TABLE_COLUMNS["flip_rates"]
+        assert 0.0 <= r.row["flip_rate"] <= 1.0 and r.row["n_selected"] == 4
+        assert -1.0 <= r.row["spearman"] <= 1.0 or math.isnan(r.row["spearman"])
+    assert {r.row["training"] for r in rows} == {"standard", "adversarial"}
+    assert {r.row["model"] for r in rows} == {"2L-ReLU", "MLP-Attn"}
+    cells = {e.cell for e in events if isinstance(e, CellFinished)}
+    assert "flip/digits/attn/pgd/0.3/0" in cells and "advtrain/digits/relu/fgsm/0.3/0" in cells
+    summ = {e.section: e.data for e in events if isinstance(e, Summary)}
+    assert summ["flip"]["paper_table"] == 2 and summ["advtrain"]["paper_table"] == 4
+    assert len(summ["flip"]["table"]) == 4
+    assert summ["flip"]["table"][0]["paper"] is None  # digits is not in the paper
+    assert set(summ["flip"]["ratio_attn_relu"]) == {"fgsm", "pgd"}
+
+
+def test_resume_skips_finished_cells_and_retrain_fails_cleanly():
+    done = {f"flip/digits/{k}/fgsm/0.3/0" for k in ("relu", "attn")}
+    events = list(run(_spec("flip", attacks=("fgsm",)), done_cells=done))
+    assert not [e for e in events if isinstance(e, TableRow)]
+    events = list(run(_spec("flip", attacks=("fgsm",), retrain=True)))
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert failed and "flip.retrain" in failed[0].message
