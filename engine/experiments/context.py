@@ -94,13 +94,15 @@ class RunContext:
         seed = self.spec.seeds[0] if seed is None else seed
         key = (name, seed)
         if key not in self._datasets:
-            kw = dict(classes=d.classes, n_train=d.n_train, n_test=d.n_test, seed=seed)
+            def load(root: str | None) -> Dataset:
+                return load_dataset(name, root=root, classes=d.classes, n_train=d.n_train, n_test=d.n_test, seed=seed)
+
             try:
-                ds = load_dataset(name, root=d.data_dir, **kw)
+                ds = load(d.data_dir)
             except DatasetError:
                 if name == d.name or d.data_dir is None:
                     raise
-                ds = load_dataset(name, root=None, **kw)
+                ds = load(None)
             self._datasets[key] = ds
         return self._datasets[key]
 

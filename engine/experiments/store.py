@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.experiments.events import CellFinished, Event, Failed, Finished, Summary, TableRow, to_jsonable
+from engine.experiments.events import (
+    CellFinished,
+    Event,
+    Failed,
+    Finished,
+    Summary,
+    TableRow,
+    to_jsonable,
+)
 from engine.experiments.spec import RunSpec
 
 # Column names are part of the public interface (DESIGN.md, README "Run directory").

@@ -17,6 +17,8 @@ class LinearizedAttention(nn.Module):
     is [n, d]; the transductive option is simply a context that includes test points.
     """
 
+    C: torch.Tensor
+
     def __init__(self, context: torch.Tensor) -> None:
         super().__init__()
         self.register_buffer("C", self._gram(context))

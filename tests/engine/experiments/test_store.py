@@ -8,7 +8,16 @@ import json
 import pytest
 
 from engine.errors import ConfigError
-from engine.experiments.events import CellFinished, Failed, Finished, Metric, Started, Summary, TableRow, from_json
+from engine.experiments.events import (
+    CellFinished,
+    Failed,
+    Finished,
+    Metric,
+    Started,
+    Summary,
+    TableRow,
+    from_json,
+)
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore, read_run
 
