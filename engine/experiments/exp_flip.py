@@ -161,7 +161,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                 done += 1
     yield Progress("sweep", total, total, f"{prefix} done")
     summary = summarize(rows, name, classes, training, f)
-    for line in summary["lines"]:
+    for line in summary["headline"]:
         yield Log(line)
     yield Summary(prefix, summary)
 
@@ -268,5 +268,5 @@ def summarize(
         },
         "table": table,
         "ratio_attn_relu": ratio,
-        "lines": lines,
+        "headline": lines,
     }
