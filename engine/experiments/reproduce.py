@@ -71,13 +71,15 @@ def plan(
     data_dir: str | None = None,
     device: str = "auto",
     base: RunSpec | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> list[Part]:
     """The sub-runs that compute ``tables`` (and κ, the dual implication and the
-    landscape, always) for each data set. Each trains each model × width × seed once."""
+    landscape, always) for each data set. Each trains each model × width × seed once.
+    ``overrides`` (``section__field`` keys) apply after the --quick preset."""
     base = base or RunSpec()
     if quick:
         base = apply_quick(base)
-    base = base.replace(device=device)
+    base = base.replace(device=device, **(overrides or {}))
     if not (quick and seeds == (0, 1, 2)):
         base = base.replace(seeds=seeds)
     parts = []
@@ -96,12 +98,31 @@ def plan(
         parts.append(Part(f"{name}-multiclass", name, "multiclass", base.replace(experiment=",".join(multi), data=data)))
         if 3 in tables:
             cls = BINARY_CLASSES.get(name, (0, 1))
+            n_tr, n_te = _binary_sizes(name, base.data.n_train, base.data.n_test)
             bdata = DataSpec(
-                name=name, data_dir=data_dir, classes=cls, n_train=base.data.n_train,
-                n_test=base.data.n_test, transductive=base.data.transductive,
+                name=name, data_dir=data_dir, classes=cls, n_train=n_tr,
+                n_test=n_te, transductive=base.data.transductive,
             )
             parts.append(Part(f"{name}-binary", name, "binary", base.replace(experiment="spectrum,flip", data=bdata)))
     return parts
+
+
+def _binary_sizes(name: str, n_train: int, n_test: int) -> tuple[int, int]:
+    """Two classes of a one-split data set (digits: ~180 images a class) cannot give the
+    10-class sizes: cap train + test at 85% of two classes' share, in the same ratio."""
+    try:
+        from engine.data import DATASETS
+
+        info = DATASETS[name]
+    except (ImportError, KeyError):
+        return n_train, n_test
+    if set(info.splits) != {"all"}:
+        return n_train, n_test
+    cap = int(0.85 * 2 * info.splits["all"] / max(len(info.class_names), 2))
+    if n_train + n_test <= cap:
+        return n_train, n_test
+    n_tr = max(2, cap * n_train // (n_train + n_test))
+    return n_tr, max(2, cap - n_tr)
 
 
 # -- statistics -------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +16,7 @@ from malleability_tui.cli.render import LONG_TABLES, fmt
 from malleability_tui.cli.runs import resolve_run
 
 MAX_REPORT_ROWS = 60
-Block = tuple[str, Any]  # ("h1"|"h2"|"p"|"pre"|"table"|"svg", payload)
+Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"table", payload)
 
 
 def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, dict[str, Any]]]]:
@@ -55,28 +54,17 @@ def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], l
 
 
 def text_plot(title: str, series: dict[str, tuple[list[float], list[float]]], *, xlog2: bool = False,
-              ylog: bool = False, width: int = 72, height: int = 18) -> str:
-    """A plain-text (plotext) line plot of named (x, y) series."""
-    import plotext as plt
+              ylog: bool = False, width: int = 72, height: int = 16) -> str:
+    """A plain-text braille line plot of named (x, y) series (the TUI's plotter)."""
+    from malleability_tui.plots import Axis, Series, line_chart
 
-    plt.clf()
-    plt.theme("clear")
-    plt.plotsize(width, height)
-    plt.title(title)
-    for name, (xs, ys) in series.items():
-        pts = [(x, y) for x, y in zip(xs, ys) if math.isfinite(x) and math.isfinite(y) and (not ylog or y > 0)]
-        if not pts:
-            continue
-        px = [math.log2(x) if xlog2 else x for x, _ in pts]
-        py = [math.log10(y) if ylog else y for _, y in pts]
-        plt.plot(px, py, label=name, marker="dot")
-    plt.xlabel("log2 width" if xlog2 else "")
-    plt.ylabel("log10" if ylog else "")
-    return plt.build()
+    lines = [Series(name, xs, ys, points=xlog2) for name, (xs, ys) in series.items()]
+    text = line_chart(lines, width, height, x=Axis(log2=xlog2), y=Axis(log=ylog), title=title)
+    return text.plain
 
 
-def _table_block(name: str, rows: list[dict]) -> Block:
-    return ("table", (name, rows[:MAX_REPORT_ROWS], len(rows)))
+def _table_blocks(name: str, rows: list[dict]) -> list[Block]:
+    return [("h3", f"{name}.csv"), ("table", (name, rows[:MAX_REPORT_ROWS], len(rows)))]
 
 
 def build_report(path: Path) -> list[Block]:
@@ -104,7 +92,7 @@ def build_report(path: Path) -> list[Block]:
         t = run["tables"]
         for name, rows in t.items():
             if rows and name not in LONG_TABLES:
-                blocks.append(_table_block(name, rows))
+                blocks.extend(_table_blocks(name, rows))
             elif rows:
                 blocks.append(("p", f"{name}.csv: {len(rows)} rows (not shown)"))
         if t.get("ntk_distance"):
@@ -152,6 +140,8 @@ def to_markdown(blocks: list[Block]) -> str:
             out.append(f"# {val}\n")
         elif kind == "h2":
             out.append(f"## {val}\n")
+        elif kind == "h3":
+            out.append(f"### {val}\n")
         elif kind == "p":
             out.append(f"{val}\n")
         elif kind == "pre":
@@ -165,7 +155,7 @@ def to_markdown(blocks: list[Block]) -> str:
 def to_html(blocks: list[Block]) -> str:
     body = []
     for kind, val in blocks:
-        if kind in ("h1", "h2"):
+        if kind in ("h1", "h2", "h3"):
             body.append(f"<{kind}>{html.escape(val)}</{kind}>")
         elif kind == "p":
             body.append(f"<p>{html.escape(val)}</p>")

@@ -82,7 +82,8 @@ def reproduce(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not pause on a long time estimate.")] = True,
+    widths: Annotated[str | None, typer.Option(help="Override the preset's widths, e.g. 16,256,1024.")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Override the preset's training epochs.")] = None,
 ) -> None:
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
     with expected_errors():
@@ -94,8 +95,13 @@ def reproduce(
 
         names = tuple(canonical_name(n) for n in names)
         sd = parse_ints(seeds, "--seeds") or (0,)
+        over: dict[str, Any] = {}
+        if widths is not None:
+            over["model__widths"] = parse_ints(widths, "--widths")
+        if epochs is not None:
+            over["train__epochs"] = epochs
         parts = plan(names, tables=tabs, seeds=sd, quick=quick,
-                     data_dir=str(data_dir) if data_dir else None, device=device)
+                     data_dir=str(data_dir) if data_dir else None, device=device, overrides=over)
         path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
         if path.exists() and any(path.iterdir()) and not resume:
             die(f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)")

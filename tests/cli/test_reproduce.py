@@ -1,0 +1,92 @@
+"""`malleability reproduce --quick` end to end on digits, report and figures; "no data"."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from malleability_tui.cli.main import app
+
+runner = CliRunner()
+TABLES = ("spectrum", "eigenvalues", "alignment", "ntk_distance", "flip_rates", "landscape", "sharpness")
+
+
+@pytest.fixture(scope="module")
+def repro(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("repro") / "digits"
+    res = runner.invoke(app, ["reproduce", "--dataset", "digits", "--quick", "--widths", "8,16,32,64",
+                              "--epochs", "8", "--device", "cpu", "--out", str(out)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "Claims checklist" in res.output
+    return out
+
+
+def _finite_numbers(obj) -> list[float]:
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in _finite_numbers(v)]
+    if isinstance(obj, list):
+        return [x for v in obj for x in _finite_numbers(v)]
+    return [obj] if isinstance(obj, float) else []
+
+
+def test_every_file_table_and_claim(repro: Path) -> None:
+    meta = json.loads((repro / "reproduce.json").read_text())
+    assert [p["key"] for p in meta["parts"]] == ["digits-multiclass", "digits-binary"]
+    multi = repro / "digits-multiclass"
+    for t in TABLES:
+        rows = (multi / f"{t}.csv").read_text().splitlines()
+        assert len(rows) > 1, t
+    assert len((repro / "digits-binary" / "flip_rates.csv").read_text().splitlines()) == 1 + 2 * 3
+    s = json.loads((repro / "summary.json").read_text())
+    assert len(s["table1"]) == 6 and len(s["table2"]) == 6 and len(s["table3"]) == 6 and len(s["table4"]) == 2
+    assert sorted(c["claim"] for c in s["checklist"]) == [1, 2, 3, 4, 5, 6]
+    assert all(c["verdict"] in ("holds", "does not hold", "inconclusive") for c in s["checklist"])
+    for cell in s["table2"] + s["table3"]:
+        assert cell.get("status") != "no data" and math.isfinite(cell["mean"]) and cell["ci_low"] <= cell["mean"] <= cell["ci_high"]
+    for cell in s["table4"]:
+        assert math.isfinite(cell["standard"]["mean"]) and math.isfinite(cell["adversarial"]["mean"])
+    # Table 1 asks for m = 16, 1024, 4096: the sweep has 16 only, the rest are "no data" with a reason.
+    t1 = {(c["model"], c["width"]): c for c in s["table1"]}
+    assert math.isfinite(t1[("2L-ReLU", 16)]["mean"]) and t1[("2L-ReLU", 1024)]["status"] == "no data"
+    assert "1024" in t1[("2L-ReLU", 1024)]["reason"]
+    assert s["kappa"][0]["kappa_G"] > 1
+    nums = _finite_numbers({k: s[k] for k in ("table2", "table3", "kappa")})
+    assert nums and all(math.isfinite(x) for x in nums if x is not None)
+
+
+def test_report_md_html_and_figures(repro: Path, tmp_path: Path) -> None:
+    for fmt in ("md", "html"):
+        res = runner.invoke(app, ["report", str(repro), "--format", fmt, "--to", str(tmp_path / f"r.{fmt}")])
+        assert res.exit_code == 0, res.output
+        text = (tmp_path / f"r.{fmt}").read_text()
+        assert "Claims checklist" in text and "Table 2" in text and "flip_rates" in text
+    pytest.importorskip("matplotlib")
+    res = runner.invoke(app, ["figures", str(repro), "--format", "png", "--to", str(tmp_path / "fig")])
+    assert res.exit_code == 0, res.output
+    names = {p.name for p in (tmp_path / "fig").glob("*.png")}
+    for want in ("digits-multiclass_table1_ntk_distance.png", "digits-multiclass_spectrum_G_G3.png",
+                 "digits-multiclass_table2_flip_rates.png", "digits-binary_table3_flip_rates.png",
+                 "digits-multiclass_table4_adversarial.png", "digits-multiclass_landscape_2d.png"):
+        assert want in names
+
+
+def test_missing_data_is_reported_not_invented(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = runner.invoke(app, ["reproduce", "--dataset", "cifar10", "--data-dir", str(empty), "--quick",
+                              "--out", str(tmp_path / "r")], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    cells = s["table1"] + s["table2"] + s["table3"] + s["table4"] + s["kappa"]
+    assert all(c["status"] == "no data" and "cifar10" in c["reason"] for c in cells)
+    assert {c["verdict"] for c in s["checklist"]} == {"no data"}
+    assert "no data" in res.output
+
+
+def test_bad_tables_option(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["reproduce", "--dataset", "digits", "--tables", "5", "--out", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "--tables" in res.output and "Traceback" not in res.output
