@@ -7,7 +7,7 @@ from engine.experiments.spec import RunSpec
 QUICK = {
     "data__n_train": 300,
     "data__n_test": 100,
-    "model__widths": (16, 64, 256),
+    "model__widths": (16, 64, 256, 1024),
     "train__epochs": 30,
     "ntk__drift_every": 5,
     "ntk__drift_points": 128,
@@ -22,7 +22,7 @@ QUICK = {
     "seeds": (0,),
     "quick": True,
 }
-"""The --quick preset (README "Presets"): n_train 300, n_test 100, widths 16/64/256,
+"""The --quick preset (README "Presets"): n_train 300, n_test 100, widths 16/64/256/1024,
 30 epochs, one seed, width 256 for flip and landscape, PGD 10 steps, MIM 5 steps,
 coarser landscape grids."""
 

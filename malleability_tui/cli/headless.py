@@ -168,7 +168,7 @@ def headless(
     dtype: Annotated[str | None, typer.Option(help="float32 (default) or float64.")] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-<experiment>-<dataset>).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Small preset: n_train 300, widths 16,64,256, 30 epochs, one seed.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Small preset: n_train 300, widths 16,64,256,1024, 30 epochs, one seed.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
     save_config: Annotated[Path | None, typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables; print only the run directory.")] = False,

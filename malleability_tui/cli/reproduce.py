@@ -4,6 +4,7 @@ numbers beside ours and the claims checklist (engine/experiments/reproduce.py)."
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -54,10 +55,12 @@ def estimate_seconds(parts: list[Part]) -> float:
         a @ b
         reps += 1
     flops_s = reps * 2 * 512 * 784 * 1024 / (time.perf_counter() - t0)
-    d = 784
+    from engine.data import DATASETS
+
     total = 0.0
     for p in parts:
         s = p.spec
+        d = math.prod(DATASETS[p.dataset].image_shape)
         exps = s.experiment.split(",")
         n, ep, seeds = s.data.n_train, s.train.epochs, len(s.seeds)
         widths = set(s.model.widths) if "ntk" in exps else set()
@@ -77,13 +80,14 @@ def reproduce(
     dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Data set(s): mnist, cifar10, fashion-mnist, digits (repeat the option for several).")] = None,
     tables: Annotated[str, typer.Option(help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training).")] = "1,2,3,4",
     seeds: Annotated[str, typer.Option(help="Seeds (default 0,1,2; --quick uses 0).")] = "0,1,2",
-    quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256, n_train 300, 30 epochs, one seed.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256,1024, n_train 300, 30 epochs, one seed.")] = False,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files (or their parent).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
     widths: Annotated[str | None, typer.Option(help="Override the preset's widths, e.g. 16,256,1024.")] = None,
     epochs: Annotated[int | None, typer.Option(help="Override the preset's training epochs.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")] = False,
 ) -> None:
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
     with expected_errors():
@@ -103,12 +107,15 @@ def reproduce(
         parts = plan(names, tables=tabs, seeds=sd, quick=quick,
                      data_dir=str(data_dir) if data_dir else None, device=device, overrides=over)
         path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
-        if path.exists() and any(path.iterdir()) and not resume:
+        if path.exists() and any(path.iterdir()) and not resume and not dry_run:
             die(f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)")
-        path.mkdir(parents=True, exist_ok=True)
         est = estimate_seconds(parts)
-        err_console.print(f"plan: {', '.join(p.key + ' [' + p.spec.experiment + ']' for p in parts)}", highlight=False)
+        plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
+        err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
         err_console.print(f"estimated run time ≈ {_hms(est)} on this machine", highlight=False)
+        if dry_run:
+            return
+        path.mkdir(parents=True, exist_ok=True)
         meta = {"datasets": list(names), "tables": list(tabs), "quick": quick,
                 "parts": [{"key": p.key, "dataset": p.dataset, "task": p.task, "spec": p.spec.to_dict()} for p in parts],
                 "estimated_seconds": est, "start_time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
