@@ -370,7 +370,10 @@ FLIP_HEADERS = (
 
 
 def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
-    """Group ``flip_rates`` rows over seeds: mean ± 95% CI (normal), ρ, Attn/ReLU ratio, paper."""
+    """Group ``flip_rates`` rows over seeds: mean ± half the 95% Wilson interval of the flips
+    pooled over seeds (n_selected each), ρ, Attn/ReLU ratio, paper."""
+    from engine.malleability import wilson_interval
+
     groups: dict[tuple[str, str, str, float, str], list[dict[str, Any]]] = {}
     for r in rows:
         key = (
@@ -387,7 +390,15 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
         m, s, n = mean_std(num(r.get("flip_rate")) for r in rs)
         rho, _, _ = mean_std(num(r.get("spearman")) for r in rs)
         means[key] = m
-        stats[key] = (m, 1.96 * s / math.sqrt(n) if n > 1 else 0.0, rho, n)
+        sizes = [num(r.get("n_selected")) for r in rs]
+        k = sum(num(r.get("flip_rate")) * z for r, z in zip(rs, sizes) if math.isfinite(z))
+        tot = sum(z for z in sizes if math.isfinite(z))
+        if tot > 0 and math.isfinite(k):
+            lo, hi = wilson_interval(round(k), round(tot))
+            half = (hi - lo) / 2
+        else:
+            half = math.nan
+        stats[key] = (m, half, rho, n)
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[4], k[2], k[3], k[1])):
         ds, model, attack, eps, training = key
