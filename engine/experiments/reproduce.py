@@ -145,15 +145,11 @@ def mean_std(vals: list[float]) -> tuple[float, float, int]:
     return m, s, len(v)
 
 
-def wilson(k: float, n: float, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval of a binomial proportion k/n."""
-    if n <= 0:
-        return float("nan"), float("nan")
-    p = k / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, c - h), min(1.0, c + h)
+def wilson(k: float, n: float) -> tuple[float, float]:
+    """95% Wilson score interval of k/n (``engine.malleability.wilson_interval``)."""
+    from engine.malleability import wilson_interval
+
+    return wilson_interval(round(k), round(n))
 
 
 def _spearman(xs: list[float], ys: list[float]) -> tuple[float, float]:
