@@ -56,8 +56,10 @@ class RunContext:
         *,
         done_cells: frozenset[str] | set[str] = frozenset(),
         cancel: threading.Event | None = None,
+        previous_rows: dict[str, list[dict[str, Any]]] | None = None,
     ) -> None:
         self.spec = spec
+        self._previous = previous_rows or {}
         self.device = resolve_device(spec.device)
         self.dtype = DTYPES[spec.dtype]
         self.done_cells = frozenset(done_cells)
@@ -70,6 +72,14 @@ class RunContext:
     def is_done(self, cell: str) -> bool:
         """True when ``cell`` finished in the run being resumed."""
         return cell in self.done_cells
+
+    def previous_rows(self, table: str) -> list[dict[str, Any]]:
+        """Rows of ``table`` from the finished cells of the run being resumed (JSON nulls
+        back to NaN), so a summary can cover every cell, not just the recomputed ones."""
+        return [
+            {k: float("nan") if v is None else v for k, v in r.items()}
+            for r in self._previous.get(table, [])
+        ]
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

@@ -160,7 +160,12 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                 yield CellFinished(cell)
                 done += 1
     yield Progress("sweep", total, total, f"{prefix} done")
-    summary = summarize(rows, name, classes, training, f)
+    previous = [
+        {**r, "n_flipped": round(r["flip_rate"] * r["n_selected"]) if math.isfinite(r["flip_rate"]) else 0}
+        for r in ctx.previous_rows("flip_rates")
+        if r["training"] == training
+    ]
+    summary = summarize(previous + rows, name, classes, training, f)
     for line in summary["headline"]:
         yield Log(line)
     yield Summary(prefix, summary)

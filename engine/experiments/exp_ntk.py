@@ -80,7 +80,7 @@ def run_ntk(ctx: RunContext) -> Iterator[Event]:
         yield TableRow("ntk_distance", row, cell=cell)
         yield CellFinished(cell)
     yield Progress("sweep", len(cells), len(cells), "ntk done")
-    yield Summary("ntk", summarize(rows, name, task, sp))
+    yield Summary("ntk", summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp))
 
 
 def _x(ctx: RunContext, t: torch.Tensor) -> torch.Tensor:

@@ -18,6 +18,8 @@ def run_train(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
     cells = [(s, k, w) for s in sp.seeds for k in sp.model.kinds for w in sp.model.widths]
     by_model: dict[str, list[float]] = {}
+    for r in ctx.previous_rows("train"):
+        by_model.setdefault(r["model"], []).append(r["test_accuracy"])
     name = sp.data.name
     for i, (seed, kind, width) in enumerate(cells):
         ds = ctx.dataset(seed=seed)

@@ -18,19 +18,21 @@ def run(
     *,
     done_cells: frozenset[str] | set[str] = frozenset(),
     cancel: threading.Event | None = None,
+    previous_rows: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Iterator[Event]:
     """Run ``spec.experiment`` (or all) and yield its events.
 
     Ends with ``Finished(summary)`` or, on an expected error (bad data, a diverged
     run, cancellation), ``Failed(error, message)``; never raises an ``EngineError``.
     ``done_cells`` (from a run being resumed) are skipped; ``cancel`` is checked
-    between events.
+    between events; ``previous_rows`` (table → rows of those cells) let summaries cover
+    them too.
     """
     summary: dict[str, Any] = {}
     yield Started(spec.experiment, spec.to_dict())
     try:
         exps = select(spec.experiment)
-        ctx = RunContext(spec, done_cells=done_cells, cancel=cancel)
+        ctx = RunContext(spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows)
         yield Log(f"device: {ctx.device}, dtype: {spec.dtype}")
         for i, exp in enumerate(exps):
             ctx.check_cancel()

@@ -109,7 +109,8 @@ def execute(spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = Fals
     failed: Failed | None = None
     try:
         with ProgressRenderer(console, quiet=quiet) as pr:
-            for ev in run(spec, done_cells=frozenset(store.done_cells)):
+            previous = {t: [dict(r) for r in rows] for t, rows in store.tables.items()}
+            for ev in run(spec, done_cells=frozenset(store.done_cells), previous_rows=previous):
                 store.write(ev)
                 pr.show(ev)
                 if isinstance(ev, Failed):

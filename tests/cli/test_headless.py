@@ -48,6 +48,9 @@ def test_resume_skips_finished_cells(run_dir: Path) -> None:
     assert (run_dir / "train.csv").read_text() == before
     trained = [json.loads(ln) for ln in (run_dir / "events.jsonl").read_text().splitlines()]
     assert sum(e["kind"] == "CellFinished" for e in trained) == 1
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "finished"
+    assert "2L-ReLU" in summary["train"]["best_test_accuracy"]  # the skipped cell still counts
 
 
 def test_export_and_runs(run_dir: Path, tmp_path: Path) -> None:
