@@ -1,0 +1,72 @@
+"""Device selection, and the same numbers on CUDA as on the CPU (GPU tests skip without CUDA)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.device import resolve_device
+from engine.errors import ConfigError
+
+
+def test_auto_picks_cuda_when_present() -> None:
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == want
+    assert resolve_device("cpu").type == "cpu"
+    with pytest.raises(ConfigError, match="device"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="no CUDA device"):
+            resolve_device("cuda")
+
+
+def _net_and_data(device: str):
+    from engine.models import MLPAttn
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(64, 20, generator=g, dtype=torch.float64)
+    model = MLPAttn(x, 128, 3, seed=0, dtype=torch.float64).to(device)
+    return model, x.to(device)
+
+
+@pytest.mark.gpu
+def test_structured_ntk_and_influence_match_cpu_on_cuda() -> None:
+    from engine.influence import ntk_loo_influence
+    from engine.ntk import empirical_ntk
+
+    k = {}
+    infl = {}
+    for dev in ("cpu", "cuda"):
+        model, x = _net_and_data(dev)
+        k[dev] = empirical_ntk(model, x, output=0)
+        y = torch.arange(64, device=dev) % 3
+        infl[dev] = ntk_loo_influence(k[dev][:48, :48], k[dev][48:, :48], y[:48], y[48:], 1e-3)
+    torch.testing.assert_close(k["cuda"].cpu(), k["cpu"], rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(infl["cuda"].cpu(), infl["cpu"], rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.gpu
+def test_attacks_stay_in_ball_on_cuda() -> None:
+    from engine.attacks import run_attack
+
+    model, x = _net_and_data("cuda")
+    y = torch.arange(64, device="cuda") % 3
+    for name in ("fgsm", "pgd", "mim"):
+        res = run_attack(name, model, x, y, eps=0.1)
+        assert res.x_adv.device.type == "cuda"
+        assert float((res.x_adv - x).abs().max()) <= 0.1 + 1e-9
+        assert float(res.x_adv.min()) >= 0 and float(res.x_adv.max()) <= 1
+
+
+@pytest.mark.gpu
+def test_headless_run_on_cuda(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from malleability_tui.cli.main import app
+
+    res = CliRunner().invoke(app, ["headless", "--dataset", "digits", "--experiment", "train,ntk", "--quick",
+                                   "--widths", "16", "--epochs", "3", "--device", "cuda", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "r" / "env.json").read_text())["device"].startswith("cuda")
