@@ -60,6 +60,8 @@ class RunContext:
     ) -> None:
         self.spec = spec
         self._previous = previous_rows or {}
+        self._notes: list[str] = []
+        self._noted: set[str] = set()
         self.device = resolve_device(spec.device)
         self.dtype = DTYPES[spec.dtype]
         self.done_cells = frozenset(done_cells)
@@ -114,7 +116,16 @@ class RunContext:
                     raise
                 ds = load(None)
             self._datasets[key] = ds
+            for note in ds.notes:  # the same note for every seed: report it once
+                if note not in self._noted:
+                    self._noted.add(note)
+                    self._notes.append(note)
         return self._datasets[key]
+
+    def drain_notes(self) -> list[str]:
+        """One-line data notes (e.g. "only the test split found") not yet reported."""
+        out, self._notes = self._notes, []
+        return out
 
     def to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Move a tensor to the run's device (floating tensors also to its dtype)."""

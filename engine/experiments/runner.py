@@ -38,6 +38,8 @@ def run(
             ctx.check_cancel()
             yield Progress("experiments", i, len(exps), exp.name)
             for ev in exp.fn(ctx):
+                for note in ctx.drain_notes():
+                    yield Log(note, "warning")
                 if isinstance(ev, Summary):
                     summary[ev.section] = ev.data
                 yield ev

@@ -132,3 +132,12 @@ def test_engine_never_imports_ui() -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_single_split_folder_warns_once(shared_data: Path, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["headless", *TINY, "--dataset", "mnist", "--data-dir", str(shared_data / "mnist"),
+                              "--seeds", "0,1", "--out", str(tmp_path / "r")], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert " ".join(res.output.split()).count("only the test split") == 1
+    logs = [json.loads(ln) for ln in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    assert [e["level"] for e in logs if e["kind"] == "Log" and "only the test split" in e["message"]] == ["warning"]
