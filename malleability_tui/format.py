@@ -7,13 +7,12 @@ numbers (live events) or strings (CSV read back from disk): ``num`` reads both.
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
+from engine.experiments.stats import mean_std
 
 MODEL_NAMES = {"relu": "2L-ReLU", "attn": "MLP-Attn"}
 
@@ -222,13 +221,6 @@ def error_text(err: BaseException) -> str:
 
 
 # -- width sweep -------------------------------------------------------------------
-
-
-def mean_std(vals: Iterable[float]) -> tuple[float, float, int]:
-    v = [x for x in vals if math.isfinite(x)]
-    if not v:
-        return math.nan, math.nan, 0
-    return statistics.fmean(v), (statistics.stdev(v) if len(v) > 1 else 0.0), len(v)
 
 
 def sweep_series(

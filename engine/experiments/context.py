@@ -15,7 +15,7 @@ from torch import nn
 from engine.data.dataset import Dataset
 from engine.device import resolve_device
 from engine.errors import Cancelled, DatasetError
-from engine.experiments.events import Event, Log, Metric, Progress
+from engine.experiments.events import Event, Metric, Progress
 from engine.experiments.spec import RunSpec
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -231,6 +231,3 @@ class RunContext:
     def _n_out(model: nn.Module) -> int:
         head = getattr(model, "head", None)
         return int(getattr(head, "n_out", 1))
-
-    def note(self, message: str) -> Log:
-        return Log(message, "warning")

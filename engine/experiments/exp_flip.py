@@ -35,6 +35,7 @@ from engine.experiments.events import (
     TableRow,
 )
 from engine.experiments.registry import register
+from engine.experiments.stats import mean_std
 from engine.models import MODEL_LABELS
 
 if TYPE_CHECKING:
@@ -171,15 +172,6 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
     yield Summary(prefix, summary)
 
 
-def _mean_std(v: list[float]) -> tuple[float, float]:
-    v = [x for x in v if math.isfinite(x)]
-    if not v:
-        return float("nan"), float("nan")
-    m = sum(v) / len(v)
-    s = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
-    return m, s
-
-
 def summarize(
     rows: list[dict[str, Any]],
     dataset: str,
@@ -204,7 +196,7 @@ def summarize(
                 ]
                 if not sel:
                     continue
-                m, s = _mean_std([100 * r["flip_rate"] for r in sel])
+                m, s, _ = mean_std(100 * r["flip_rate"] for r in sel)
                 k, n = sum(r["n_flipped"] for r in sel), sum(r["n_selected"] for r in sel)
                 lo, hi = wilson_interval(k, n) if math.isfinite(m) else (float("nan"), float("nan"))
                 paper = (
@@ -224,8 +216,8 @@ def summarize(
                         "ci_low": 100 * lo,
                         "ci_high": 100 * hi,
                         "paper": paper,
-                        "spearman": _mean_std([r["spearman"] for r in sel])[0],
-                        "topk_overlap": _mean_std([r["topk_overlap"] for r in sel])[0],
+                        "spearman": mean_std(r["spearman"] for r in sel)[0],
+                        "topk_overlap": mean_std(r["topk_overlap"] for r in sel)[0],
                     }
                 )
                 p = f"{paper:.1f}%" if paper is not None else "n/a"

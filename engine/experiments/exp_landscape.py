@@ -34,11 +34,11 @@ import math
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
 from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
 from engine.experiments.registry import register
+from engine.experiments.stats import mean_std
 from engine.landscape import (
     curve_width,
     filter_normalized_direction,
@@ -203,14 +203,8 @@ def _row(
 
 
 def _mean_std(v: list[float]) -> dict[str, Any]:
-    a = np.asarray([x for x in v if math.isfinite(x)], dtype=float)
-    if a.size == 0:
-        return {"mean": float("nan"), "std": float("nan"), "n": 0}
-    return {
-        "mean": float(a.mean()),
-        "std": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-        "n": int(a.size),
-    }
+    m, s, n = mean_std(v)
+    return {"mean": m, "std": s, "n": n}
 
 
 def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[str, Any]:

@@ -83,10 +83,6 @@ def run_ntk(ctx: RunContext) -> Iterator[Event]:
     yield Summary("ntk", summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp))
 
 
-def _x(ctx: RunContext, t: torch.Tensor) -> torch.Tensor:
-    return t.to(ctx.device, ctx.dtype)
-
-
 def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:
     """±1 [n] for binary tasks, one-hot [n, K] (float64) for multiclass."""
     if ds.task == "binary":
@@ -117,14 +113,14 @@ def _cell_row(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``ntk_distance`` row of one trained model and its drift series."""
     with torch.no_grad():
-        f_m = tm.model(_x(ctx, ds.x_test_raw)).to(torch.float64)
+        f_m = tm.model(ctx.to_device(ds.x_test_raw)).to(torch.float64)
     if ds.task == "binary":
         f_m = f_m.reshape(-1)
     elif ctx.spec.ntk.compare == "probabilities":
         f_m = torch.softmax(f_m, dim=1)
     dist = ntk_distance(f_m, f_ntk)
 
-    xk = _x(ctx, ds.x_train_raw[:MAX_KERNEL_N])
+    xk = ctx.to_device(ds.x_train_raw[:MAX_KERNEL_N])
     out = None if ds.n_out == 1 else 0  # multiclass: first diagonal block (see module doc)
     init = tm.init_model()
     with torch.no_grad():

@@ -36,6 +36,7 @@ from typing import Any
 
 from engine.experiments.presets import apply_quick
 from engine.experiments.spec import DataSpec, RunSpec
+from engine.experiments.stats import mean_std
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -133,16 +134,6 @@ def _f(v: Any) -> float:
         return float(v)
     except (TypeError, ValueError):
         return float("nan")
-
-
-def mean_std(vals: list[float]) -> tuple[float, float, int]:
-    """Mean, sample std (0 for one value) and count of the finite values."""
-    v = [x for x in vals if math.isfinite(x)]
-    if not v:
-        return float("nan"), float("nan"), 0
-    m = sum(v) / len(v)
-    s = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
-    return m, s, len(v)
 
 
 def wilson(k: float, n: float) -> tuple[float, float]:

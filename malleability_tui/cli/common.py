@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
@@ -69,6 +68,3 @@ def parse_names(text: str | None) -> tuple[str, ...] | None:
         return None
     return tuple(t.strip().lower() for t in text.split(",") if t.strip())
 
-
-def is_tty() -> bool:
-    return sys.stdout.isatty()

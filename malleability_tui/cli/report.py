@@ -39,7 +39,7 @@ def _num(v: Any) -> float:
 
 def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
     """model → (widths, mean distance, std) over seeds."""
-    from engine.experiments.reproduce import mean_std
+    from engine.experiments.stats import mean_std
 
     out = {}
     for model in sorted({r["model"] for r in rows}):
