@@ -12,21 +12,9 @@ from typing import Any
 
 from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
-from engine.experiments.stats import mean_std
+from engine.results import flip_stat, flip_text, mean_std, num, ratio, series_over_seeds
 
 MODEL_NAMES = {"relu": "2L-ReLU", "attn": "MLP-Attn"}
-
-
-def num(v: Any) -> float:
-    """A table cell as a float (NaN when empty or not a number)."""
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    try:
-        return float(str(v))
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def fmt(v: Any, digits: int = 3) -> str:
@@ -226,21 +214,12 @@ def error_text(err: BaseException) -> str:
 def sweep_series(
     rows: list[dict[str, Any]], column: str = "ntk_distance"
 ) -> dict[str, tuple[list[int], list[float], list[float], list[int]]]:
-    """model → (widths, mean, std, n seeds) of ``column`` over seeds, widths sorted."""
-    acc: dict[str, dict[int, list[float]]] = {}
-    for r in rows:
-        w = num(r.get("width"))
-        if not math.isfinite(w):
-            continue
-        acc.setdefault(str(r.get("model", "?")), {}).setdefault(int(w), []).append(
-            num(r.get(column))
-        )
-    out = {}
-    for model in sorted(acc):
-        ws = sorted(acc[model])
-        stats = [mean_std(acc[model][w]) for w in ws]
-        out[model] = (ws, [s[0] for s in stats], [s[1] for s in stats], [s[2] for s in stats])
-    return out
+    """model → (widths, mean, sample std, n seeds) of ``column`` over seeds, widths sorted
+    (``engine.results.series_over_seeds``)."""
+    return {
+        m: ([int(w) for w in ser.x], ser.mean, ser.std, ser.n)
+        for m, ser in series_over_seeds(rows, "width", column).items()
+    }
 
 
 def cell_label(cell: str) -> str:
@@ -305,16 +284,12 @@ def task_of(dataset: str, classes: Any = None) -> tuple[str, str]:
 def paper_flip(
     dataset: str, model: str, attack: str, training: str, classes: Any = None
 ) -> float | None:
-    """The paper's flip rate (%) for this cell (engine.malleability.paper), else None."""
-    from engine.malleability.paper import paper_flip_rate, paper_table_for
+    """The paper's flip rate (%) for this cell (``engine.malleability.paper_rate_for_run``)."""
+    from engine.malleability.paper import paper_rate_for_run
 
     name, task = task_of(dataset, classes)
     cls = None if task == "10-class" else tuple(int(c) for c in task.split("v"))
-    table = paper_table_for(name, cls, training)
-    if table is None:
-        return None
-    key = attack.lower() if table != 4 else f"{attack.lower()}_adversarial"
-    return paper_flip_rate(table, name, model, key)
+    return paper_rate_for_run(name, cls, training, model, attack.lower())
 
 
 @dataclass(frozen=True)
@@ -325,21 +300,22 @@ class FlipRow:
     eps: float
     training: str
     flip: float
-    ci: float
+    std: float
+    lo: float
+    hi: float
     spearman: float
     n: int
     ratio: float
     paper: float | None
 
     def cells(self) -> tuple[str, ...]:
-        pct = f"{100 * self.flip:.1f} ± {100 * self.ci:.1f}%" if math.isfinite(self.flip) else "–"
         return (
             self.dataset,
             self.model,
             self.attack.upper(),
             fmt(self.eps, 2),
             self.training,
-            pct,
+            flip_text(self.flip, self.std, self.lo, self.hi),
             fmt(self.spearman, 2),
             fmt(self.ratio, 3) if math.isfinite(self.ratio) else "–",
             f"{self.paper:.1f}%" if self.paper is not None else "–",
@@ -353,7 +329,7 @@ FLIP_HEADERS = (
     "attack",
     "ε",
     "training",
-    "flip ± CI95",
+    "flip % ± std [95% CI]",
     "ρ",
     "Attn/ReLU",
     "paper",
@@ -362,10 +338,8 @@ FLIP_HEADERS = (
 
 
 def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
-    """Group ``flip_rates`` rows over seeds: mean ± half the 95% Wilson interval of the flips
-    pooled over seeds (n_selected each), ρ, Attn/ReLU ratio, paper."""
-    from engine.malleability import wilson_interval
-
+    """Group ``flip_rates`` rows over seeds (``engine.results.flip_stat``): mean ± std, the
+    pooled 95% Wilson interval, ρ, the Attn/ReLU ratio of mean rates and the paper's rate."""
     groups: dict[tuple[str, str, str, float, str], list[dict[str, Any]]] = {}
     for r in rows:
         key = (
@@ -376,32 +350,13 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
             str(r.get("training") or "standard"),
         )
         groups.setdefault(key, []).append(r)
-    means: dict[tuple[str, str, str, float, str], float] = {}
-    stats = {}
-    for key, rs in groups.items():
-        m, s, n = mean_std(num(r.get("flip_rate")) for r in rs)
-        rho, _, _ = mean_std(num(r.get("spearman")) for r in rs)
-        means[key] = m
-        sizes = [num(r.get("n_selected")) for r in rs]
-        k = sum(num(r.get("flip_rate")) * z for r, z in zip(rs, sizes) if math.isfinite(z))
-        tot = sum(z for z in sizes if math.isfinite(z))
-        if tot > 0 and math.isfinite(k):
-            lo, hi = wilson_interval(round(k), round(tot))
-            half = (hi - lo) / 2
-        else:
-            half = math.nan
-        stats[key] = (m, half, rho, n)
+    stats = {key: flip_stat(rs) for key, rs in groups.items()}
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[4], k[2], k[3], k[1])):
         ds, model, attack, eps, training = key
-        relu = means.get((ds, "2L-ReLU", attack, eps, training), math.nan)
-        attn = means.get((ds, "MLP-Attn", attack, eps, training), math.nan)
-        ratio = (
-            attn / relu
-            if relu and math.isfinite(relu) and math.isfinite(attn) and relu > 0
-            else math.nan
-        )
-        m, ci, rho, n = stats[key]
+        relu = stats.get((ds, "2L-ReLU", attack, eps, training))
+        attn = stats.get((ds, "MLP-Attn", attack, eps, training))
+        st = stats[key]
         out.append(
             FlipRow(
                 ds,
@@ -409,11 +364,13 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
                 attack,
                 eps,
                 training,
-                m,
-                ci,
-                rho,
-                n,
-                ratio,
+                st.mean,
+                st.std,
+                st.lo,
+                st.hi,
+                st.spearman,
+                st.seeds,
+                ratio(attn.mean if attn else None, relu.mean if relu else None),
                 paper_flip(ds, model, attack, training, classes),
             )
         )

@@ -35,8 +35,8 @@ from engine.experiments.events import (
     TableRow,
 )
 from engine.experiments.registry import register
-from engine.experiments.stats import mean_std
 from engine.models import MODEL_LABELS
+from engine.results import flip_stat, flip_text
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext
@@ -161,11 +161,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                 yield CellFinished(cell)
                 done += 1
     yield Progress("sweep", total, total, f"{prefix} done")
-    previous = [
-        {**r, "n_flipped": round(r["flip_rate"] * r["n_selected"]) if math.isfinite(r["flip_rate"]) else 0}
-        for r in ctx.previous_rows("flip_rates")
-        if r["training"] == training
-    ]
+    previous = [r for r in ctx.previous_rows("flip_rates") if r["training"] == training]
     summary = summarize(previous + rows, name, classes, training, f)
     for line in summary["headline"]:
         yield Log(line)
@@ -180,7 +176,7 @@ def summarize(
     f: FlipSpec,
 ) -> dict[str, Any]:
     """Our flip rates (percent) beside the paper's, and the MLP-Attn / 2L-ReLU ratios."""
-    from engine.malleability import paper_rate_for_run, paper_table_for, wilson_interval
+    from engine.malleability import paper_rate_for_run, paper_table_for
 
     table: list[dict[str, Any]] = []
     lines = []
@@ -196,9 +192,8 @@ def summarize(
                 ]
                 if not sel:
                     continue
-                m, s, _ = mean_std(100 * r["flip_rate"] for r in sel)
-                k, n = sum(r["n_flipped"] for r in sel), sum(r["n_selected"] for r in sel)
-                lo, hi = wilson_interval(k, n) if math.isfinite(m) else (float("nan"), float("nan"))
+                st = flip_stat(sel)
+                m, s, lo, hi = 100 * st.mean, 100 * st.std, st.lo, st.hi
                 paper = (
                     paper_rate_for_run(dataset, classes, training, model, attack)
                     if eps == 0.3
@@ -213,17 +208,19 @@ def summarize(
                         "flip_rate": m,
                         "std": s,
                         "seeds": len(sel),
+                        "n_flipped": st.k,
+                        "n_selected": st.n,
                         "ci_low": 100 * lo,
                         "ci_high": 100 * hi,
                         "paper": paper,
-                        "spearman": mean_std(r["spearman"] for r in sel)[0],
-                        "topk_overlap": mean_std(r["topk_overlap"] for r in sel)[0],
+                        "spearman": st.spearman,
+                        "topk_overlap": st.topk_overlap,
                     }
                 )
                 p = f"{paper:.1f}%" if paper is not None else "n/a"
                 lines.append(
-                    f"{training} {model:8s} {attack.upper():4s} ε={eps:g}: {m:5.1f}% ± {s:.1f} "
-                    f"[{100 * lo:.1f}, {100 * hi:.1f}] over {len(sel)} seed(s); paper {p}"
+                    f"{training} {model:8s} {attack.upper():4s} ε={eps:g}: "
+                    f"{flip_text(st.mean, st.std, lo, hi)}% over {st.seeds} seed(s); paper {p}"
                 )
             r = means.get("2L-ReLU")
             a = means.get("MLP-Attn")

@@ -38,7 +38,6 @@ import torch
 
 from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
 from engine.experiments.registry import register
-from engine.experiments.stats import mean_std
 from engine.landscape import (
     curve_width,
     filter_normalized_direction,
@@ -49,6 +48,7 @@ from engine.landscape import (
     surface_2d,
 )
 from engine.models import MODEL_LABELS
+from engine.results import mean_std
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext, TrainedModel

@@ -26,12 +26,12 @@ Choices where the paper is silent (documented in the summary as well):
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from engine import results
 from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 MAX_KERNEL_N = 2048
 """Training points used for the n×n kernel distances (the first ones; subsets are shuffled)."""
-TREND_ALPHA = 0.05
+TREND_ALPHA = results.TREND_ALPHA
 """Spearman p-value below which the distance is said to fall or rise with width."""
 TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's logits"
 
@@ -150,26 +150,12 @@ def _cell_row(
 
 
 def trend(widths: list[int], values: list[float]) -> dict[str, Any]:
-    """Spearman ρ of ``values`` vs log width (over every cell) and a one-word verdict.
-
-    ``falls`` / ``rises`` when p < ``TREND_ALPHA`` and ρ < 0 / > 0, ``flat`` otherwise,
-    ``n/a`` with fewer than two distinct widths (or non-finite values).
-    """
-    from scipy.stats import spearmanr
-
-    pts = [(w, v) for w, v in zip(widths, values) if math.isfinite(v)]
-    if len({w for w, _ in pts}) < 2:
-        return {"spearman_rho": None, "p_value": None, "trend": "n/a"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # constant input: ρ is nan, handled below
-        res = spearmanr([math.log(w) for w, _ in pts], [v for _, v in pts])
-    rho, p = float(res.statistic), float(res.pvalue)
-    if not math.isfinite(rho):
-        return {"spearman_rho": None, "p_value": None, "trend": "flat"}
-    word = "flat"
-    if math.isfinite(p) and p < TREND_ALPHA:
-        word = "falls" if rho < 0 else "rises" if rho > 0 else "flat"
-    return {"spearman_rho": rho, "p_value": p, "trend": word}
+    """Spearman ρ of ``values`` vs log width (over every cell) and a one-word verdict
+    (``engine.results.trend``: falls / rises when p < ``TREND_ALPHA``, else flat; n/a
+    with fewer than three points or two distinct widths)."""
+    t = results.trend([math.log(w) for w in widths], values, TREND_ALPHA)
+    ok = math.isfinite(t.rho)
+    return {"spearman_rho": t.rho if ok else None, "p_value": t.p if ok else None, "trend": t.word}
 
 
 def headline(models: dict[str, Any]) -> list[str]:
@@ -194,16 +180,9 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
     for label in dict.fromkeys(r["model"] for r in rows):
         mine = [r for r in rows if r["model"] == label]
         widths = sorted({r["width"] for r in mine})
-        means, stds, rel = [], [], []
-        for w in widths:
-            v = torch.tensor(
-                [r["ntk_distance"] for r in mine if r["width"] == w], dtype=torch.float64
-            )
-            means.append(float(v.mean()))
-            stds.append(float(v.std(unbiased=False)) if v.numel() > 1 else 0.0)
-            rel.append(
-                float(torch.tensor([r["ntk_distance_rel"] for r in mine if r["width"] == w]).mean())
-            )
+        dist = results.series_over_seeds(mine, "width", "ntk_distance")[label]
+        means, stds = dist.mean, dist.std  # sample std over seeds, as everywhere
+        rel = results.series_over_seeds(mine, "width", "ntk_distance_rel")[label].mean
         entry: dict[str, Any] = {
             **trend([r["width"] for r in mine], [r["ntk_distance"] for r in mine]),
             "widths": widths,

@@ -36,7 +36,7 @@ from typing import Any
 
 from engine.experiments.presets import apply_quick
 from engine.experiments.spec import DataSpec, RunSpec
-from engine.experiments.stats import mean_std
+from engine.results import flip_stat, mean_std, num, ratio, spearman
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -129,27 +129,7 @@ def _binary_sizes(name: str, n_train: int, n_test: int) -> tuple[int, int]:
 # -- statistics -------------------------------------------------------------------
 
 
-def _f(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
-def wilson(k: float, n: float) -> tuple[float, float]:
-    """95% Wilson score interval of k/n (``engine.malleability.wilson_interval``)."""
-    from engine.malleability import wilson_interval
-
-    return wilson_interval(round(k), round(n))
-
-
-def _spearman(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    from scipy.stats import spearmanr
-
-    if len(xs) < 3 or len(set(xs)) < 2:
-        return float("nan"), float("nan")
-    r = spearmanr(xs, ys)
-    return float(r.statistic), float(r.pvalue)
+_f = num
 
 
 def _no_data(reason: str) -> dict[str, Any]:
@@ -210,14 +190,11 @@ def _table1(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[s
 def _pooled(rows: list[dict], model: str, attack: str, training: str, eps: float | None = None) -> dict[str, Any] | None:
     sel = [r for r in rows if r["model"] == model and r["attack"] == attack and r["training"] == training
            and (eps is None or abs(_f(r["eps"]) - eps) < 1e-9)]
-    sel = [r for r in sel if math.isfinite(_f(r["flip_rate"]))]
-    if not sel:
+    st = flip_stat(sel)
+    if st.seeds == 0:
         return None
-    n = sum(_f(r["n_selected"]) for r in sel)
-    k = sum(_f(r["flip_rate"]) * _f(r["n_selected"]) for r in sel)
-    m, s, cnt = mean_std([_f(r["flip_rate"]) for r in sel])
-    lo, hi = wilson(k, n)
-    return {"mean": 100 * m, "std": 100 * s, "seeds": cnt, "ci_low": 100 * lo, "ci_high": 100 * hi, "k": k, "n": n}
+    return {"mean": 100 * st.mean, "std": 100 * st.std, "seeds": st.seeds, "ci_low": 100 * st.lo,
+            "ci_high": 100 * st.hi, "k": st.k, "n": st.n}
 
 
 def _paper_flip(table: int, ds: str, model: str, attack: str) -> float | None:
@@ -245,10 +222,10 @@ def _flip_table(table: int, ds: str, rows: list[dict] | None, reason: str | None
             by_model[model] = cell
             res.append(cell)
         a, r = by_model["MLP-Attn"], by_model["2L-ReLU"]
-        ratio = a.get("mean", float("nan")) / r["mean"] if r.get("mean") else float("nan")
+        rt = ratio(a.get("mean"), r.get("mean"))
         pr = a["paper"] / r["paper"] if a.get("paper") and r.get("paper") else None
         for c in (a, r):
-            c["ratio"] = ratio
+            c["ratio"] = rt
             c["paper_ratio"] = pr
     return res
 
@@ -312,7 +289,7 @@ def _claim1(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     for model in MODELS:
         sel = [r for r in rows if r["model"] == model]
         xs = [math.log2(_f(r["width"])) for r in sel]
-        res[model] = _spearman(xs, [_f(r["ntk_distance"]) for r in sel]) + (len({x for x in xs}),)
+        res[model] = spearman(xs, [_f(r["ntk_distance"]) for r in sel]) + (len({x for x in xs}),)
     (rr, pr, nw), (ra, pa, _) = res["2L-ReLU"], res["MLP-Attn"]
     stat = f"ρ 2L-ReLU {rr:+.2f} (p={pr:.2g}), MLP-Attn {ra:+.2f} (p={pa:.2g}) over {nw} widths"
     relu_falls = rr < 0 and pr < ALPHA
@@ -356,8 +333,8 @@ def _claim3(ds: str, rows: list[dict] | None) -> dict[str, Any]:
         pr = _pooled(rows, "2L-ReLU", a, "standard")
         if pa is None or pr is None:
             continue
-        ratio = pa["mean"] / pr["mean"] if pr["mean"] else float("inf")
-        parts.append(f"{ATTACK_LABELS.get(a, a)} {pa['mean']:.1f}% vs {pr['mean']:.1f}% (×{ratio:.2g})")
+        rt = pa["mean"] / pr["mean"] if pr["mean"] else float("inf")
+        parts.append(f"{ATTACK_LABELS.get(a, a)} {pa['mean']:.1f}% vs {pr['mean']:.1f}% (×{rt:.2g})")
         above += pa["ci_low"] > pr["ci_high"]
         below += pr["ci_low"] > pa["ci_high"]
     if not parts:
@@ -407,12 +384,12 @@ def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     r = mean_std([_f(r["hessian_top_eig"]) for r in rows if r["model"] == "2L-ReLU"])
     if not (a[2] and r[2]):
         return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
-    ratio = r[0] / a[0] if a[0] else float("inf")
-    stat = f"λ_max MLP-Attn {a[0]:.4g} ± {a[1]:.2g} vs 2L-ReLU {r[0]:.4g} ± {r[1]:.2g} (ReLU/Attn ×{ratio:.3g})"
+    rt = r[0] / a[0] if a[0] else float("inf")
+    stat = f"λ_max MLP-Attn {a[0]:.4g} ± {a[1]:.2g} vs 2L-ReLU {r[0]:.4g} ± {r[1]:.2g} (ReLU/Attn ×{rt:.3g})"
     if a[0] + a[1] < r[0] - r[1] and (a[2] > 1 or a[0] < 0.9 * r[0]):
         v = HOLDS
     elif r[0] + r[1] < a[0] - a[1] and (r[2] > 1 or r[0] < 0.9 * a[0]):
         v = FAILS
     else:
         v = INCONCLUSIVE
-    return _claim(6, t, stat, v, dataset=ds, ratio=ratio)
+    return _claim(6, t, stat, v, dataset=ds, ratio=rt)

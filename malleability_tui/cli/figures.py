@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from malleability_tui.cli.report import _num, _series_ntk
+from engine.results import mean_std, num, series_over_seeds
 
 
 def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> list[Path]:
@@ -32,8 +32,8 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
         binary = "binary" in label or bool(run["spec"].get("data", {}).get("classes"))
         if t.get("ntk_distance"):
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            for model, (ws, ms, ss) in _series_ntk(t["ntk_distance"]).items():
-                ax.errorbar(ws, ms, yerr=ss, marker="o", capsize=3, label=model)
+            for model, ser in series_over_seeds(t["ntk_distance"], "width", "ntk_distance").items():
+                ax.errorbar(ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model)
             ax.set_xscale("log", base=2)
             ax.set(xlabel="width m", ylabel="‖f_m − f_NTK‖", title=f"NTK distance vs width ({label})")
             ax.legend()
@@ -41,14 +41,14 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
         if t.get("eigenvalues"):
             ev = t["eigenvalues"]
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            idx = [_num(r["index"]) for r in ev]
+            idx = [num(r["index"]) for r in ev]
             for col, name in (("eig_G", "G = XXᵀ"), ("eig_G3", "G³")):
-                ys = [_num(r[col]) for r in ev]
+                ys = [num(r[col]) for r in ev]
                 ax.semilogy([i for i, y in zip(idx, ys) if y > 0], [y for y in ys if y > 0], label=name)
             ax.set(xlabel="index", ylabel="eigenvalue", title=f"Spectra of G and G³ ({label})")
             ax.legend()
             save(fig, f"{label}_spectrum_G_G3")
-        flips = [r for r in t.get("flip_rates", []) if math.isfinite(_num(r["flip_rate"]))]
+        flips = [r for r in t.get("flip_rates", []) if math.isfinite(num(r["flip_rate"]))]
         std = [r for r in flips if r["training"] == "standard"]
         if std:
             attacks = sorted({r["attack"] for r in std})
@@ -56,8 +56,8 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             fig, ax = plt.subplots(figsize=(5, 3.5))
             wbar = 0.8 / max(len(models), 1)
             for j, m in enumerate(models):
-                vals = [[100 * _num(r["flip_rate"]) for r in std if r["model"] == m and r["attack"] == a] for a in attacks]
-                mean = [sum(v) / len(v) if v else float("nan") for v in vals]
+                vals = [[100 * num(r["flip_rate"]) for r in std if r["model"] == m and r["attack"] == a] for a in attacks]
+                mean = [mean_std(v).mean for v in vals]
                 ax.bar([i + j * wbar for i in range(len(attacks))], mean, wbar, label=m)
             ax.set_xticks([i + wbar * (len(models) - 1) / 2 for i in range(len(attacks))], [a.upper() for a in attacks])
             ax.set(ylabel="flip rate (%)", title=f"Influence flip rate ({label})")
@@ -68,8 +68,8 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             fig, ax = plt.subplots(figsize=(5, 3.5))
             models = sorted({r["model"] for r in adv})
             for j, tr in enumerate(("standard", "adversarial")):
-                vals = [[100 * _num(r["flip_rate"]) for r in adv if r["model"] == m and r["training"] == tr] for m in models]
-                ax.bar([i + 0.4 * j for i in range(len(models))], [sum(v) / len(v) if v else 0 for v in vals], 0.4, label=tr)
+                vals = [[100 * num(r["flip_rate"]) for r in adv if r["model"] == m and r["training"] == tr] for m in models]
+                ax.bar([i + 0.4 * j for i in range(len(models))], [mean_std(v).mean for v in vals], 0.4, label=tr)
             ax.set_xticks([i + 0.2 for i in range(len(models))], models)
             ax.set(ylabel="PGD flip rate (%)", title=f"Standard vs adversarial training ({label})")
             ax.legend()
@@ -79,7 +79,7 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
         if one:
             fig, ax = plt.subplots(figsize=(5, 3.5))
             for m in sorted({r["model"] for r in one}):
-                pts = sorted((_num(r["alpha"]), _num(r["loss"])) for r in one if r["model"] == m)
+                pts = sorted((num(r["alpha"]), num(r["loss"])) for r in one if r["model"] == m)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=m)
             ax.set(xlabel="α (filter-normalised)", ylabel="loss", title=f"1-D loss landscape ({label})")
             ax.legend()
@@ -89,7 +89,7 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
         if models:
             fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 3.8), squeeze=False)
             for ax, m in zip(axes[0], models):
-                pts = [(_num(r["alpha"]), _num(r["beta"]), _num(r["loss"])) for r in two if r["model"] == m]
+                pts = [(num(r["alpha"]), num(r["beta"]), num(r["loss"])) for r in two if r["model"] == m]
                 al, be = sorted({p[0] for p in pts}), sorted({p[1] for p in pts})
                 grid = [[float("nan")] * len(al) for _ in be]
                 for a, b, v in pts:

@@ -11,6 +11,8 @@ import typer
 
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import read_run
+from engine.results import num as _num
+from engine.results import series_over_seeds
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, fmt
 from malleability_tui.cli.runs import resolve_run
@@ -30,27 +32,9 @@ def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, dict[str
     return None, [(path.name, read_run(path))]
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
-    """model → (widths, mean distance, std) over seeds."""
-    from engine.experiments.stats import mean_std
-
-    out = {}
-    for model in sorted({r["model"] for r in rows}):
-        ws = sorted({int(_num(r["width"])) for r in rows if r["model"] == model})
-        ms, ss = [], []
-        for w in ws:
-            m, s, _ = mean_std([_num(r["ntk_distance"]) for r in rows if r["model"] == model and int(_num(r["width"])) == w])
-            ms.append(m)
-            ss.append(s)
-        out[model] = ([float(w) for w in ws], ms, ss)
-    return out
+    """model → (widths, mean distance, sample std) over seeds."""
+    return {m: (s.x, s.mean, s.std) for m, s in series_over_seeds(rows, "width", "ntk_distance").items()}
 
 
 def text_plot(title: str, series: dict[str, tuple[list[float], list[float]]], *, xlog2: bool = False,

@@ -16,6 +16,7 @@ from engine.errors import DatasetError
 from engine.experiments.events import to_jsonable
 from engine.experiments.reproduce import NO_DATA, Part, compare, plan
 from engine.experiments.store import atomic_write, read_run
+from engine.results import flip_text, num
 from malleability_tui.cli.common import (
     console,
     die,
@@ -157,10 +158,10 @@ def _pm(c: dict[str, Any], key: str = "mean", unit: str = "") -> str:
 
 
 def _ours_flip(c: dict[str, Any]) -> str:
-    ours = _pm(c)
-    if c.get("ci_low") is not None:
-        ours += f" [{c['ci_low']:.1f}, {c['ci_high']:.1f}]"
-    return ours
+    """Percent: mean ± std [pooled 95% Wilson interval], as the TUI's flips panel prints it."""
+    if c.get("status") == NO_DATA or c.get("mean") is None:
+        return "no data"
+    return flip_text(num(c["mean"]), num(c.get("std")), num(c.get("ci_low")), num(c.get("ci_high")), scale=1)
 
 
 def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]]]:

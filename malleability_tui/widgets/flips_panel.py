@@ -63,6 +63,6 @@ class FlipsPanel(Vertical):
         else:
             notes.insert(
                 0,
-                "flip ± CI95: half the Wilson interval, flips pooled over seeds · ρ: Spearman of influence ranks · Attn/ReLU: ratio of mean flip rates · paper: PAPER.md v1 Tables 2–4",
+                "flip %: mean ± std over seeds [95% Wilson interval of the flips pooled over seeds] · ρ: Spearman of influence ranks · Attn/ReLU: ratio of mean flip rates · paper: PAPER.md v1 Tables 2–4",
             )
         self.query_one("#flip-notes", Static).update("\n".join(notes))

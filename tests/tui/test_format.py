@@ -56,7 +56,7 @@ def test_flip_rows_ci_ratio_paper():
     relu, attn = out["2L-ReLU"], out["MLP-Attn"]
     assert math.isclose(relu.flip, 0.11) and math.isclose(attn.ratio, 0.41 / 0.11)
     # 22 flips of 200 pooled over the two seeds: Wilson 95% interval [0.0738, 0.1609]
-    assert math.isclose(relu.ci, (0.16093 - 0.07377) / 2, abs_tol=1e-4)
+    assert math.isclose(relu.lo, 0.07377, abs_tol=1e-4) and math.isclose(relu.hi, 0.16093, abs_tol=1e-4)
     assert relu.paper == 3.3 and attn.paper == 28.9  # PAPER.md Table 2, MNIST PGD
     assert F.paper_flip("mnist:3v8", "MLP-Attn", "fgsm", "standard") == 25.9
 

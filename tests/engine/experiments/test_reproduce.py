@@ -13,10 +13,9 @@ from engine.experiments.reproduce import (
     NO_DATA,
     checklist,
     compare,
-    mean_std,
     plan,
-    wilson,
 )
+from engine.results import mean_std, wilson_interval
 
 
 def test_plan_parts_and_experiments() -> None:
@@ -32,7 +31,7 @@ def test_plan_parts_and_experiments() -> None:
 
 
 def test_wilson_and_mean_std() -> None:
-    lo, hi = wilson(10, 100)
+    lo, hi = wilson_interval(10, 100)
     assert lo < 0.1 < hi and lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)
     assert mean_std([1.0, 3.0, float("nan")]) == (2.0, math.sqrt(2.0), 2)
 

@@ -1,0 +1,113 @@
+"""Reading table cells and grouping rows: the helpers every consumer of a run's tables shares.
+
+Rows are dicts as they come from the event stream (numbers, None for missing) or from a
+CSV read back from disk (strings, "" for missing); ``num`` reads both, so a statistic
+gives the same answer on a live run and on one reopened from disk.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from engine.results.stats import mean_std, pooled_rate
+
+Row = Mapping[str, Any]
+
+
+def num(v: Any) -> float:
+    """A table cell as a float (NaN when empty, None or not a number)."""
+    if isinstance(v, (int, float)):
+        return float(v)
+    try:
+        return float(str(v))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def flipped_count(row: Row) -> int:
+    """Flipped points of one ``flip_rates`` row: the ``n_flipped`` column, or (older runs
+    without it) flip_rate × n_selected rounded; 0 when the rate is missing."""
+    k = num(row.get("n_flipped"))
+    if math.isfinite(k):
+        return int(k)
+    rate, n = num(row.get("flip_rate")), num(row.get("n_selected"))
+    return round(rate * n) if math.isfinite(rate) and math.isfinite(n) else 0
+
+
+def _int(v: Any) -> int:
+    x = num(v)
+    return int(x) if math.isfinite(x) else 0
+
+
+class Series(NamedTuple):
+    """One curve over seeds: x values (sorted) with mean, sample std and count of y."""
+
+    x: list[float]
+    mean: list[float]
+    std: list[float]
+    n: list[int]
+
+
+def series_over_seeds(
+    rows: Iterable[Row], x: str = "width", y: str = "ntk_distance", by: str = "model"
+) -> dict[str, Series]:
+    """``by`` value → ``Series`` of ``y`` over the rows sharing each ``x`` (e.g. the NTK
+    distance per width over seeds, per model); groups sorted by name, x ascending."""
+    acc: dict[str, dict[float, list[float]]] = {}
+    for r in rows:
+        xv = num(r.get(x))
+        if math.isfinite(xv):
+            acc.setdefault(str(r.get(by, "?")), {}).setdefault(xv, []).append(num(r.get(y)))
+    out = {}
+    for key in sorted(acc):
+        xs = sorted(acc[key])
+        st = [mean_std(acc[key][v]) for v in xs]
+        out[key] = Series(xs, [s.mean for s in st], [s.std for s in st], [s.n for s in st])
+    return out
+
+
+class FlipStat(NamedTuple):
+    """Flip rates of one (model, attack, ε, training) group over seeds.
+
+    ``mean``/``std``: over the seeds' rates (fractions); ``rate``/``lo``/``hi``: the counts
+    pooled over seeds (``k`` flipped of ``n`` selected) with the 95% interval.
+    """
+
+    mean: float
+    std: float
+    seeds: int
+    k: int
+    n: int
+    rate: float
+    lo: float
+    hi: float
+    spearman: float
+    topk_overlap: float
+
+
+def flip_stat(rows: Iterable[Row], method: str = "wilson") -> FlipStat:
+    """``FlipStat`` of the ``flip_rates`` rows of one group (rows with no rate are skipped)."""
+    sel = [r for r in rows if math.isfinite(num(r.get("flip_rate")))]
+    m = mean_std(num(r.get("flip_rate")) for r in sel)
+    p = pooled_rate(((flipped_count(r), _int(r.get("n_selected"))) for r in sel), method)
+    return FlipStat(
+        m.mean, m.std, m.n, p.k, p.n, p.rate, p.lo, p.hi,
+        mean_std(num(r.get("spearman")) for r in sel).mean,
+        mean_std(num(r.get("topk_overlap")) for r in sel).mean,
+    )
+
+
+def flip_text(mean: float, std: float, lo: float, hi: float, scale: float = 100.0) -> str:
+    """``12.3 ± 1.4 [10.1, 14.9]``: mean ± sample std over seeds and the pooled 95%
+    interval, in percent (inputs are fractions × ``scale``); the one format the
+    summaries' headlines, ``reproduce``, the report and the TUI print."""
+    if not math.isfinite(mean):
+        return "–"
+    out = f"{scale * mean:.1f}"
+    if math.isfinite(std) and std > 0:
+        out += f" ± {scale * std:.1f}"
+    if math.isfinite(lo) and math.isfinite(hi):
+        out += f" [{scale * lo:.1f}, {scale * hi:.1f}]"
+    return out

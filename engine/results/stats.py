@@ -1,0 +1,162 @@
+"""The statistics of every summary, report and panel, each written once.
+
+* ``mean_std``: mean and *sample* standard deviation (n − 1) over seeds;
+* ``wilson_interval`` / ``clopper_pearson_interval`` / ``proportion_ci``: 95% intervals
+  of a proportion k/n from integer counts;
+* ``pooled_rate``: flip counts pooled over seeds (Σk / Σn) with its interval;
+* ``spearman`` / ``trend``: Spearman ρ (and p) and the one-word verdict of a trend;
+* ``ratio``: a / b, NaN when either is missing or b is 0.
+
+Pure Python (scipy only for ρ and Clopper–Pearson); inputs are plain numbers, NaN for
+missing, so the engine, the CLI and the TUI get identical answers from the same rows.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable
+from typing import Literal, NamedTuple
+
+from engine.errors import ConfigError
+
+Z95 = 1.959963984540054  # Φ⁻¹(0.975)
+CI_METHODS = ("wilson", "clopper_pearson")
+CiMethod = Literal["wilson", "clopper_pearson"]
+TREND_ALPHA = 0.05
+"""p-value below which a Spearman trend counts as falling or rising."""
+NAN = float("nan")
+
+
+def finite(v: object) -> bool:
+    """True for a real, finite number (False for None, strings, NaN, ±inf)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+class MeanStd(NamedTuple):
+    """Mean, sample standard deviation and count of the finite values."""
+
+    mean: float
+    std: float
+    n: int
+
+
+def mean_std(vals: Iterable[float | None]) -> MeanStd:
+    """Mean, sample std (n − 1; 0 for one value) and count of the finite values.
+
+    Non-finite values (NaN, None, ±inf) are left out; (NaN, NaN, 0) when none is left.
+    """
+    v = [float(x) for x in vals if x is not None and math.isfinite(float(x))]
+    if not v:
+        return MeanStd(NAN, NAN, 0)
+    m = math.fsum(v) / len(v)
+    s = math.sqrt(math.fsum((x - m) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
+    return MeanStd(m, s, len(v))
+
+
+def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion k/n (default 95%); (nan, nan) when n = 0."""
+    if n <= 0:
+        return NAN, NAN
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    # clamp round-off so the interval always contains p (and stays in [0, 1])
+    return max(0.0, min(p, mid - half)), min(1.0, max(p, mid + half))
+
+
+def clopper_pearson_interval(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact (Clopper–Pearson) interval of k/n at level 1 − alpha; (nan, nan) when n = 0."""
+    from scipy.stats import beta
+
+    if n <= 0:
+        return NAN, NAN
+    lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return lo, hi
+
+
+def proportion_ci(k: int, n: int, method: str = "wilson") -> tuple[float, float]:
+    """95% interval of k/n by ``method`` (wilson | clopper_pearson)."""
+    if method == "wilson":
+        return wilson_interval(k, n)
+    if method == "clopper_pearson":
+        return clopper_pearson_interval(k, n)
+    raise ConfigError("ci", method, f"one of {', '.join(CI_METHODS)}")
+
+
+class Pooled(NamedTuple):
+    """Counts pooled over seeds: k of n, the rate k/n and its 95% interval."""
+
+    k: int
+    n: int
+    rate: float
+    lo: float
+    hi: float
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width (NaN without counts)."""
+        return (self.hi - self.lo) / 2
+
+
+def pooled_rate(counts: Iterable[tuple[int, int]], method: str = "wilson") -> Pooled:
+    """Pool (k, n) integer counts (e.g. flipped of selected, per seed): Σk / Σn and its
+    interval. Pairs with n ≤ 0 are left out; rate and interval are NaN when nothing is left."""
+    k = n = 0
+    for ki, ni in counts:
+        if ni > 0:
+            k += int(ki)
+            n += int(ni)
+    if n == 0:
+        return Pooled(0, 0, NAN, NAN, NAN)
+    lo, hi = proportion_ci(k, n, method)
+    return Pooled(k, n, k / n, lo, hi)
+
+
+def spearman(xs: Iterable[float], ys: Iterable[float]) -> tuple[float, float]:
+    """Spearman ρ and its two-sided p-value over the pairs where both are finite.
+
+    (NaN, NaN) with fewer than 3 pairs or when either side is constant.
+    """
+    from scipy.stats import spearmanr
+
+    pts = [(float(x), float(y)) for x, y in zip(xs, ys) if finite(x) and finite(y)]
+    if len(pts) < 3 or len({x for x, _ in pts}) < 2 or len({y for _, y in pts}) < 2:
+        return NAN, NAN
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = spearmanr([x for x, _ in pts], [y for _, y in pts])
+    return float(res.statistic), float(res.pvalue)
+
+
+class Trend(NamedTuple):
+    """Spearman ρ, p and the verdict: falls, rises, flat or n/a (too few points)."""
+
+    rho: float
+    p: float
+    word: str
+
+
+def trend(xs: Iterable[float], ys: Iterable[float], alpha: float = TREND_ALPHA) -> Trend:
+    """Does ``ys`` fall or rise with ``xs``? ``falls``/``rises`` when p < alpha,
+    ``flat`` otherwise (or for a constant ``ys``), ``n/a`` below 3 points or 2 distinct x."""
+    xs, ys = list(xs), list(ys)
+    pts = [(x, y) for x, y in zip(xs, ys) if finite(x) and finite(y)]
+    if len(pts) < 3 or len({x for x, _ in pts}) < 2:
+        return Trend(NAN, NAN, "n/a")
+    rho, p = spearman(xs, ys)
+    if not math.isfinite(rho):
+        return Trend(NAN, NAN, "flat")
+    word = "flat"
+    if math.isfinite(p) and p < alpha:
+        word = "falls" if rho < 0 else "rises" if rho > 0 else "flat"
+    return Trend(rho, p, word)
+
+
+def ratio(a: float | None, b: float | None) -> float:
+    """a / b; NaN when either is missing or non-finite, or b is 0."""
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)) or b == 0:
+        return NAN
+    return float(a) / float(b)

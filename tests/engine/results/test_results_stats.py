@@ -1,0 +1,88 @@
+"""engine.results.stats against independent references (statistics, scipy)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+from scipy.stats import binomtest, kendalltau
+
+from engine.errors import ConfigError
+from engine.results import (
+    mean_std,
+    pooled_rate,
+    proportion_ci,
+    ratio,
+    spearman,
+    trend,
+    wilson_interval,
+)
+
+
+def test_mean_std_is_the_sample_std_and_skips_missing() -> None:
+    vals = [0.3, 0.1, 0.7, 0.2]
+    m, s, n = mean_std(vals + [float("nan"), None, float("inf")])
+    assert n == 4
+    assert m == pytest.approx(statistics.fmean(vals), rel=1e-15)
+    assert s == pytest.approx(statistics.stdev(vals), rel=1e-14)  # n − 1, not n
+    assert s > statistics.pstdev(vals)
+    assert mean_std([5.0]) == (5.0, 0.0, 1)
+    m, s, n = mean_std([])
+    assert n == 0 and math.isnan(m) and math.isnan(s)
+    # two seeds: the sample std is √2 × the population std (the old exp_ntk discrepancy)
+    assert mean_std([1.0, 3.0]).std == pytest.approx(math.sqrt(2) * statistics.pstdev([1.0, 3.0]))
+
+
+@pytest.mark.parametrize("counts", [[(3, 10), (5, 12)], [(0, 7), (0, 9)], [(20, 20)], [(1, 50), (4, 50), (0, 50)]])
+def test_pooled_rate_is_the_wilson_interval_of_the_summed_counts(counts) -> None:
+    p = pooled_rate(counts)
+    k, n = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    assert (p.k, p.n) == (k, n) and p.rate == k / n
+    ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert (p.lo, p.hi) == pytest.approx((ref.low, ref.high), abs=1e-12)
+    assert p.lo <= p.rate <= p.hi
+    assert p.half_width == pytest.approx((p.hi - p.lo) / 2)
+    exact = pooled_rate(counts, "clopper_pearson")
+    ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert (exact.lo, exact.hi) == pytest.approx((ref.low, ref.high), abs=1e-9)
+
+
+def test_pooled_rate_without_counts() -> None:
+    p = pooled_rate([(0, 0)])
+    assert p.n == 0 and math.isnan(p.rate) and math.isnan(p.lo) and math.isnan(p.hi)
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+    with pytest.raises(ConfigError):
+        proportion_ci(1, 2, "bayes")
+
+
+def test_spearman_agrees_with_a_rank_count() -> None:
+    xs = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    ys = [2.0, 1.0, 4.0, 3.0, 6.0, 5.0]
+    rho, p = spearman(xs, ys)
+    # ρ = 1 − 6 Σd² / (n(n² − 1)) without ties: each adjacent swap has d = ±1
+    assert rho == pytest.approx(1 - 6 * 6 / (6 * 35))
+    assert 0 < p < 0.05
+    # monotone relations: ρ = ±1, the same sign as Kendall's τ
+    assert spearman(xs, [x**3 for x in xs])[0] == pytest.approx(1.0)
+    assert spearman(xs, [-x for x in xs])[0] == pytest.approx(-1.0)
+    assert math.copysign(1, kendalltau(xs, ys).statistic) == math.copysign(1, rho)
+    assert all(math.isnan(v) for v in spearman([1, 2], [3, 4]))  # too few points
+    assert all(math.isnan(v) for v in spearman([1, 2, 3], [7, 7, 7]))  # constant
+
+
+def test_trend_words() -> None:
+    ws = [math.log2(w) for w in (4, 16, 64, 256, 1024, 4096) for _ in (0, 1)]
+    falling = [10.0 - x + 0.01 * i for i, x in enumerate(ws)]
+    assert trend(ws, falling).word == "falls"
+    assert trend(ws, [-v for v in falling]).word == "rises"
+    assert trend(ws, [1.0] * len(ws)).word == "flat"
+    assert trend([4, 4, 4], [1.0, 2.0, 3.0]).word == "n/a"
+    t = trend([1, 2, 3], [3.0, 1.0, 2.0])
+    assert t.word == "flat" and t.p >= 0.05
+
+
+def test_ratio() -> None:
+    assert ratio(6.0, 3.0) == 2.0
+    for a, b in ((1.0, 0.0), (None, 1.0), (1.0, None), (float("nan"), 1.0), (1.0, float("inf"))):
+        assert math.isnan(ratio(a, b))
