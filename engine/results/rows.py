@@ -93,7 +93,14 @@ def flip_stat(rows: Iterable[Row], method: str = "wilson") -> FlipStat:
     m = mean_std(num(r.get("flip_rate")) for r in sel)
     p = pooled_rate(((flipped_count(r), _int(r.get("n_selected"))) for r in sel), method)
     return FlipStat(
-        m.mean, m.std, m.n, p.k, p.n, p.rate, p.lo, p.hi,
+        m.mean,
+        m.std,
+        m.n,
+        p.k,
+        p.n,
+        p.rate,
+        p.lo,
+        p.hi,
         mean_std(num(r.get("spearman")) for r in sel).mean,
         mean_std(num(r.get("topk_overlap")) for r in sel).mean,
     )

@@ -34,7 +34,9 @@ def test_mean_std_is_the_sample_std_and_skips_missing() -> None:
     assert mean_std([1.0, 3.0]).std == pytest.approx(math.sqrt(2) * statistics.pstdev([1.0, 3.0]))
 
 
-@pytest.mark.parametrize("counts", [[(3, 10), (5, 12)], [(0, 7), (0, 9)], [(20, 20)], [(1, 50), (4, 50), (0, 50)]])
+@pytest.mark.parametrize(
+    "counts", [[(3, 10), (5, 12)], [(0, 7), (0, 9)], [(20, 20)], [(1, 50), (4, 50), (0, 50)]]
+)
 def test_pooled_rate_is_the_wilson_interval_of_the_summed_counts(counts) -> None:
     p = pooled_rate(counts)
     k, n = sum(c[0] for c in counts), sum(c[1] for c in counts)
