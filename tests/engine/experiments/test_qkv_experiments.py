@@ -113,3 +113,29 @@ def test_model_kinds_agree() -> None:
     from engine.models import MODEL_KINDS, MODEL_LABELS
 
     assert spec_mod.MODEL_KINDS == MODEL_KINDS == tuple(MODEL_LABELS)
+
+
+def test_spectrum_adds_qkv_entk_and_g3(tmp_path) -> None:
+    spec = _spec("spectrum").replace(model__widths=(16,))
+    events = _run(spec, tmp_path)
+    rows = {
+        e.row["kernel"]: e.row
+        for e in events
+        if isinstance(e, TableRow) and e.table == "ntk_spectrum"
+    }
+    assert {"ntk_raw", "ntk_attn", "entk_qkv_init", "gram_G3"} <= set(rows)
+    assert rows["entk_qkv_init"]["kappa"] > 1 and rows["gram_G3"]["lambda_max"] > 0
+
+
+def test_tui_names_the_third_model() -> None:
+    from malleability_tui.format import cell_label, sweep_series
+    from malleability_tui.widgets.sweep_panel import COLORS
+
+    rows = [
+        {"model": "QKV-Attn", "width": 16, "kernel_drift": 0.5},
+        {"model": "QKV-Attn", "width": 64, "kernel_drift": 0.7},
+    ]
+    ws, mean, _, n = sweep_series(rows, "kernel_drift")["QKV-Attn"]
+    assert ws == [16, 64] and mean == [0.5, 0.7] and n == [1, 1]
+    assert cell_label("train/digits/qkv/64/0").startswith("QKV-Attn m=64")
+    assert COLORS["QKV-Attn"] not in (COLORS["2L-ReLU"], COLORS["MLP-Attn"])
