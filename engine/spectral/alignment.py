@@ -26,8 +26,8 @@ import torch
 
 from engine.errors import ConfigError
 from engine.models import normalize_rows
-from engine.spectral.ridge import as_columns, ridge_solve
 from engine.spectral.kernels import _theta_inf, attention_features
+from engine.spectral.ridge import as_columns, ridge_solve
 from engine.spectral.spectrum import default_rtol, numerical_rank
 
 KERNELS = ("G", "G3", "ntk_raw", "ntk_attn")
