@@ -14,7 +14,7 @@ from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
 from engine.results import flip_stat, flip_text, mean_std, num, ratio, series_over_seeds
 
-MODEL_NAMES = {"relu": "2L-ReLU", "attn": "MLP-Attn"}
+MODEL_NAMES = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
 
 
 def fmt(v: Any, digits: int = 3) -> str:
