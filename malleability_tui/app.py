@@ -41,7 +41,6 @@ PANELS = {
     "landscape": LandscapePanel,
     "training": TrainingPanel,
 }
-_PANELS_GROUP = Binding.Group("Panels", compact=True)
 
 
 @dataclass
@@ -79,13 +78,14 @@ class MalleabilityApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "malleability"
     BINDINGS = [
+        # One footer entry "1-7 Panels" for the seven panel keys, so the footer fits 80 columns.
         *(
             Binding(
                 str(i + 1),
                 f"show_tab('{t}')",
-                TAB_TITLES[i].split()[1],
-                show=True,
-                group=_PANELS_GROUP,
+                "Panels" if i == 0 else TAB_TITLES[i].split()[1],
+                show=i == 0,
+                key_display="1-7" if i == 0 else None,
             )
             for i, t in enumerate(TABS)
         ),

@@ -63,14 +63,15 @@ class TrainingPanel(Vertical):
         self.query_one("#train-title", Static).update(title)
         self.query_one("#loss-plot", PlotView).figure = Figure(
             (Series("loss", ex, loss, color="cyan"),) if ex else (),
-            x=Axis(label="epoch"),
-            y=Axis(log=True),
+            x=Axis(label="epoch", integer=True),
+            y=Axis(log=True, label="loss"),
             title="train loss",
             empty="waiting for a training cell…",
         )
         self.query_one("#acc-plot", PlotView).figure = Figure(
             (Series("accuracy", ax, acc, color="green"),) if ax else (),
-            x=Axis(label="epoch"),
+            x=Axis(label="epoch", integer=True),
+            y=Axis(label="accuracy"),
             title="train accuracy",
             empty="waiting for a training cell…",
         )
