@@ -19,8 +19,8 @@ MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
 REFERENCE_MODEL = "2L-ReLU"
 """The model the others are compared with (flip-rate ratios)."""
-MODEL_COLORS = {"2L-ReLU": "cyan", "MLP-Attn": "magenta", "QKV-Attn": "green"}
-_EXTRA_COLORS = ("yellow", "blue", "red", "bright_white")
+MODEL_COLORS = {"2L-ReLU": "cyan", "MLP-Attn": "magenta", "QKV-Attn": "yellow"}
+_EXTRA_COLORS = ("green", "blue", "red", "bright_white")
 
 
 def model_color(label: str, present: list[str] | None = None) -> str:
