@@ -10,6 +10,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from malleability_tui.format import (
+    MODEL_COLORS,
     cell_label,
     fmt,
     guard_notes,
@@ -21,6 +22,8 @@ from malleability_tui.format import (
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
 from malleability_tui.widgets.plot_view import Figure, PlotView
+
+COLORS = MODEL_COLORS  # the legend colours per model (one table, in format.py)
 
 COLUMNS = (
     "ntk_distance",

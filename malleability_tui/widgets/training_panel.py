@@ -58,8 +58,8 @@ class TrainingPanel(Vertical):
                 loss, acc = list(art.get("loss", [])), list(art.get("accuracy", []))
         title = f"cell: {cell_label(cell)}" if cell else "no cell trained yet"
         done = st.progress.get("cell")
-        if done:
-            title += f"  epoch {done[0]}/{done[1]}"
+        if done and st.progress_cell == cell and cell.startswith("train/"):
+            title += f"  epoch {done[0]}/{done[1]} of this cell"
         self.query_one("#train-title", Static).update(title)
         self.query_one("#loss-plot", PlotView).figure = Figure(
             (Series("loss", ex, loss, color="cyan"),) if ex else (),
