@@ -83,7 +83,9 @@ def _optimizer(model: nn.Module, cfg: TrainSpec) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=cfg.lr)
 
 
-def _fixed_input(model: nn.Module, x: torch.Tensor):
+def _fixed_input(
+    model: nn.Module, x: torch.Tensor
+) -> tuple[torch.Tensor | None, Callable[[torch.Tensor], torch.Tensor] | None]:
     """(features [n, d'], head) when ``model.fixed_features`` is True, else (None, None).
 
     A model opts in explicitly: ``fixed_features`` (a property) says that ``features(x)``
@@ -94,7 +96,8 @@ def _fixed_input(model: nn.Module, x: torch.Tensor):
     if not getattr(model, "fixed_features", False):
         return None, None
     with torch.no_grad():
-        return model.features(x).detach(), model.forward_features
+        feats = model.features(x).detach()  # type: ignore[operator]
+    return feats, model.forward_features  # type: ignore[return-value]
 
 
 def train(

@@ -43,7 +43,9 @@ def test_fixed_features_path_gives_the_same_training(kind, train_output):
     fast, slow = build(), build()
     assert fast.fixed_features
     h_fast = [s.loss for s in train(fast, x, y, cfg, generator=torch.Generator().manual_seed(3))]
-    h_slow = [s.loss for s in train(_Slow(slow), x, y, cfg, generator=torch.Generator().manual_seed(3))]
+    h_slow = [
+        s.loss for s in train(_Slow(slow), x, y, cfg, generator=torch.Generator().manual_seed(3))
+    ]
     assert h_fast == pytest.approx(h_slow, rel=1e-10)
     for (name, a), (_, b) in zip(fast.named_parameters(), slow.named_parameters()):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12, msg=name)
@@ -61,5 +63,14 @@ def test_qkv_opts_out_and_perturbed_training_recomputes():
     a = TwoLayerNet(10, 16, 3, seed=1, dtype=torch.float64)
     b = TwoLayerNet(10, 16, 3, seed=1, dtype=torch.float64)
     list(train(a, xb, y, cfg, generator=torch.Generator().manual_seed(0)))
-    list(train(b, xb, y, cfg, generator=torch.Generator().manual_seed(0), perturb=lambda m, u, v: 1.0 - u))
+    list(
+        train(
+            b,
+            xb,
+            y,
+            cfg,
+            generator=torch.Generator().manual_seed(0),
+            perturb=lambda m, u, v: 1.0 - u,
+        )
+    )
     assert not torch.allclose(a.weight, b.weight)
