@@ -74,7 +74,8 @@ def run_ntk(ctx: RunContext) -> Iterator[Event]:
         key = (ds.name, kind, seed)
         if key not in f_ntk_cache:
             f_ntk_cache[key] = _ntk_predictor(ctx, tm, ds)
-        row, drift = _cell_row(ctx, tm, ds, f_ntk_cache[key])
+        twin = yield from ctx.train_linearized(tm)
+        row, drift = _cell_row(ctx, tm, ds, f_ntk_cache[key], twin)
         rows.append(row)
         yield Artifact("drift", drift, cell=cell)
         yield TableRow("ntk_distance", row, cell=cell)
@@ -108,12 +109,32 @@ def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tens
     )
 
 
+def lin_distances(f_m: torch.Tensor, f_lin: torch.Tensor, f_init: torch.Tensor) -> tuple[float, float]:
+    """(‖f_m − f_lin‖, ‖f_m − f_lin‖ / ‖f_m − f_m,init‖) over test outputs [n, K] (Frobenius).
+
+    The relative distance divides by how far training moved the network's outputs, so
+    0 means exactly lazy (the network is its linearization) and ≈ 1 means the twin's
+    dynamics explain nothing of the network's; inf when training did not move f at all.
+    """
+    a, b, c = (t.reshape(t.shape[0], -1).double() for t in (f_m, f_lin, f_init))
+    diff = float(torch.linalg.norm(a - b))
+    moved = float(torch.linalg.norm(a - c))
+    return diff, diff / moved if moved > 0 else float("inf")
+
+
 def _cell_row(
-    ctx: RunContext, tm: TrainedModel, ds: Dataset, f_ntk: torch.Tensor
+    ctx: RunContext, tm: TrainedModel, ds: Dataset, f_ntk: torch.Tensor, twin: torch.nn.Module
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``ntk_distance`` row of one trained model and its drift series."""
+    """The ``ntk_distance`` row of one trained model (and its twin) and its drift series."""
+    from engine.train import accuracy
+
+    xte = ctx.to_device(ds.x_test_raw)
     with torch.no_grad():
-        f_m = tm.model(ctx.to_device(ds.x_test_raw)).to(torch.float64)
+        f_m = tm.model(xte).to(torch.float64)
+        f_lin = twin(xte).to(torch.float64)
+        f_init = tm.init_model()(xte).to(torch.float64)
+    lin_abs, lin_rel = lin_distances(f_m, f_lin, f_init)
+    lin_acc = accuracy(f_lin, ctx.to_device(ds.y_test))
     if ds.task == "binary":
         f_m = f_m.reshape(-1)
     elif ctx.spec.ntk.compare == "probabilities":
@@ -145,6 +166,9 @@ def _cell_row(
         "kernel_drift": series[-1],
         "train_loss": float(tm.train_loss),
         "test_accuracy": float(tm.test_accuracy),
+        "lin_distance": lin_abs,
+        "lin_distance_rel": lin_rel,
+        "lin_test_accuracy": lin_acc,
     }
     return row, {"epochs": epochs, "drift": series}
 

@@ -35,6 +35,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "ntk_distance": (
         "model", "dataset", "width", "seed", "ntk_distance", "ntk_distance_rel",
         "kernel_distance_init", "kernel_distance_final", "kernel_drift", "train_loss", "test_accuracy",
+        "lin_distance", "lin_distance_rel", "lin_test_accuracy",
     ),
     "spectrum": (
         "dataset", "n", "d", "rank", "rtol", "kappa_G", "kappa_G_cubed", "kappa_G3_direct",

@@ -22,10 +22,12 @@ from engine.ntk.empirical import (
     ntk_blocks_to_matrix,
     structured_ntk,
 )
+from engine.ntk.linearized import LIN_METHODS, Linearized
 from engine.ntk.paper import PAPER_TABLE1, paper_ntk_distances
 from engine.ntk.regression import cholesky_jitter, kernel_regression
 
 __all__ = [
+    "LIN_METHODS",
     "METHODS",
     "PAPER_TABLE1",
     "NTKDistance",
@@ -39,6 +41,7 @@ __all__ = [
     "jacobian_ntk",
     "kernel_distance",
     "kernel_regression",
+    "Linearized",
     "matrix_to_ntk_blocks",
     "nngp_relu",
     "ntk_blocks_to_matrix",
