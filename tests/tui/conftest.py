@@ -55,6 +55,9 @@ def _ntk_row(label: str, width: int, seed: int) -> dict:
         "kernel_drift": 0.01 * (seed + 1) * (64 / width),
         "train_loss": 0.1,
         "test_accuracy": 0.9,
+        "lin_distance": v / 10,
+        "lin_distance_rel": 0.1 if label == "2L-ReLU" else 0.8,
+        "lin_test_accuracy": 0.88,
     }
 
 
