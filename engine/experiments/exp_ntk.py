@@ -129,6 +129,13 @@ def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:
     return torch.nn.functional.one_hot(ds.y_train.long(), ds.n_out).to(device, torch.float64)
 
 
+def ntk_ridge(spec: Any, n_train: int) -> float:
+    """The ridge of f_NTK for ``spec.ntk.ridge`` (``engine.ntk.regression.objective_ridge``)."""
+    from engine.ntk.regression import objective_ridge
+
+    return objective_ridge(spec.ntk.ridge, n=n_train, l2=spec.train.l2, lam=spec.ntk.lam)
+
+
 def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tensor:
     """f_NTK at the test points: [n_test] (binary) or [n_test, K], float64."""
     sp = ctx.spec.ntk
@@ -141,7 +148,7 @@ def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tens
         k_train,
         k_test,
         _targets(ds, ctx.device),
-        sp.lam,
+        ntk_ridge(ctx.spec, ds.n_train),
         method=sp.predictor,  # type: ignore[arg-type]
         t=sp.flow_time if sp.predictor == "flow" else None,
     )
@@ -320,6 +327,7 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
         "models": models,
         "predictor": ntk.predictor,
         "lam": ntk.lam,
+        "ridge": ntk.ridge,  # objective: n·λ/2 with the subset's n (ntk_ridge)
         "flow_time": ntk.flow_time if ntk.predictor == "flow" else None,
         "targets": TARGETS,
         "compare": ntk.compare if task != "binary" else "outputs",

@@ -135,7 +135,9 @@ class NTKSpec:
     """NTK predictor and distances (PAPER.md §4)."""
 
     lam: float = 1e-3
-    """Ridge λ of the NTK predictor f_NTK (ours, matching the training L2)."""
+    """Ridge of f_NTK when ridge = "lambda" (the earlier default)."""
+    ridge: str | float = "objective"
+    """Ridge of f_NTK: objective (nλ/2 from the training L2 λ, PAPER.md §6a), lambda (ntk.lam) or a number."""
     predictor: str = "ridge"
     """ridge (kernel ridge regression) or flow (gradient flow to time flow_time, MSE)."""
     flow_time: float = 1000.0
@@ -149,6 +151,10 @@ class NTKSpec:
 
     def __post_init__(self) -> None:
         _check(_pos_float(self.lam), "ntk.lam", self.lam, "a positive number")
+        _check(
+            self.ridge in ("objective", "lambda") or (_nonneg_float(self.ridge) and not isinstance(self.ridge, str)),
+            "ntk.ridge", self.ridge, "objective (nλ/2), lambda (ntk.lam) or a number ≥ 0",
+        )
         _check(self.predictor in PREDICTORS, "ntk.predictor", self.predictor, "ridge or flow")
         _check(self.compare in ("logits", "probabilities"), "ntk.compare", self.compare, "logits or probabilities")
         _check(_pos_float(self.flow_time), "ntk.flow_time", self.flow_time, "a positive number")

@@ -24,11 +24,12 @@ from engine.ntk.empirical import (
 )
 from engine.ntk.linearized import LIN_METHODS, Linearized
 from engine.ntk.paper import PAPER_TABLE1, paper_ntk_distances
-from engine.ntk.regression import cholesky_jitter, kernel_regression
+from engine.ntk.regression import RIDGE_CHOICES, cholesky_jitter, kernel_regression, objective_ridge
 
 __all__ = [
     "LIN_METHODS",
     "METHODS",
+    "RIDGE_CHOICES",
     "PAPER_TABLE1",
     "NTKDistance",
     "analytic_ntk",
@@ -44,6 +45,7 @@ __all__ = [
     "Linearized",
     "matrix_to_ntk_blocks",
     "nngp_relu",
+    "objective_ridge",
     "ntk_blocks_to_matrix",
     "ntk_distance",
     "paper_ntk_distances",
