@@ -112,9 +112,10 @@ def execute(spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = Fals
         if not (out / "spec.toml").is_file():
             die(f"invalid --out {str(out)!r}: a run directory to resume (it has spec.toml); start a new run without --resume")
         spec = read_spec(out / "spec.toml")
-        err_console.print(f"resuming {out} with its saved spec.toml (other flags are ignored)")
     path = out or default_run_dir(spec)
-    store = RunStore(path, spec, resume=resume)
+    store = RunStore(path, spec, resume=resume)  # refused here if another process writes it
+    if resume:
+        err_console.print(f"resuming {out} with its saved spec.toml (other flags are ignored)", soft_wrap=True)
     for note in store.notes:
         err_console.print(f"note: {note}", highlight=False)
     failed: Failed | None = None
