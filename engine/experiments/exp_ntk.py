@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
+from engine.experiments.events import Artifact, Event, Summary, TableRow
+from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.ntk import (
@@ -55,32 +56,34 @@ TREND_ALPHA = 0.05
 TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's logits"
 
 
-@register("ntk", "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)", order=30)
+@register("ntk", "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)", order=30, cells=True)
 def run_ntk(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
-    cells = [(s, k, w) for s in sp.seeds for k in sp.model.kinds for w in sp.model.widths]
-    f_ntk_cache: dict[tuple[str, str, int], torch.Tensor] = {}
-    rows: list[dict[str, Any]] = []
+    plan: list[Cell] = []
     name, task = sp.data.name, ""
-    for i, (seed, kind, width) in enumerate(cells):
+    for seed in sp.seeds:
         ds = ctx.dataset(seed=seed)
         name, task = ds.name, ds.task
-        cell = f"ntk/{ds.name}/{kind}/{width}/{seed}"
-        yield Progress("sweep", i, len(cells), f"ntk {MODEL_LABELS[kind]} m={width} seed={seed}")
-        if ctx.is_done(cell):
-            continue
-        ctx.check_cancel()
-        tm = yield from ctx.train_model(kind, width, seed)
-        key = (ds.name, kind, seed)
-        if key not in f_ntk_cache:
-            f_ntk_cache[key] = _ntk_predictor(ctx, tm, ds)
-        row, drift = _cell_row(ctx, tm, ds, f_ntk_cache[key])
-        rows.append(row)
-        yield Artifact("drift", drift, cell=cell)
-        yield TableRow("ntk_distance", row, cell=cell)
-        yield CellFinished(cell)
-    yield Progress("sweep", len(cells), len(cells), "ntk done")
+        for kind in sp.model.kinds:
+            for width in sp.model.widths:
+                label = f"ntk {MODEL_LABELS[kind]} m={width} seed={seed}"
+                plan.append(Cell(f"ntk/{ds.name}/{kind}/{width}/{seed}", ntk_cell, (kind, width, seed), seed, label))
+    rows: list[dict[str, Any]] = []
+    for ev in run_cells(ctx, plan):
+        if isinstance(ev, TableRow) and ev.table == "ntk_distance":
+            rows.append(ev.row)
+        yield ev
     yield Summary("ntk", summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp))
+
+
+def ntk_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> Iterator[Event]:
+    """One cell: train ``kind`` at ``width`` for ``seed``, then its ``ntk_distance`` row."""
+    ds = ctx.dataset(seed=seed)
+    tm = yield from ctx.train_model(kind, width, seed)
+    f_ntk = ctx.memo(("f_ntk", ds.name, kind, seed), lambda: _ntk_predictor(ctx, tm, ds))
+    row, drift = _cell_row(ctx, tm, ds, f_ntk)
+    yield Artifact("drift", drift, cell=cell)
+    yield TableRow("ntk_distance", row, cell=cell)
 
 
 def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:

@@ -34,6 +34,13 @@ def run(
         exps = select(spec.experiment)
         ctx = RunContext(spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows)
         yield Log(f"device: {ctx.device}, dtype: {spec.dtype}")
+        if spec.executor.kind != "local":
+            local = [e.name for e in exps if not e.cells]
+            if local:
+                yield Log(
+                    f"{', '.join(local)} not split into cells yet: run in this process "
+                    f"(executor {spec.executor.kind} serves the others)", "warning",
+                )
         for i, exp in enumerate(exps):
             ctx.check_cancel()
             yield Progress("experiments", i, len(exps), exp.name)
