@@ -76,7 +76,11 @@ class RayExecutor:
     def _start(self) -> None:
         ray = self.ray
         if not ray.is_initialized():
-            kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+            kw: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "logging_level": logging.WARNING,
+            }
             if self.es.address:
                 ray.init(address=self.es.address, **kw)
             else:

@@ -68,7 +68,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def _assert_same_rows(a: list[dict[str, str]], b: list[dict[str, str]]) -> None:
     key = ("model", "width", "seed")
-    assert sorted(tuple(r[k] for k in key) for r in a) == sorted(tuple(r[k] for k in key) for r in b)
+    assert sorted(tuple(r[k] for k in key) for r in a) == sorted(
+        tuple(r[k] for k in key) for r in b
+    )
     by_key = {tuple(r[k] for k in key): r for r in b}
     for r in a:
         s = by_key[tuple(r[k] for k in key)]
@@ -104,7 +106,9 @@ def _ray_ctx(**kw) -> RunContext:
 
 
 def _plan(folder: Path, modes: list[str]) -> list[Cell]:
-    return [Cell(f"sq/{k}", flaky_cell, (k, str(folder), m), 0, f"k={k}") for k, m in enumerate(modes)]
+    return [
+        Cell(f"sq/{k}", flaky_cell, (k, str(folder), m), 0, f"k={k}") for k, m in enumerate(modes)
+    ]
 
 
 def test_killed_worker_is_retried(tmp_path) -> None:
