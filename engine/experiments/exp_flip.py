@@ -188,7 +188,7 @@ def summarize(
     for attack in f.attacks:
         for eps in f.eps:
             means: dict[str, float] = {}
-            for model in ("2L-ReLU", "MLP-Attn"):
+            for model in dict.fromkeys(["2L-ReLU", "MLP-Attn", *(r["model"] for r in rows)]):
                 sel = [
                     r
                     for r in rows
