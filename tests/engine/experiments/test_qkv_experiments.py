@@ -113,3 +113,63 @@ def test_model_kinds_agree() -> None:
     from engine.models import MODEL_KINDS, MODEL_LABELS
 
     assert spec_mod.MODEL_KINDS == MODEL_KINDS == tuple(MODEL_LABELS)
+
+
+def test_spectrum_adds_qkv_entk_and_g3(tmp_path) -> None:
+    spec = _spec("spectrum").replace(model__widths=(16,))
+    events = _run(spec, tmp_path)
+    rows = {
+        e.row["kernel"]: e.row
+        for e in events
+        if isinstance(e, TableRow) and e.table == "ntk_spectrum"
+    }
+    assert {"ntk_raw", "ntk_attn", "entk_qkv_init", "gram_G3"} <= set(rows)
+    assert rows["entk_qkv_init"]["kappa"] > 1 and rows["gram_G3"]["lambda_max"] > 0
+
+
+def test_tui_names_the_third_model() -> None:
+    from malleability_tui.format import cell_label, sweep_series
+    from malleability_tui.widgets.sweep_panel import COLORS
+
+    rows = [
+        {"model": "QKV-Attn", "width": 16, "kernel_drift": 0.5},
+        {"model": "QKV-Attn", "width": 64, "kernel_drift": 0.7},
+    ]
+    ws, mean, _, n = sweep_series(rows, "kernel_drift")["QKV-Attn"]
+    assert ws == [16, 64] and mean == [0.5, 0.7] and n == [1, 1]
+    assert cell_label("train/digits/qkv/64/0").startswith("QKV-Attn m=64")
+    assert COLORS["QKV-Attn"] not in (COLORS["2L-ReLU"], COLORS["MLP-Attn"])
+
+
+def _lin_rows(relu_slope: float, qkv_slope: float, widths=(4, 16, 64, 256)) -> list[dict]:
+    """ntk_distance rows as read from CSV (strings); QKV-Attn's f_NTK columns empty."""
+    rows = []
+    for seed in (0, 1):
+        for i, w in enumerate(widths):
+            for model, s in (("2L-ReLU", relu_slope), ("QKV-Attn", qkv_slope)):
+                rows.append(
+                    {
+                        "model": model,
+                        "width": str(w),
+                        "seed": str(seed),
+                        "ntk_distance": "" if model == "QKV-Attn" else "1.0",
+                        "lin_distance_rel": str(1 + s * i + 0.01 * seed),
+                    }
+                )
+    return rows
+
+
+def test_reproduce_v2_row_uses_the_claim1_rule_on_the_twin_distance() -> None:
+    from engine.experiments.reproduce import FAILS, HOLDS, INCONCLUSIVE, NO_DATA, checklist
+
+    def v2(rows):
+        return next(c for c in checklist({"mnist": {"ntk": rows}}) if c["claim"] == 7)
+
+    assert v2(_lin_rows(-0.1, 0.1))["verdict"] == HOLDS
+    assert v2(_lin_rows(-0.1, -0.1))["verdict"] == FAILS  # both approach their twins
+    assert v2(_lin_rows(0.1, 0.1))["verdict"] == FAILS
+    assert v2(_lin_rows(-0.1, 0.1, widths=(4, 16, 64)))["verdict"] == INCONCLUSIVE
+    no_twin = [{**r, "lin_distance_rel": ""} for r in _lin_rows(-0.1, 0.1)]
+    assert "not available" in v2(no_twin)["statistic"] and v2(no_twin)["verdict"] == NO_DATA
+    no_qkv = [r for r in _lin_rows(-0.1, 0.1) if r["model"] != "QKV-Attn"]
+    assert v2(no_qkv)["verdict"] == NO_DATA
