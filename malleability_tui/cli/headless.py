@@ -191,6 +191,14 @@ def show_results(tables: dict, summary: dict) -> None:
 
 
 
+# The executor options, shared by headless and reproduce (README "Scale out").
+ExecutorOpt = Annotated[str | None, typer.Option("--executor", help="Where sweep cells run: local (default, in this process) or ray (parallel; README \"Scale out\").")]
+AddressOpt = Annotated[str | None, typer.Option("--address", help="Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.")]
+MaxParallelOpt = Annotated[int | None, typer.Option("--max-parallel", help="Cells in flight at once with --executor ray (default: as many as the CPUs allow).")]
+CpusPerCellOpt = Annotated[int | None, typer.Option("--cpus-per-cell", help="CPUs and torch threads per Ray cell (default 1).")]
+GpusPerCellOpt = Annotated[float | None, typer.Option("--gpus-per-cell", help="GPUs per Ray cell, fractions share one (default 0).")]
+
+
 def headless(
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic.")] = None,
     experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Experiment(s), comma-separated, or all (default). See `malleability experiments`.")] = None,
@@ -218,11 +226,11 @@ def headless(
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
     save_config: Annotated[Path | None, typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables; print only the run directory.")] = False,
-    executor: Annotated[str | None, typer.Option("--executor", help="Where sweep cells run: local (default, in this process) or ray (parallel; README \"Scale out\").")] = None,
-    address: Annotated[str | None, typer.Option("--address", help="Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.")] = None,
-    max_parallel: Annotated[int | None, typer.Option("--max-parallel", help="Cells in flight at once with --executor ray (default: as many as the CPUs allow).")] = None,
-    cpus_per_cell: Annotated[int | None, typer.Option("--cpus-per-cell", help="CPUs and torch threads per Ray cell (default 1).")] = None,
-    gpus_per_cell: Annotated[float | None, typer.Option("--gpus-per-cell", help="GPUs per Ray cell, fractions share one (default 0).")] = None,
+    executor: ExecutorOpt = None,
+    address: AddressOpt = None,
+    max_parallel: MaxParallelOpt = None,
+    cpus_per_cell: CpusPerCellOpt = None,
+    gpus_per_cell: GpusPerCellOpt = None,
 ) -> None:
     """Run experiments without the TUI and write a run directory of CSV/JSON."""
     with expected_errors():
@@ -286,4 +294,5 @@ def experiments_cmd(
         console.print(f"[bold]{it['name']:<10}[/] {it['description']}", highlight=False)
 
 
-__all__ = ["build_spec", "execute", "executor_changes", "experiments_cmd", "headless"]
+__all__ = [
+    "AddressOpt", "CpusPerCellOpt", "ExecutorOpt", "GpusPerCellOpt", "MaxParallelOpt", "build_spec", "execute", "executor_changes", "experiments_cmd", "headless"]

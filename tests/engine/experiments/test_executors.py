@@ -155,3 +155,36 @@ def test_ray_missing_gives_install_hint(monkeypatch) -> None:
     with pytest.raises(ConfigError, match=r"pip install -e '\.\[ray\]'"):
         check_executor(RunSpec().executor.__class__(kind="ray"))
     check_executor(RunSpec().executor)  # local needs nothing
+
+
+def test_reproduce_passes_executor_options_to_every_sub_run() -> None:
+    from engine.experiments.reproduce import plan
+    from malleability_tui.cli.headless import executor_changes
+
+    ex = executor_changes("ray", "head:6379", 4, 2, 0.5)
+    parts = plan(("digits",), quick=True, overrides=ex)
+    assert len(parts) > 1
+    for p in parts:
+        e = p.spec.executor
+        assert (e.kind, e.address, e.max_parallel, e.cpus_per_cell, e.gpus_per_cell) == (
+            "ray",
+            "head:6379",
+            4,
+            2,
+            0.5,
+        )
+    assert executor_changes(None, "h:1", None, None, None)["executor__kind"] == "ray"
+
+
+@pytest.mark.parametrize("command", ["headless", "reproduce"])
+def test_cli_without_ray_prints_install_hint(monkeypatch, tmp_path, command) -> None:
+    from typer.testing import CliRunner
+
+    from malleability_tui.cli.main import app
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    args = [command, "--dataset", "digits", "--executor", "ray", "--out", str(tmp_path / "run")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code != 0
+    assert "pip install -e '.[ray]'" in res.output
+    assert not (tmp_path / "run").exists()  # nothing created
