@@ -69,6 +69,8 @@ class RunState:
             self.started_at = self.started_at or ev.time
         elif isinstance(ev, Progress):
             self.progress[ev.task] = (ev.done, ev.total, ev.message)
+            if ev.task == "sweep":  # cells running in parallel (executor ray), for the status bar
+                self.progress["in_flight"] = (ev.running, 0, "")
             if ev.task == "cell" and ev.cell:
                 self.current_cell = ev.cell
         elif isinstance(ev, Metric):

@@ -41,6 +41,8 @@ class StatusBar(Widget):
             if task in p:
                 done, total, _msg = p[task]
                 t.append(f"  {short} {done}/{total}")
+                if task == "sweep" and p.get("in_flight", (0,))[0]:
+                    t.append(f" ({p['in_flight'][0]} in flight)")
         if self.elapsed is not None:
             t.append(f"  ⏱ {duration(self.elapsed)}")
             if self.status == "running" and "sweep" in p:

@@ -101,7 +101,8 @@ def run_cells(ctx: RunContext, cells: list[Cell], *, task: str = "sweep") -> Ite
             done += 1
             buffered[out.index] = out
             state = "failed" if out.error else f"{out.seconds:.1f} s"
-            yield Progress(task, done, total, f"{cells[out.index].label}: {state}", running=running)
+            msg = f"{cells[out.index].label}: {state}; {running} in flight"
+            yield Progress(task, done, total, msg, running=running)
             while pos < len(order) and order[pos] in buffered:
                 yield from _emit(cells[order[pos]], buffered.pop(order[pos]))
                 pos += 1

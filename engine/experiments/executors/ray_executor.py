@@ -30,6 +30,13 @@ if TYPE_CHECKING:
 
 POLL_S = 0.2
 """How often the driver checks for cancellation while cells run."""
+LOCAL_RAY_CONFIG = {
+    "health_check_failure_threshold": 30,
+    "health_check_timeout_ms": 30_000,
+    "health_check_period_ms": 5_000,
+}
+"""A local Ray on a loaded laptop: a busy raylet must not be declared dead (that ends
+the driver process too), so its health checks wait minutes rather than seconds."""
 
 
 def run_cell_remote(
@@ -84,7 +91,7 @@ class RayExecutor:
             if self.es.address:
                 ray.init(address=self.es.address, **kw)
             else:
-                ray.init(num_cpus=os.cpu_count() or 1, **kw)
+                ray.init(num_cpus=os.cpu_count() or 1, _system_config=LOCAL_RAY_CONFIG, **kw)
         if self._remote is None:
             self._remote = ray.remote(run_cell_remote).options(
                 num_cpus=self.es.cpus_per_cell,

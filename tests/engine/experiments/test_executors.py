@@ -188,3 +188,17 @@ def test_cli_without_ray_prints_install_hint(monkeypatch, tmp_path, command) -> 
     assert res.exit_code != 0
     assert "pip install -e '.[ray]'" in res.output
     assert not (tmp_path / "run").exists()  # nothing created
+
+
+def test_tui_status_bar_shows_cells_in_flight() -> None:
+    from malleability_tui.state import RunState
+    from malleability_tui.widgets.status_bar import StatusBar
+
+    st = RunState()
+    st.apply(Progress("sweep", 3, 12, "ntk m=16: 1.0 s; 2 in flight", running=2))
+    bar = StatusBar()
+    bar.status, bar.progress = "running", dict(st.progress)
+    assert "cells 3/12 (2 in flight)" in bar.render().plain
+    st.apply(Progress("sweep", 12, 12, "done"))
+    bar.progress = dict(st.progress)
+    assert "in flight" not in bar.render().plain

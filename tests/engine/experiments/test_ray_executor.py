@@ -40,7 +40,11 @@ SWEEP = [
 def ray_session() -> Iterator[None]:
     """One local Ray with 2 CPUs for every test here; the executor joins it."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # test cells by value
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from engine.experiments.executors.ray_executor import LOCAL_RAY_CONFIG
+
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=LOCAL_RAY_CONFIG
+    )
     yield
     ray.shutdown()
 
