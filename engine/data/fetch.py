@@ -151,7 +151,7 @@ def clean_stale_parts(folder: Path) -> list[Path]:
     for f in folder.rglob(".*.part"):
         parts = f.name.split(".")  # "", name…, pid, random, "part"
         pid = int(parts[-3]) if len(parts) >= 5 and parts[-3].isdigit() else None
-        if pid is not None and pid_alive(pid) and pid != os.getpid():
+        if pid is not None and pid_alive(pid):  # a fetch running now (this process included)
             continue
         try:
             f.unlink()

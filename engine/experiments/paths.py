@@ -20,9 +20,17 @@ def _name_max(folder: Path) -> int:
         return 255
 
 
+def _exists(p: Path) -> bool:
+    try:
+        os.stat(p)
+    except (OSError, ValueError):  # missing, a name too long, below a file, a NUL byte
+        return False
+    return True
+
+
 def _existing_ancestor(path: Path) -> Path:
     p = path.absolute()
-    while not p.exists() and p != p.parent:
+    while not _exists(p) and p != p.parent:
         p = p.parent
     return p
 
@@ -37,7 +45,7 @@ def _check_names(path: Path, option: str) -> None:
                 str(path),
                 f"a path whose names have at most {limit} bytes ({part[:20]}… has {len(os.fsencode(part))})",
             )
-    if not anc.is_dir():
+    if not _exists(path) and not anc.is_dir():
         raise ConfigError(option, str(path), f"a path below a folder ({anc} is a file)")
 
 

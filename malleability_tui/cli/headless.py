@@ -135,10 +135,14 @@ def execute(
         if not (out / "spec.toml").is_file():
             die(f"invalid --out {str(out)!r}: a run directory to resume (it has spec.toml); start a new run without --resume")
         spec = read_spec(out / "spec.toml").replace(**(executor or {}))
-        err_console.print(f"resuming {out} with its saved spec.toml (other flags than the executor's are ignored)")
     check_executor(spec.executor)
     path = out or default_run_dir(spec)
-    store = RunStore(path, spec, resume=resume)
+    store = RunStore(path, spec, resume=resume)  # refused here if another process writes it
+    if resume:
+        err_console.print(
+            f"resuming {out} with its saved spec.toml (other flags than the executor's are ignored)",
+            soft_wrap=True,
+        )
     for note in store.notes:
         err_console.print(f"note: {note}", highlight=False)
     failed: Failed | None = None
