@@ -1,4 +1,4 @@
-"""FlipsPanel: flip rate ± CI per data set × model × attack × ε × training, with the paper's."""
+"""FlipsPanel: flip rate [95% CI] per data set × model × attack × ε × training, with the paper's."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from malleability_tui.format import FLIP_HEADERS, FlipRow, flip_rows
+from malleability_tui.format import FLIP_HEADERS, FlipRow, flip_rows, model_color
+from malleability_tui.plots import Axis
 from malleability_tui.state import RunState
+from malleability_tui.widgets.plot_view import Figure, PlotView
 
 
 def adversarial_lines(rows: list[FlipRow]) -> list[str]:
@@ -30,12 +32,37 @@ def adversarial_lines(rows: list[FlipRow]) -> list[str]:
     return out
 
 
+def flip_bars(rows: list[FlipRow]) -> Figure:
+    """Bars of the standard-training flip rate (%) per attack, one bar per model present,
+    for the first data set and the largest ε (the paper's tables use ε = 0.3)."""
+    std = [r for r in rows if r.training == "standard" and math.isfinite(r.flip)]
+    if not std:
+        return Figure(empty="no flip rates yet", title="flip rate %")
+    ds = std[0].dataset
+    eps = max(r.eps for r in std if r.dataset == ds)
+    sel = [r for r in std if r.dataset == ds and r.eps == eps]
+    attacks = list(dict.fromkeys(r.attack for r in sel))
+    models = list(dict.fromkeys(r.model for r in sel))
+    by = {(r.model, r.attack): 100 * r.flip for r in sel}
+    groups = tuple(
+        (m, tuple(by.get((m, a), math.nan) for a in attacks), model_color(m, models))
+        for m in models
+    )
+    return Figure(
+        bars=tuple(a.upper() for a in attacks),
+        bar_groups=groups,
+        y=Axis(label="flip %"),
+        title=f"flip rate, {ds} ε={eps:g}",
+    )
+
+
 class FlipsPanel(Vertical):
-    """The flip-rate table and the standard → adversarial training comparison."""
+    """The flip-rate table, a bar chart of it and the standard → adversarial comparison."""
 
     DEFAULT_CSS = """
-    FlipsPanel DataTable { height: 1fr; }
-    FlipsPanel #flip-notes { height: auto; max-height: 8; color: $text-muted; }
+    FlipsPanel DataTable { height: auto; max-height: 1fr; }
+    FlipsPanel #flip-bars { height: 1fr; min-height: 8; }
+    FlipsPanel #flip-notes { height: auto; max-height: 6; color: $text-muted; }
     """
 
     state: reactive[RunState] = reactive(RunState, always_update=True)
@@ -44,6 +71,7 @@ class FlipsPanel(Vertical):
         table = DataTable(id="flip-table", zebra_stripes=True, cursor_type="row")
         table.add_columns(*FLIP_HEADERS)
         yield table
+        yield PlotView(id="flip-bars")
         yield Static("", id="flip-notes")
 
     def watch_state(self, st: RunState) -> None:
@@ -57,12 +85,14 @@ class FlipsPanel(Vertical):
             for r in rows:
                 table.add_row(*r.cells())
             self._last = rows
+        self.query_one("#flip-bars", PlotView).figure = flip_bars(rows)
         notes = adversarial_lines(rows)
         if not rows:
             notes = ["No flip rates yet: run the flip (and advtrain) experiments."]
         else:
             notes.insert(
                 0,
-                "flip ± CI95: half the Wilson interval, flips pooled over seeds · ρ: Spearman of influence ranks · Attn/ReLU: ratio of mean flip rates · paper: PAPER.md v1 Tables 2–4",
+                "[lo, hi]: 95% Wilson interval of the flips pooled over seeds · ρ: Spearman of "
+                "influence ranks · ÷ReLU: mean flip rate over 2L-ReLU's · paper: v1 Tables 2–4",
             )
         self.query_one("#flip-notes", Static).update("\n".join(notes))

@@ -198,7 +198,7 @@ def test_tui_status_bar_shows_cells_in_flight() -> None:
     st.apply(Progress("sweep", 3, 12, "ntk m=16: 1.0 s; 2 in flight", running=2))
     bar = StatusBar()
     bar.status, bar.progress = "running", dict(st.progress)
-    assert "cells 3/12 (2 in flight)" in bar.render().plain
+    assert "cell 3/12 (2 in flight)" in bar.render().plain
     st.apply(Progress("sweep", 12, 12, "done"))
     bar.progress = dict(st.progress)
     assert "in flight" not in bar.render().plain
