@@ -61,6 +61,8 @@ TREND_ALPHA = 0.05
 """Spearman p-value below which the distance is said to fall or rise with width."""
 NO_ANALYTIC = "no analytic Θ∞"
 """What the summary says where f_NTK would be, for models without a closed-form Θ∞."""
+LIN_NOT_AVAILABLE = "lin_distance not available (no linearized twin in this build)"
+"""Said for QKV-Attn while the run has no linearized-twin columns."""
 TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's logits"
 
 
@@ -217,10 +219,16 @@ def headline(models: dict[str, Any]) -> list[str]:
     for label, e in models.items():
         if e.get("f_ntk") == NO_ANALYTIC:
             ws, dr = e["widths"], e["mean_kernel_drift"]
-            lines.append(
+            line = (
                 f"{label}: {NO_ANALYTIC} (f_NTK columns empty); kernel drift {e['drift_trend']} "
                 f"with width; m={ws[0]}→{ws[-1]}: {dr[0]:.4g}→{dr[-1]:.4g}"
             )
+            ld = e.get("mean_lin_distance_rel")
+            if ld:
+                line += f"; distance to its linearization {e['lin_trend']}: {ld[0]:.4g}→{ld[-1]:.4g}"
+            else:
+                line += f"; {LIN_NOT_AVAILABLE}"
+            lines.append(line)
             continue
         ws, ms = e["widths"], e["mean_ntk_distance"]
         rho = e.get("spearman_rho")
@@ -269,6 +277,14 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
         }
         if not any(math.isfinite(r["ntk_distance"]) for r in mine):
             entry["f_ntk"] = NO_ANALYTIC
+            lin = [r.get("lin_distance_rel", math.nan) for r in mine]
+            if any(math.isfinite(v) for v in lin):
+                entry["lin_trend"] = trend([r["width"] for r in mine], lin)["trend"]
+                entry["mean_lin_distance_rel"] = [
+                    mean_std(v for r, v in zip(mine, lin) if r["width"] == w)[0] for w in widths
+                ]
+            else:
+                entry["lin_distance"] = LIN_NOT_AVAILABLE
         paper = paper_ntk_distances(label, dataset)
         if paper is not None:
             pw = sorted(paper)
