@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +75,23 @@ class RunContext:
         self._datasets: dict[tuple[str, int], Dataset] = {}
         self._trained: dict[tuple[Any, ...], TrainedModel] = {}
         self._twins: dict[tuple[Any, ...], nn.Module] = {}
+        self._memo: dict[tuple[Any, ...], Any] = {}
+        self._executor: Any = None
+
+    @property
+    def executor(self) -> Any:
+        """Where sweep cells run (``engine.experiments.executors``); None: in this process."""
+        if self._executor is None and self.spec.executor.kind != "local":
+            from engine.experiments.executors.base import make_executor
+
+            self._executor = make_executor(self.spec.executor)
+        return self._executor
+
+    def memo(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """``make()`` once per ``key`` in this context (e.g. f_NTK per data set, model, seed)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     # -- control -----------------------------------------------------------------
 
@@ -137,6 +154,10 @@ class RunContext:
                     self._noted.add(note)
                     self._notes.append(note)
         return self._datasets[key]
+
+    def adopt_dataset(self, ds: Dataset, seed: int) -> None:
+        """Use ``ds`` as the subset for ``seed`` (a remote cell gets it from the driver)."""
+        self._datasets[(self.spec.data.name, seed)] = ds
 
     def drain_notes(self) -> list[str]:
         """One-line data notes (e.g. "only the test split found") not yet reported."""

@@ -28,6 +28,7 @@ RANKINGS = ("abs_mean", "signed_mean")
 INTERVENTIONS = ("transformed", "curated", "adversarial")
 NORMS = ("linf", "l2")
 PREDICTORS = ("ridge", "flow")
+EXECUTORS = ("local", "ray")
 MODEL_KINDS = ("relu", "attn", "qkv")
 
 
@@ -280,6 +281,42 @@ class LandscapeSpec:
 
 
 @dataclass(frozen=True)
+class ExecutorSpec:
+    """Where sweep cells run (README "Scale out"); never changes the numbers."""
+
+    kind: str = "local"
+    """local (in this process, one cell after another) or ray (parallel cells)."""
+    address: str | None = None
+    """Ray cluster address (host:port or ray://…); None: start a local Ray on this machine."""
+    max_parallel: int = 0
+    """Cells in flight at once (0: as many as the cluster's CPUs allow)."""
+    cpus_per_cell: int = 1
+    """CPUs (and torch threads) per cell."""
+    gpus_per_cell: float = 0.0
+    """GPUs per cell (fractions share a GPU); 0: CPU cells."""
+    max_retries: int = 1
+    """Retries of a cell whose worker died or which raised (then it is recorded as failed)."""
+
+    def __post_init__(self) -> None:
+        _check(self.kind in EXECUTORS, "executor.kind", self.kind, "local or ray")
+        _check(
+            self.address is None or (isinstance(self.address, str) and bool(self.address.strip())),
+            "executor.address", self.address, "host:port of a Ray head node, ray://host:port or auto",
+        )
+        _check(
+            isinstance(self.max_parallel, int) and not isinstance(self.max_parallel, bool) and self.max_parallel >= 0,
+            "executor.max_parallel", self.max_parallel, "an integer ≥ 0 (0: no limit)",
+        )
+        _check(_pos_int(self.cpus_per_cell), "executor.cpus_per_cell", self.cpus_per_cell, "a positive integer")
+        _check(_nonneg_float(self.gpus_per_cell), "executor.gpus_per_cell", self.gpus_per_cell, "a number ≥ 0")
+        _check(
+            isinstance(self.max_retries, int) and not isinstance(self.max_retries, bool) and 0 <= self.max_retries <= 100,
+            "executor.max_retries", self.max_retries, "an integer in 0…100",
+        )
+        object.__setattr__(self, "gpus_per_cell", float(self.gpus_per_cell))
+
+
+@dataclass(frozen=True)
 class QKVSpec:
     """QKV-Attn, trainable Q/K/V linearized attention (v2 extension, PAPER.md §2)."""
 
@@ -311,6 +348,7 @@ class RunSpec:
     spectrum: SpectrumSpec = field(default_factory=SpectrumSpec)
     flip: FlipSpec = field(default_factory=FlipSpec)
     landscape: LandscapeSpec = field(default_factory=LandscapeSpec)
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     qkv: QKVSpec = field(default_factory=QKVSpec)
     seeds: tuple[int, ...] = (0, 1, 2)
     """Seeds (ours: 3); each seeds the subset draw, the init and the batch order."""
@@ -401,6 +439,7 @@ SECTIONS = {
     "spectrum": SpectrumSpec,
     "flip": FlipSpec,
     "landscape": LandscapeSpec,
+    "executor": ExecutorSpec,
     "qkv": QKVSpec,
 }
 

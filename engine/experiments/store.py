@@ -20,6 +20,7 @@ from typing import Any
 
 from engine.errors import ConfigError
 from engine.experiments.events import (
+    CellFailed,
     CellFinished,
     Event,
     Failed,
@@ -118,6 +119,7 @@ class RunStore:
         self.tables: dict[str, list[dict[str, Any]]] = {}
         self.summary: dict[str, Any] = {}
         self.done_cells: set[str] = set()
+        self.failed_cells: dict[str, str] = {}
         self.status = "running"
         self._dirty: set[str] = set()
         self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
@@ -178,14 +180,20 @@ class RunStore:
                 self.tables.setdefault(table, []).append(row)
                 self._dirty.add(table)
             self.done_cells.add(ev.cell)
+            self.failed_cells.pop(ev.cell, None)
             self._flush_tables()
+        elif isinstance(ev, CellFailed):
+            self._pending.pop(ev.cell, None)
+            self.failed_cells[ev.cell] = f"{ev.error}: {ev.message}"
         elif isinstance(ev, Summary):
             self.summary[ev.section] = to_jsonable(ev.data)
             self._flush_tables()
             self._write_summary()
         elif isinstance(ev, Finished):
             self.summary.update(to_jsonable(ev.summary))
-            self.close("finished")
+            if self.failed_cells:  # the others finished; --resume reruns these
+                self.summary["failed_cells"] = dict(self.failed_cells)
+            self.close("partial" if self.failed_cells else "finished")
         elif isinstance(ev, Failed):
             self.summary["error"] = {"type": ev.error, "message": ev.message}
             self.close("cancelled" if ev.error == "Cancelled" else "failed")
