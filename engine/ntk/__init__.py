@@ -24,11 +24,14 @@ from engine.ntk.empirical import (
 )
 from engine.ntk.paper import PAPER_TABLE1, paper_ntk_distances
 from engine.ntk.regression import cholesky_jitter, kernel_regression
+from engine.ridge import RIDGE_RULES, Ridge, objective_ridge, resolve_ridge
 
 __all__ = [
     "METHODS",
     "PAPER_TABLE1",
+    "RIDGE_RULES",
     "NTKDistance",
+    "Ridge",
     "analytic_ntk",
     "analytic_ntk_for",
     "analytic_ntk_general",
@@ -43,6 +46,8 @@ __all__ = [
     "nngp_relu",
     "ntk_blocks_to_matrix",
     "ntk_distance",
+    "objective_ridge",
     "paper_ntk_distances",
+    "resolve_ridge",
     "structured_ntk",
 ]
