@@ -14,7 +14,7 @@ from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
 from engine.experiments.stats import mean_std
 
-MODEL_NAMES = {"relu": "2L-ReLU", "attn": "MLP-Attn"}
+MODEL_NAMES = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
 
 
 def num(v: Any) -> float:

@@ -143,10 +143,12 @@ class RunContext:
     # -- models ------------------------------------------------------------------
 
     def train_model(
-        self, kind: str, width: int, seed: int, *, dataset: Dataset | None = None, adversarial: bool = False
+        self, kind: str, width: int, seed: int, *, dataset: Dataset | None = None, adversarial: bool = False,
+        d_k: int | None = None,
     ) -> Generator[Event, None, TrainedModel]:
         """Train (or reuse) ``kind`` at ``width`` for ``seed``; ``yield from`` it.
 
+        ``d_k`` (QKV-Attn only) overrides ``spec.qkv.d_k`` (the d_k sweep).
         Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
         ``Progress('cell')`` events; returns the ``TrainedModel``.
         """
@@ -154,14 +156,17 @@ class RunContext:
         from engine.train import evaluate, train
 
         ds = dataset if dataset is not None else self.dataset(seed=seed)
-        key = (ds.name, ds.classes, ds.n_train, ds.n_test, kind, width, seed, adversarial)
+        sp = self.spec
+        dk = (d_k if d_k is not None else sp.qkv.d_k or None) if kind == "qkv" else None
+        key = (ds.name, ds.classes, ds.n_train, ds.n_test, kind, width, seed, adversarial, dk)
         if key in self._trained:
             return self._trained[key]
-        sp = self.spec
         cell = f"train/{ds.name}/{kind}/{width}/{seed}" + ("/adversarial" if adversarial else "")
+        cell += f"/dk{dk}" if d_k is not None else ""
         model = build_model(
             kind, self.context_rows(ds), width, ds.n_out, sigma_w=sp.model.sigma_w,
             train_output=sp.model.train_output, seed=seed, dtype=self.dtype,
+            d_k=dk, init_std=sp.qkv.init_std or None,
         ).to(self.device)
         init_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)

@@ -18,6 +18,10 @@ Choices where the paper is silent (documented in the summary as well):
   ``tm.init_state``) and after training, on the first ``MAX_KERNEL_N`` training
   points; for multiclass only the first diagonal block Θ[:, :, 0, 0] is compared
   (Θ∞ = Θ∞ ⊗ I_K, and with a ∈ {±1} all diagonal blocks of Θ_m are equal).
+* QKV-Attn (the v2 extension) has no known closed-form Θ∞: its f_NTK-based columns
+  (``ntk_distance``, ``ntk_distance_rel``, ``kernel_distance_*``) are left empty, not
+  faked, and its verdict rests on ``kernel_drift`` (its exact eNTK over attention and
+  head). ``qkv.dk_sweep`` adds cells at the largest width per d_k (table ``qkv_dk``).
 * ``kernel_drift`` is the last ‖Θ_t − Θ_0‖_F/‖Θ_0‖_F recorded during training on the
   trainer's probe subset (``tm.drift``); without one (``ntk.drift_every = 0``) it is
   the drift between our init and final kernels.
@@ -34,10 +38,12 @@ import torch
 
 from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
 from engine.experiments.registry import register
+from engine.experiments.stats import mean_std
 from engine.models import MODEL_LABELS
 from engine.ntk import (
     analytic_ntk_for,
     empirical_ntk,
+    has_structure,
     kernel_distance,
     kernel_regression,
     ntk_distance,
@@ -52,6 +58,8 @@ MAX_KERNEL_N = 2048
 """Training points used for the n×n kernel distances (the first ones; subsets are shuffled)."""
 TREND_ALPHA = 0.05
 """Spearman p-value below which the distance is said to fall or rise with width."""
+NO_ANALYTIC = "no analytic Θ∞"
+"""What the summary says where f_NTK would be, for models without a closed-form Θ∞."""
 TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's logits"
 
 
@@ -72,15 +80,45 @@ def run_ntk(ctx: RunContext) -> Iterator[Event]:
         ctx.check_cancel()
         tm = yield from ctx.train_model(kind, width, seed)
         key = (ds.name, kind, seed)
-        if key not in f_ntk_cache:
+        if key not in f_ntk_cache and has_analytic(tm):
             f_ntk_cache[key] = _ntk_predictor(ctx, tm, ds)
-        row, drift = _cell_row(ctx, tm, ds, f_ntk_cache[key])
+        row, drift = _cell_row(ctx, tm, ds, f_ntk_cache.get(key))
         rows.append(row)
         yield Artifact("drift", drift, cell=cell)
         yield TableRow("ntk_distance", row, cell=cell)
         yield CellFinished(cell)
+    yield from _dk_sweep(ctx)
     yield Progress("sweep", len(cells), len(cells), "ntk done")
     yield Summary("ntk", summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp))
+
+
+def has_analytic(tm: TrainedModel) -> bool:
+    """Whether Θ∞ is known in closed form: every trainable parameter is in the two-layer
+    head (2L-ReLU, MLP-Attn); not for QKV-Attn, whose attention is trained too."""
+    return has_structure(tm.init_model())
+
+
+def _dk_sweep(ctx: RunContext) -> Iterator[Event]:
+    """QKV-Attn at the largest width for each d_k of ``qkv.dk_sweep`` (table ``qkv_dk``)."""
+    sp = ctx.spec
+    if "qkv" not in sp.model.kinds or not sp.qkv.dk_sweep:
+        return
+    width = max(sp.model.widths)
+    for seed in sp.seeds:
+        for dk in sp.qkv.dk_sweep:
+            ds = ctx.dataset(seed=seed)
+            cell = f"ntk/{ds.name}/qkv/{width}/dk{dk}/{seed}"
+            yield Progress("sweep", 0, 1, f"ntk {MODEL_LABELS['qkv']} d_k={dk} m={width} seed={seed}")
+            if ctx.is_done(cell):
+                continue
+            ctx.check_cancel()
+            tm = yield from ctx.train_model("qkv", width, seed, d_k=dk)
+            row, _ = _cell_row(ctx, tm, ds, None)
+            keep = ("model", "dataset", "width", "seed", "kernel_drift", "train_loss", "test_accuracy")
+            out = {k: row[k] for k in keep}
+            out["d_k"] = dk
+            yield TableRow("qkv_dk", out, cell=cell)
+            yield CellFinished(cell)
 
 
 def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:
@@ -109,22 +147,26 @@ def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tens
 
 
 def _cell_row(
-    ctx: RunContext, tm: TrainedModel, ds: Dataset, f_ntk: torch.Tensor
+    ctx: RunContext, tm: TrainedModel, ds: Dataset, f_ntk: torch.Tensor | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``ntk_distance`` row of one trained model and its drift series."""
+    """The ``ntk_distance`` row of one trained model and its drift series.
+
+    ``f_ntk`` None (no analytic Θ∞, QKV-Attn): the f_NTK and Θ∞ columns are NaN (empty).
+    """
+    nan = float("nan")
     with torch.no_grad():
         f_m = tm.model(ctx.to_device(ds.x_test_raw)).to(torch.float64)
     if ds.task == "binary":
         f_m = f_m.reshape(-1)
     elif ctx.spec.ntk.compare == "probabilities":
         f_m = torch.softmax(f_m, dim=1)
-    dist = ntk_distance(f_m, f_ntk)
+    dist = ntk_distance(f_m, f_ntk) if f_ntk is not None else None
 
     xk = ctx.to_device(ds.x_train_raw[:MAX_KERNEL_N])
     out = None if ds.n_out == 1 else 0  # multiclass: first diagonal block (see module doc)
     init = tm.init_model()
     with torch.no_grad():
-        k_inf = analytic_ntk_for(init, xk).to(torch.float64)
+        k_inf = analytic_ntk_for(init, xk).to(torch.float64) if f_ntk is not None else None
         k_init = empirical_ntk(init, xk, output=out).to(torch.float64)
         k_final = empirical_ntk(tm.model, xk, output=out).to(torch.float64)
     if tm.drift:
@@ -138,10 +180,10 @@ def _cell_row(
         "dataset": ds.name,
         "width": tm.width,
         "seed": tm.seed,
-        "ntk_distance": dist.absolute,
-        "ntk_distance_rel": dist.relative,
-        "kernel_distance_init": kernel_distance(k_init, k_inf),
-        "kernel_distance_final": kernel_distance(k_final, k_inf),
+        "ntk_distance": dist.absolute if dist is not None else nan,
+        "ntk_distance_rel": dist.relative if dist is not None else nan,
+        "kernel_distance_init": kernel_distance(k_init, k_inf) if k_inf is not None else nan,
+        "kernel_distance_final": kernel_distance(k_final, k_inf) if k_inf is not None else nan,
         "kernel_drift": series[-1],
         "train_loss": float(tm.train_loss),
         "test_accuracy": float(tm.test_accuracy),
@@ -176,6 +218,13 @@ def headline(models: dict[str, Any]) -> list[str]:
     """One line per model: the trend with width and the distance at the ends of the sweep."""
     lines = []
     for label, e in models.items():
+        if e.get("f_ntk") == NO_ANALYTIC:
+            ws, dr = e["widths"], e["mean_kernel_drift"]
+            lines.append(
+                f"{label}: {NO_ANALYTIC} (f_NTK columns empty); kernel drift {e['drift_trend']} "
+                f"with width; m={ws[0]}→{ws[-1]}: {dr[0]:.4g}→{dr[-1]:.4g}"
+            )
+            continue
         ws, ms = e["widths"], e["mean_ntk_distance"]
         rho = e.get("spearman_rho")
         stat = f"ρ={rho:+.2f}, p={e['p_value']:.2g}" if rho is not None else "ρ n/a"
@@ -214,7 +263,15 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
             if len(means) > 1
             else None,
             "cells": len(mine),
+            "mean_kernel_drift": [
+                mean_std(r.get("kernel_drift", math.nan) for r in mine if r["width"] == w)[0] for w in widths
+            ],
+            "drift_trend": trend(
+                [r["width"] for r in mine], [r.get("kernel_drift", math.nan) for r in mine]
+            )["trend"],
         }
+        if not any(math.isfinite(r["ntk_distance"]) for r in mine):
+            entry["f_ntk"] = NO_ANALYTIC
         paper = paper_ntk_distances(label, dataset)
         if paper is not None:
             pw = sorted(paper)

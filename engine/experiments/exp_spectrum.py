@@ -10,7 +10,9 @@ Tables
 * ``eigenvalues`` (index, eig_G, eig_G3): the top min(n, d) eigenvalues, index 1-based,
   for the primary data set only (the table has no data set column); every data set's
   arrays also go out as an ``eigenvalues`` Artifact.
-* ``ntk_spectrum``: Θ∞ on raw (x/‖x‖) vs attention (Cx/‖Cx‖) inputs: κ and decay.
+* ``ntk_spectrum``: Θ∞ on raw (x/‖x‖) vs attention (Cx/‖Cx‖) inputs: κ and decay; with
+  ``qkv`` among the models also QKV-Attn's eNTK at init (``entk_qkv_init``) and MLP-Attn's
+  G³ kernel (``gram_G3``) on the same rows.
 * ``alignment``: kernel-target alignment and kernel-ridge test error of G, G³ and both
   NTKs on top / bottom eigen-targets (clean and with training noise) and on the labels
   (``engine.spectral.alignment``); columns dataset, kernel, target, ridge, alignment,
@@ -144,6 +146,16 @@ def _cell(
             {"dataset": label, "kernel": kernel, "eigenvalues": ks.eigenvalues},
             cell=cell,
         )
+    if "qkv" in ctx.spec.model.kinds:
+        for kernel, ks in _qkv_spectra(ctx, ds, xk).items():
+            row = {"dataset": label, "kernel": kernel, **ks.row()}
+            ntk_rows[kernel] = row
+            yield TableRow("ntk_spectrum", row, cell=cell)
+            yield Artifact(
+                "ntk_eigenvalues",
+                {"dataset": label, "kernel": kernel, "eigenvalues": ks.eigenvalues},
+                cell=cell,
+            )
     ctx.check_cancel()
 
     headline = yield from _alignment_rows(ctx, ds, xk, xt, label, cell)
@@ -179,6 +191,30 @@ def _cell(
             "kappa_ratio_ours_over_paper": spc.kappa_G / paper.kappa,
         }
     return entry
+
+
+def _qkv_spectra(ctx: RunContext, ds: Dataset, xk: torch.Tensor) -> dict[str, Any]:
+    """QKV-Attn (v2): its exact eNTK at initialisation (largest width, float64, first
+    seed) beside MLP-Attn's G³ = (X̂X̂ᵀ)³ on the same rows xk [n, d]."""
+    from engine.models import build_model
+    from engine.models.two_layer import normalize_rows
+    from engine.ntk import empirical_ntk
+    from engine.spectral.kernels import kernel_spectrum
+
+    sp = ctx.spec
+    model = build_model(
+        "qkv", ctx.context_rows(ds).to(torch.float64), max(sp.model.widths), ds.n_out,
+        sigma_w=sp.model.sigma_w, train_output=sp.model.train_output, seed=sp.seeds[0],
+        dtype=torch.float64, d_k=sp.qkv.d_k or None, init_std=sp.qkv.init_std or None,
+    ).to(xk.device)
+    with torch.no_grad():
+        theta = empirical_ntk(model, xk, output=None if ds.n_out == 1 else 0)
+    g = normalize_rows(xk) @ normalize_rows(xk).T
+    rtol = sp.spectrum.rtol
+    return {
+        "entk_qkv_init": kernel_spectrum(0.5 * (theta + theta.T), rtol=rtol),
+        "gram_G3": kernel_spectrum(g @ g @ g, rtol=rtol),
+    }
 
 
 def _alignment_rows(

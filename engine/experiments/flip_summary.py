@@ -157,7 +157,7 @@ def summarize(
     for attack in f.attacks:
         for eps in f.eps:
             got: dict[str, float] = {}
-            for model in MODELS:
+            for model in dict.fromkeys([*MODELS, *(str(r["model"]) for r in base)]):
                 sel = [
                     r
                     for r in base

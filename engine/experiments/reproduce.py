@@ -30,6 +30,11 @@ Checklist rules (README "Claims checklist"), α = 0.05:
    MLP-Attn's mean + std < 2L-ReLU's mean − std. Does not hold: the reverse. Else
    inconclusive (including a single seed, where the spread is unknown, if the means are
    within 10%).
+7. (v2) Trainable attention (QKV-Attn) — the claim-1 rule with QKV-Attn in MLP-Attn's place
+   and the distance to each model's linearized twin (``lin_distance_rel``; QKV-Attn has no
+   analytic Θ∞). Holds: 2L-ReLU's falls and QKV-Attn's does not. Does not hold: 2L-ReLU's
+   does not fall, or both fall. Inconclusive: fewer than 4 widths. No data: QKV-Attn not
+   among the models (``--models relu,attn,qkv``) or no linearized-twin column.
 """
 
 from __future__ import annotations
@@ -334,7 +339,7 @@ def _claim(n: int, claim: str, statistic: str, verdict: str, **values: Any) -> d
 
 
 def checklist(stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Six claims × data sets → holds / does not hold / inconclusive / no data."""
+    """Six claims and v2's (7) × data sets → holds / does not hold / inconclusive / no data."""
     items = []
     for ds, s in stats.items():
         items.append(_claim1(ds, s.get("ntk")))
@@ -343,6 +348,7 @@ def checklist(stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         items.append(_claim4(ds, s.get("flip")))
         items.append(_claim5(ds, s.get("alignment")))
         items.append(_claim6(ds, s.get("sharpness")))
+        items.append(_claim_v2(ds, s.get("ntk")))
     return items
 
 
@@ -350,22 +356,42 @@ def _claim1(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     t = "non-convergence: 2L-ReLU approaches its NTK predictor with width, MLP-Attn does not"
     if not rows:
         return _claim(1, t, "Spearman ρ(distance, log₂ m)", NO_DATA, dataset=ds)
+    v, stat, x = _width_rule(rows, "ntk_distance", *MODELS)
+    rr, pr, ra, pa = x["rho_ref"], x["p_ref"], x["rho_other"], x["p_other"]
+    return _claim(1, t, stat, v, dataset=ds, rho_relu=rr, p_relu=pr, rho_attn=ra, p_attn=pa)
+
+
+def _width_rule(
+    rows: list[dict], column: str, ref: str, other: str
+) -> tuple[str, str, dict[str, float]]:
+    """Claim 1's rule on ``column``: ``ref`` falls with log₂ m (ρ < 0, p < α) and ``other``
+    does not → holds; fewer than 4 widths or NaN ρ → inconclusive; else does not hold."""
     res = {}
-    for model in MODELS:
-        sel = [r for r in rows if r["model"] == model]
+    for model in (ref, other):
+        sel = [r for r in rows if r["model"] == model and math.isfinite(_f(r.get(column)))]
         xs = [math.log2(_f(r["width"])) for r in sel]
-        res[model] = _spearman(xs, [_f(r["ntk_distance"]) for r in sel]) + (len({x for x in xs}),)
-    (rr, pr, nw), (ra, pa, _) = res["2L-ReLU"], res["MLP-Attn"]
-    stat = f"ρ 2L-ReLU {rr:+.2f} (p={pr:.2g}), MLP-Attn {ra:+.2f} (p={pa:.2g}) over {nw} widths"
-    relu_falls = rr < 0 and pr < ALPHA
-    attn_falls = ra < 0 and pa < ALPHA
-    if nw < 4 or not (math.isfinite(rr) and math.isfinite(ra)):
+        res[model] = _spearman(xs, [_f(r[column]) for r in sel]) + (len(set(xs)),)
+    (rr, pr, nw), (ro, po, no) = res[ref], res[other]
+    stat = f"ρ {ref} {rr:+.2f} (p={pr:.2g}), {other} {ro:+.2f} (p={po:.2g}) over {min(nw, no)} widths"
+    if min(nw, no) < 4 or not (math.isfinite(rr) and math.isfinite(ro)):
         v = INCONCLUSIVE
-    elif relu_falls and not attn_falls:
+    elif rr < 0 and pr < ALPHA and not (ro < 0 and po < ALPHA):
         v = HOLDS
     else:
         v = FAILS
-    return _claim(1, t, stat, v, dataset=ds, rho_relu=rr, p_relu=pr, rho_attn=ra, p_attn=pa)
+    return v, stat, {"rho_ref": rr, "p_ref": pr, "rho_other": ro, "p_other": po}
+
+
+def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "v2: trainable Q/K/V attention does not approach its linearization with width; 2L-ReLU does"
+    name = "Spearman ρ(lin_distance_rel, log₂ m)"
+    col = "lin_distance_rel"
+    if not rows or not any(r["model"] == "QKV-Attn" for r in rows):
+        return _claim(7, t, name + " (QKV-Attn not among the models)", NO_DATA, dataset=ds)
+    if not any(math.isfinite(_f(r.get(col))) for r in rows):
+        return _claim(7, t, name + " (linearized twin not available)", NO_DATA, dataset=ds)
+    v, stat, vals = _width_rule(rows, col, "2L-ReLU", "QKV-Attn")
+    return _claim(7, t, stat, v, dataset=ds, **vals)
 
 
 def _claim2(ds: str, rows: list[dict] | None) -> dict[str, Any]:

@@ -27,6 +27,7 @@ RANKINGS = ("abs_signed_mean", "abs_mean", "signed_mean", "per_test")
 INTERVENTIONS = ("transformed", "curated", "adversarial")
 NORMS = ("linf", "l2")
 PREDICTORS = ("ridge", "flow")
+MODEL_KINDS = ("relu", "attn", "qkv")
 
 
 def _check(cond: bool, fld: str, value: Any, allowed: str) -> None:
@@ -81,7 +82,7 @@ class ModelSpec:
     """The two models and their widths."""
 
     kinds: tuple[str, ...] = ("relu", "attn")
-    """Models to compare: relu (2L-ReLU), attn (MLP-Attn)."""
+    """Models to compare: relu (2L-ReLU), attn (MLP-Attn), qkv (QKV-Attn, the v2 extension)."""
     widths: tuple[int, ...] = DEFAULT_WIDTHS
     """Hidden widths m (paper: 4 … 4096, powers of two)."""
     sigma_w: float = 0.01
@@ -92,8 +93,8 @@ class ModelSpec:
     def __post_init__(self) -> None:
         kinds = tuple(self.kinds)
         _check(
-            len(kinds) >= 1 and all(k in ("relu", "attn") for k in kinds) and len(set(kinds)) == len(kinds),
-            "model.kinds", self.kinds, "a non-empty subset of relu, attn",
+            len(kinds) >= 1 and all(k in MODEL_KINDS for k in kinds) and len(set(kinds)) == len(kinds),
+            "model.kinds", self.kinds, "a non-empty subset of relu, attn, qkv",
         )
         widths = tuple(self.widths)
         _check(
@@ -276,6 +277,25 @@ class LandscapeSpec:
 
 
 @dataclass(frozen=True)
+class QKVSpec:
+    """QKV-Attn, trainable Q/K/V linearized attention (v2 extension, PAPER.md §2)."""
+
+    d_k: int = 0
+    """Width d_k of W_Q, W_K, W_V ∈ R^{d×d_k} (0: d_k = d, the v2 setting)."""
+    init_std: float = 0.0
+    """Std of the projections' init (0: standard, 1/√d)."""
+    dk_sweep: tuple[int, ...] = ()
+    """ntk: extra d_k values swept at the largest width (empty: none)."""
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.d_k, int) and not isinstance(self.d_k, bool) and self.d_k >= 0, "qkv.d_k", self.d_k, "an integer ≥ 0 (0: d_k = d)")
+        _check(_nonneg_float(self.init_std), "qkv.init_std", self.init_std, "a number ≥ 0 (0: 1/√d)")
+        sweep = tuple(self.dk_sweep)
+        _check(all(_pos_int(k) for k in sweep), "qkv.dk_sweep", self.dk_sweep, "positive integers, e.g. 8,32,128")
+        object.__setattr__(self, "dk_sweep", tuple(sorted(set(sweep))))
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """One run: which experiments on which data, with which models and options."""
 
@@ -288,6 +308,7 @@ class RunSpec:
     spectrum: SpectrumSpec = field(default_factory=SpectrumSpec)
     flip: FlipSpec = field(default_factory=FlipSpec)
     landscape: LandscapeSpec = field(default_factory=LandscapeSpec)
+    qkv: QKVSpec = field(default_factory=QKVSpec)
     seeds: tuple[int, ...] = (0, 1, 2)
     """Seeds (ours: 3); each seeds the subset draw, the init and the batch order."""
     device: str = "auto"
@@ -365,6 +386,7 @@ SECTIONS = {
     "spectrum": SpectrumSpec,
     "flip": FlipSpec,
     "landscape": LandscapeSpec,
+    "qkv": QKVSpec,
 }
 
 

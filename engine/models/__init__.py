@@ -1,4 +1,4 @@
-"""Models of PAPER.md §2: TwoLayerNet (2L-ReLU), LinearizedAttention, MLPAttn."""
+"""Models of PAPER.md §2: TwoLayerNet (2L-ReLU), LinearizedAttention, MLPAttn, QKVAttn (v2)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from torch import nn
 from engine.errors import ConfigError
 from engine.models.attention import LinearizedAttention
 from engine.models.mlp_attn import MLPAttn
+from engine.models.qkv import QKVAttention, QKVAttn
 from engine.models.two_layer import TwoLayerNet, normalize_rows
 
-MODEL_KINDS = ("relu", "attn")
-MODEL_LABELS = {"relu": "2L-ReLU", "attn": "MLP-Attn"}
+MODEL_KINDS = ("relu", "attn", "qkv")
+MODEL_LABELS = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
 
 
 def build_model(
@@ -24,8 +25,12 @@ def build_model(
     train_output: bool = False,
     seed: int = 0,
     dtype: torch.dtype = torch.float32,
+    d_k: int | None = None,
+    init_std: float | None = None,
 ) -> nn.Module:
-    """Build ``relu`` (2L-ReLU) or ``attn`` (MLP-Attn) for training data ``context`` [n, d]."""
+    """Build ``relu`` (2L-ReLU), ``attn`` (MLP-Attn) or ``qkv`` (QKV-Attn) for training
+    data ``context`` [n, d]. ``d_k`` and ``init_std`` apply to ``qkv`` only (None: d_k = d,
+    std 1/√d)."""
     if kind == "relu":
         return TwoLayerNet(
             context.shape[1], width, n_out, sigma_w=sigma_w, train_output=train_output,
@@ -36,6 +41,11 @@ def build_model(
             context, width, n_out, sigma_w=sigma_w, train_output=train_output, seed=seed,
             dtype=dtype,
         )
+    if kind == "qkv":
+        return QKVAttn(
+            context, width, n_out, d_k=d_k, init_std=init_std, sigma_w=sigma_w,
+            train_output=train_output, seed=seed, dtype=dtype,
+        )
     raise ConfigError("model", kind, f"one of {', '.join(MODEL_KINDS)}")
 
 
@@ -44,6 +54,8 @@ __all__ = [
     "MODEL_LABELS",
     "LinearizedAttention",
     "MLPAttn",
+    "QKVAttention",
+    "QKVAttn",
     "TwoLayerNet",
     "build_model",
     "normalize_rows",

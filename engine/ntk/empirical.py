@@ -64,7 +64,8 @@ def empirical_ntk(
     """Empirical NTK of ``model`` between x1 [n1, d] and x2 [n2, d] (default x1).
 
     ``method``: ``structured`` (closed form for TwoLayerNet / MLPAttn, O(n² + n·block)
-    memory, never forms a Jacobian), ``jacobian`` (torch.func Jacobians of any module,
+    memory, never forms a Jacobian; for QKV-Attn ``engine.ntk.qkv.qkv_ntk``, exact over
+    the attention projections and the head), ``jacobian`` (torch.func Jacobians of any module,
     contracted over all trainable parameters), ``auto`` (structured when the model has
     ``features`` and ``head``). ``block_size``: hidden units per block (structured) or
     samples per Jacobian block (jacobian); None: 4096 units, or as many samples as fit
@@ -77,8 +78,13 @@ def empirical_ntk(
         raise ConfigError("method", method, "auto, structured or jacobian")
     if block_size is not None and not (isinstance(block_size, int) and block_size > 0):
         raise ConfigError("block_size", block_size, "a positive integer")
+    from engine.ntk.qkv import has_qkv_structure, qkv_ntk
+
+    qkv = has_qkv_structure(model)
     if method == "auto":
-        method = "structured" if has_structure(model) else "jacobian"
+        method = "structured" if has_structure(model) or qkv else "jacobian"
+    if method == "structured" and qkv:
+        return qkv_ntk(model, x1, x2, block_size=block_size or 4096, output=output)
     if method == "structured":
         if not has_structure(model):
             raise ConfigError(
@@ -101,6 +107,10 @@ def _count_mm(e1: torch.Tensor, e2: torch.Tensor) -> torch.Tensor:
     other devices (or if unavailable) float32 is exact too, since every partial sum is
     an integer below 2²⁴ (b ≤ 2²⁰ is enforced by the spec's width limit).
     """
+    if e1.device.type == "cpu" and hasattr(torch, "_int_mm") and e1.shape[1] == 1:
+        # torch._int_mm returns uninitialised memory for an inner dimension of 1 (a last
+        # block of one hidden unit, e.g. m = 4097): an int32 outer product instead.
+        return e1.to(torch.int32) * e2.to(torch.int32).T
     if e1.device.type == "cpu" and hasattr(torch, "_int_mm"):
         try:
             return torch._int_mm(_as_int8(e1), _as_int8(e2).T)

@@ -46,6 +46,8 @@ def build_spec(
     models: str | None = None,
     datasets: str | None = None,
     dtype: str | None = None,
+    qkv_dk: int | None = None,
+    qkv_dk_sweep: str | None = None,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
     spec = RunSpec.load(config) if config else RunSpec()
@@ -88,6 +90,10 @@ def build_spec(
         ch["spectrum__rtol"] = rtol
     if datasets is not None:
         ch["spectrum__datasets"] = parse_names(datasets)
+    if qkv_dk is not None:
+        ch["qkv__d_k"] = qkv_dk
+    if qkv_dk_sweep is not None:
+        ch["qkv__dk_sweep"] = parse_ints(qkv_dk_sweep, "--qkv-dk-sweep") if qkv_dk_sweep else ()
     return spec.replace(**ch)
 
 
@@ -156,7 +162,9 @@ def headless(
     n_train: Annotated[int | None, typer.Option("--n-train", help="Training examples, class-balanced (default 1000).")] = None,
     n_test: Annotated[int | None, typer.Option("--n-test", help="Test examples, class-balanced (default 200).")] = None,
     widths: Annotated[str | None, typer.Option(help="Hidden widths, e.g. 16,1024,4096 (default 4…4096).")] = None,
-    models: Annotated[str | None, typer.Option(help="Models: relu,attn (default both).")] = None,
+    models: Annotated[str | None, typer.Option(help="Models: relu,attn (default both), qkv (QKV-Attn, v2).")] = None,
+    qkv_dk: Annotated[int | None, typer.Option("--qkv-dk", help="QKV-Attn projection width d_k (0: d_k = d, default).")] = None,
+    qkv_dk_sweep: Annotated[str | None, typer.Option("--qkv-dk-sweep", help="ntk: extra QKV-Attn d_k values at the largest width, e.g. 8,32.")] = None,
     seeds: Annotated[str | None, typer.Option(help="Seeds, e.g. 0,1,2 (default).")] = None,
     epochs: Annotated[int | None, typer.Option(help="Training epochs (paper: 500).")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate (paper: 1e-3).")] = None,
@@ -180,7 +188,7 @@ def headless(
             dataset=dataset, experiment=experiment, config=config, classes=classes, n_train=n_train,
             n_test=n_test, widths=widths, seeds=seeds, epochs=epochs, lr=lr, optimizer=optimizer, device=device,
             data_dir=data_dir, quick=quick, attacks=attacks, eps=eps, rtol=rtol, models=models,
-            datasets=datasets, dtype=dtype,
+            datasets=datasets, dtype=dtype, qkv_dk=qkv_dk, qkv_dk_sweep=qkv_dk_sweep,
         )
         if save_config is not None:
             spec.save(save_config)

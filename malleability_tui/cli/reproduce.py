@@ -88,6 +88,7 @@ def reproduce(
     widths: Annotated[str | None, typer.Option(help="Override the preset's widths, e.g. 16,256,1024.")] = None,
     epochs: Annotated[int | None, typer.Option(help="Override the preset's training epochs.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")] = False,
+    models: Annotated[str | None, typer.Option(help="Models (default relu,attn); add qkv for the v2 claim (checklist 7).")] = None,
 ) -> None:
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
     with expected_errors():
@@ -104,6 +105,8 @@ def reproduce(
             over["model__widths"] = parse_ints(widths, "--widths")
         if epochs is not None:
             over["train__epochs"] = epochs
+        if models is not None:
+            over["model__kinds"] = parse_names(models)
         parts = plan(names, tables=tabs, seeds=sd, quick=quick,
                      data_dir=str(data_dir) if data_dir else None, device=device, overrides=over)
         path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"

@@ -20,7 +20,7 @@ COLUMNS = (
     "kernel_drift",
     "test_accuracy",
 )
-COLORS = {"2L-ReLU": "cyan", "MLP-Attn": "magenta"}
+COLORS = {"2L-ReLU": "cyan", "MLP-Attn": "magenta", "QKV-Attn": "yellow"}
 
 
 class SweepPanel(Vertical):

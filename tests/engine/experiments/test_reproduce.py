@@ -95,7 +95,7 @@ def test_checklist_holds() -> None:
         sharpness=[{"model": "MLP-Attn", "hessian_top_eig": "1.0"}, {"model": "MLP-Attn", "hessian_top_eig": "1.1"},
                    {"model": "2L-ReLU", "hessian_top_eig": "5.0"}, {"model": "2L-ReLU", "hessian_top_eig": "5.2"}],
     )
-    assert v == {1: HOLDS, 2: HOLDS, 3: HOLDS, 4: HOLDS, 5: HOLDS, 6: HOLDS}
+    assert v == {1: HOLDS, 2: HOLDS, 3: HOLDS, 4: HOLDS, 5: HOLDS, 6: HOLDS, 7: NO_DATA}
 
 
 def test_checklist_does_not_hold_and_inconclusive() -> None:
@@ -107,7 +107,7 @@ def test_checklist_does_not_hold_and_inconclusive() -> None:
                    for k, t, m in (("G", "eig_top", 0.1), ("G3", "eig_top", 0.5), ("G", "eig_bottom", 0.9), ("G3", "eig_bottom", 0.5))],
         sharpness=[{"model": "MLP-Attn", "hessian_top_eig": "5.0"}, {"model": "2L-ReLU", "hessian_top_eig": "5.1"}],
     )
-    assert v == {1: FAILS, 2: FAILS, 3: FAILS, 4: FAILS, 5: FAILS, 6: INCONCLUSIVE}
+    assert v == {1: FAILS, 2: FAILS, 3: FAILS, 4: FAILS, 5: FAILS, 6: INCONCLUSIVE, 7: NO_DATA}
     few = _verdicts(ntk=_ntk(-1.0, 1.0, widths=(16, 64, 256)),
                     spectrum=[{"kappa_G": "1e6", "kappa_G_cubed": "1e18", "kappa_G3_direct": "1e14"}],
                     flip=_flips(0.06, 0.05, n=20))
