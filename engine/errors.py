@@ -17,11 +17,12 @@ class EngineError(Exception):
 class ConfigError(EngineError, ValueError):
     """An invalid option: names the field, the value and what is allowed."""
 
-    def __init__(self, field: str, value: Any, allowed: str) -> None:
+    def __init__(self, field: str, value: Any, allowed: str, *, where: str | None = None) -> None:
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"invalid {field}={value!r}: {allowed}")
+        self.where = where
+        super().__init__(f"{where + ': ' if where else ''}invalid {field}={value!r}: {allowed}")
 
 
 class DatasetError(EngineError):

@@ -260,6 +260,13 @@ class MalleabilityApp(App):
     def action_close_error(self) -> None:
         self._q(ErrorDialog).is_open = False
 
+    def _fatal_error(self) -> None:
+        """An unhandled exception: one line (traceback in a log file) instead of Textual's
+        traceback on the terminal; the app exits with status 1."""
+        self.bell()
+        self._exit_renderables.append(_crash_line(self, self._exception))
+        self._close_messages_no_wait()
+
     def show_error(self, title: str, message: str) -> None:
         """Show the error dialog (an overlay of the main screen, see dialogs/error_dialog.py)."""
         self._q(ErrorDialog).show(title, message)
@@ -443,7 +450,10 @@ class MalleabilityApp(App):
             self.show_error("Could not open the run", error_text(e))
             return
         self._push_state(force=True)
-        self.notify(f"opened {Path(path).name}")
+        if self.state.damage:  # opened what could be read; say what could not
+            self.show_error("Damaged run (opened the rest)", "\n".join(self.state.damage))
+        else:
+            self.notify(f"opened {Path(path).name}")
         first = next(
             (
                 t
@@ -507,6 +517,13 @@ class MalleabilityApp(App):
             )
 
 
+def _crash_line(app: App, error: BaseException | None) -> str:
+    """Textual's fatal-error hook, routed through the front end's boundary (see main)."""
+    from malleability_tui.cli.common import error_line
+
+    return "error: " + (error_line(error)[0] if error is not None else "internal error")
+
+
 def _read_env(run_dir: str) -> dict[str, Any]:
     import json
 
@@ -522,21 +539,45 @@ def make_app(settings: Settings | None = None, runner: JobRunner | None = None) 
 
 
 def main() -> None:
-    """Console-script entry point of ``malleability-tui`` (optional argument: a run directory)."""
+    """Console-script entry point of ``malleability-tui`` (optional argument: a run directory
+    or a spec TOML). The front end's error boundary: a bad argument or an unexpected error
+    is one line on stderr (a traceback goes to a log file) and a non-zero exit."""
     import sys
+
+    from malleability_tui.cli.common import error_line, sigterm_as_interrupt
 
     s = Settings()
     args = sys.argv[1:]
     if args and args[0] in ("-h", "--help"):
-        print("usage: malleability-tui [RUN_DIR]   (runs folder: $MALLEABILITY_RUNS or ./runs)")
+        print("usage: malleability-tui [RUN_DIR | SPEC.toml]   (runs folder: $MALLEABILITY_RUNS or ./runs)")
         return
-    if args:
-        p = Path(args[0])
-        if (p / "spec.toml").exists():
-            s.open_run = str(p)
-        elif p.suffix == ".toml" and p.exists():
-            s.spec = RunSpec.load(p)
-    make_app(s).run()
+    try:
+        if len(args) > 1:
+            raise EngineError(f"one argument at most (a run directory or a spec .toml), got {len(args)}")
+        if args:
+            p = Path(args[0])
+            if (p / "spec.toml").exists():
+                s.open_run = str(p)
+            elif p.is_dir():
+                raise EngineError(f"{p}: not a run directory (it has no spec.toml)")
+            elif not p.exists():
+                raise EngineError(f"{p}: no such run directory or spec file")
+            elif p.suffix == ".toml":
+                s.spec = RunSpec.load(p)
+            else:
+                raise EngineError(f"{p}: a run directory or a spec .toml file expected")
+        app = make_app(s)
+        with sigterm_as_interrupt():
+            app.run()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
+        msg, code = error_line(e)
+        print(f"error: {msg}", file=sys.stderr)
+        sys.exit(code)
+    if app.return_code:
+        sys.exit(app.return_code)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,8 @@ class RunState:
     ended_at: float | None = None
     revision: int = 0
     """Bumped on every change; panels re-render when it moves."""
+    damage: list[str] = field(default_factory=list)
+    """"damaged run: FILE: what" for each file of a reopened run that could not be read."""
 
     def apply(self, ev: Event) -> None:
         """Fold one event into the state."""
@@ -130,17 +132,21 @@ def load_run_state(path: str | Path) -> RunState:
     from engine.experiments.store import read_run
 
     p = Path(path)
-    data = read_run(p)
+    data = read_run(p, partial=True)
     st = RunState(run_dir=str(p), spec=data["spec"], env=data.get("env", {}))
+    st.damage = list(data["damage"])
     ev_file = p / "events.jsonl"
     replayed = False
     if ev_file.exists():
-        for line in ev_file.read_text(encoding="utf-8").splitlines():
+        bad = 0
+        for line in ev_file.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 st.apply(from_json(json.loads(line)))
                 replayed = True
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # a line cut by an interruption
+            except (ValueError, KeyError, TypeError, AttributeError):
+                bad += 1  # a line cut by an interruption (or damage)
+        if bad > 1:
+            st.damage.append(f"damaged run: {ev_file}: {bad} unreadable lines skipped")
     if not replayed:
         st.tables = {k: [dict(r) for r in v] for k, v in data["tables"].items()}
         st.summary = dict(data.get("summary", {}))

@@ -24,6 +24,9 @@ TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST_BATCH = "test_batch"
 META = "batches.meta"
 _PIXELS = 3 * 32 * 32
+# A real batch file is 31 MB (10000 images); anything over this documented ceiling is
+# refused before unpickling, so a crafted file cannot make the loader allocate without bound.
+MAX_BATCH_BYTES = 64 << 20
 
 
 def _numpy_globals() -> dict[tuple[str, str], Any]:
@@ -68,6 +71,12 @@ class RestrictedUnpickler(pickle.Unpickler):
 def safe_unpickle(path: Path) -> Any:
     """Load one pickle file with :class:`RestrictedUnpickler`; any failure → DatasetError."""
     try:
+        size = path.stat().st_size
+        if size > MAX_BATCH_BYTES:
+            raise DatasetError(
+                f"{path}: {size:,} bytes, over the {MAX_BATCH_BYTES >> 20} MiB ceiling of a CIFAR-10 "
+                "batch (a real one is 31 MB); refusing to load it"
+            )
         with open(path, "rb") as f:
             return RestrictedUnpickler(f, str(path)).load()  # type: ignore[arg-type]
     except DatasetError:
@@ -85,6 +94,30 @@ def _get(d: dict, key: str) -> Any:
         if k in d:
             return d[k]
     raise KeyError(key)
+
+
+def _int_labels(labels: Any, n: int, path: Path) -> np.ndarray:
+    """b'labels' as int64 [n]: a flat list (or integer array) of exactly ``n`` integers.
+
+    Checked element by element before numpy sees it: a float label is refused (numpy would
+    truncate 1.7 to 1), an int too large for int64 is refused (not an OverflowError), and a
+    nested list (which a pickle can make huge from a few bytes of shared references) never
+    reaches ``np.asarray``.
+    """
+    if isinstance(labels, np.ndarray):
+        if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+            raise DatasetError(f"{path}: b'labels' is a {labels.dtype} array {labels.shape}, expected {n} integers")
+        return labels.astype(np.int64)
+    if not isinstance(labels, (list, tuple)):
+        raise DatasetError(f"{path}: b'labels' is {type(labels).__name__}, expected a list of {n} integers")
+    if len(labels) != n:
+        raise DatasetError(f"{path}: {n} images but {len(labels)} labels; expected the same count")
+    for v in labels:
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise DatasetError(f"{path}: label {str(v)[:20]!r} is not an integer, expected 0..9")
+        if not 0 <= int(v) <= 9:
+            raise DatasetError(f"{path}: label {str(v)[:20]} out of range, expected 0..9")
+    return np.asarray(labels, dtype=np.int64)
 
 
 def read_batch(path: Path) -> RawSplit:
@@ -110,10 +143,7 @@ def read_batch(path: Path) -> RawSplit:
             else type(data).__name__
         )
         raise DatasetError(f"{path}: b'data' is {desc}, expected a uint8 array N×{_PIXELS}")
-    try:
-        labels = np.asarray(labels, dtype=np.int64).reshape(-1)
-    except (TypeError, ValueError):
-        raise DatasetError(f"{path}: b'labels' is not a list of integers") from None
+    labels = _int_labels(labels, data.shape[0], path)
     if labels.shape[0] != data.shape[0]:
         raise DatasetError(
             f"{path}: {data.shape[0]} images but {labels.shape[0]} labels; expected the same count"

@@ -76,7 +76,7 @@ def _download_one(
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         length = resp.headers.get("Content-Length")
         total = int(length) if length and length.isdigit() else None
-        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=_part_prefix(dest.name), suffix=".part")
         tmp = Path(tmp_name)
         try:
             md5, sha = hashlib.md5(usedforsecurity=False), hashlib.sha256()
@@ -133,6 +133,75 @@ def download_file(
     )
 
 
+def _part_prefix(name: str) -> str:
+    """Temp files are ``.<name>.<pid>.<random>.part``: the pid says whether the writer lives."""
+    return f".{name}.{os.getpid()}."
+
+
+def clean_stale_parts(folder: Path) -> list[Path]:
+    """Remove ``.part`` files whose writer is gone (a fetch killed by SIGKILL); returns them.
+
+    A part file of a live process (another fetch running now) is left alone.
+    """
+    from engine.experiments.runlock import pid_alive
+
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for f in folder.rglob(".*.part"):
+        parts = f.name.split(".")  # "", name…, pid, random, "part"
+        pid = int(parts[-3]) if len(parts) >= 5 and parts[-3].isdigit() else None
+        if pid is not None and pid_alive(pid):  # a fetch running now (this process included)
+            continue
+        try:
+            f.unlink()
+            removed.append(f)
+        except OSError:
+            pass
+    return removed
+
+
+def _norm_member(name: str) -> str:
+    n = str(PurePosixPath(name.replace("\\", "/")))  # "./a/b/" → "a/b"
+    return "" if n == "." else n
+
+
+def _collision(members: list[tarfile.TarInfo], dest: Path) -> str | None:
+    """Why the members would collide with each other or with what ``dest`` holds, or None.
+
+    Refused: a file and a folder of the same name, a file twice, a file used as a folder
+    (``x`` then ``x/y``), and a member whose kind differs from what already exists there.
+    """
+    files: set[str] = set()
+    dirs: set[str] = set()
+    for m in members:
+        n = _norm_member(m.name)
+        if not n:
+            continue
+        anc = [str(a) for a in PurePosixPath(n).parents if str(a) != "."]
+        for a in anc:
+            if a in files:
+                return f"{m.name!r} lies below the file member {a!r}"
+            if (dest / a).exists() and not (dest / a).is_dir():
+                return f"{m.name!r} needs the folder {dest / a}, which is a file"
+        dirs.update(anc)
+        if m.isdir():
+            if n in files:
+                return f"folder member {m.name!r} has the name of a file member"
+            if (dest / n).exists() and not (dest / n).is_dir():
+                return f"folder member {m.name!r} would replace the file {dest / n}"
+            dirs.add(n)
+        else:
+            if n in dirs:
+                return f"file member {m.name!r} has the name of a folder member"
+            if n in files:
+                return f"file member {m.name!r} appears twice"
+            if (dest / n).is_dir():
+                return f"file member {m.name!r} would replace the folder {dest / n}"
+            files.add(n)
+    return None
+
+
 def _unsafe_reason(m: tarfile.TarInfo) -> str | None:
     name = m.name
     if name.startswith(("/", "\\")) or PureWindowsPath(name).drive or os.path.isabs(name):
@@ -152,7 +221,8 @@ def safe_extract(archive: Path, dest: Path) -> list[str]:
     """Unpack a tar archive (any compression) into ``dest``; returns the member names.
 
     Every member is checked before anything is written: absolute paths, ``..`` components,
-    symbolic and hard links, devices and FIFOs raise DatasetError naming the member.
+    symbolic and hard links, devices and FIFOs, and members that collide (see
+    :func:`_collision`) raise DatasetError naming the member.
     """
     try:
         tf = tarfile.open(archive, "r:*")
@@ -170,6 +240,9 @@ def safe_extract(archive: Path, dest: Path) -> list[str]:
                 raise DatasetError(
                     f"{archive}: unsafe tar member {m.name!r} ({why}); nothing was extracted"
                 )
+        clash = _collision(members, dest)
+        if clash:
+            raise DatasetError(f"{archive}: colliding tar members: {clash}; nothing was extracted")
         for m in members:
             target = dest / m.name
             # a folder already in dest could be a symlink pointing elsewhere: check the real path
@@ -182,7 +255,7 @@ def safe_extract(archive: Path, dest: Path) -> list[str]:
             src = tf.extractfile(m)
             if src is None:  # pragma: no cover - isreg() members always have data
                 continue
-            fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".part")
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=_part_prefix(target.name), suffix=".part")
             try:
                 with os.fdopen(fd, "wb") as out, src:
                     shutil.copyfileobj(src, out, _CHUNK)
@@ -227,6 +300,7 @@ def fetch(
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise DatasetError(f"cannot create {folder}: {e.strerror or e}") from None
+    clean_stale_parts(folder)  # left by a fetch that was killed (SIGKILL cannot clean up)
     mirrors = tuple(mirrors) if mirrors is not None else info.mirrors
     downloaded, skipped = [], []
     for rf in tuple(files) if files is not None else info.remote:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import io
+import math
 import struct
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -16,20 +19,58 @@ LABELS_MAGIC = 2049  # 0x00000801: unsigned bytes, 1 dimension
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's payload, gunzipped when it starts with the gzip magic (whatever its name)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise DatasetError(f"{path}: cannot read ({e.strerror or e})") from None
-    if data[:2] != _GZIP_MAGIC:
-        return data
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as e:
+# A header promising more than this is refused before anything is inflated: the largest
+# real IDX file here (MNIST / Fashion-MNIST train images, 60000×28×28) is 47 MB, so the
+# ceiling is ~5× that; memory use is bounded by the header's promise, never by what a
+# (possibly malicious) gzip stream would inflate to.
+MAX_IDX_BYTES = 256 << 20
+
+
+def _read_header(f: BinaryIO, path: Path | str, magic: int, dims: tuple[int | None, ...]) -> tuple[tuple[int, ...], int]:
+    """(shape, data bytes the header promises), validated against ``magic``, ``dims`` and the ceiling."""
+    what = "images" if magic == IMAGES_MAGIC else "labels"
+    head = f.read(4)
+    if len(head) < 4:
+        raise DatasetError(f"{path}: truncated IDX {what} file ({len(head)} bytes, no header)")
+    got = int.from_bytes(head, "big")
+    if got != magic:
         raise DatasetError(
-            f"{path}: corrupt gzip file ({e}); delete it and fetch it again"
-        ) from None
+            f"{path}: not an IDX {what} file: magic number {got} (0x{got:08x}), "
+            f"expected {magic} (0x{magic:08x})"
+        )
+    ndim = magic & 0xFF
+    rest = f.read(4 * ndim)
+    if len(rest) < 4 * ndim:
+        raise DatasetError(f"{path}: truncated IDX {what} file: header needs {4 + 4 * ndim} bytes")
+    shape = struct.unpack(">" + "I" * ndim, rest)
+    for i, (want, have) in enumerate(zip(dims, shape[1:])):
+        if want is not None and want != have:
+            exp = "×".join("?" if d is None else str(d) for d in dims)
+            raise DatasetError(
+                f"{path}: {what} of shape {'×'.join(map(str, shape[1:]))}, expected {exp} "
+                f"(dimension {i + 2})"
+            )
+    need = math.prod(shape)  # Python ints: no overflow whatever the header says
+    if need > MAX_IDX_BYTES:
+        raise DatasetError(
+            f"{path}: IDX header promises {'×'.join(map(str, shape))} = {need:,} bytes, over the "
+            f"{MAX_IDX_BYTES >> 20} MiB ceiling; refusing to read it (not an MNIST-style file)"
+        )
+    return shape, need
+
+
+def _read_stream(f: BinaryIO, path: Path | str, magic: int, dims: tuple[int | None, ...]) -> np.ndarray:
+    what = "images" if magic == IMAGES_MAGIC else "labels"
+    shape, need = _read_header(f, path, magic, dims)
+    data = f.read(need + 1)  # bounded by the header: a bomb is cut off after one byte
+    if len(data) != need:
+        state = "truncated" if len(data) < need else "corrupt (trailing bytes)"
+        found = str(len(data)) if len(data) < need else "more"
+        raise DatasetError(
+            f"{path}: {state} IDX {what} file: header says {'×'.join(map(str, shape))} "
+            f"= {need} data bytes, found {found}"
+        )
+    return np.frombuffer(data, dtype=np.uint8).reshape(shape)
 
 
 def parse_idx(
@@ -40,41 +81,24 @@ def parse_idx(
     ``magic`` is the expected magic number; ``dims`` the expected trailing dimensions
     (None: any). The byte length must match the header exactly.
     """
-    what = "images" if magic == IMAGES_MAGIC else "labels"
-    if len(data) < 4:
-        raise DatasetError(f"{path}: truncated IDX {what} file ({len(data)} bytes, no header)")
-    got = int.from_bytes(data[:4], "big")
-    if got != magic:
-        raise DatasetError(
-            f"{path}: not an IDX {what} file: magic number {got} (0x{got:08x}), "
-            f"expected {magic} (0x{magic:08x})"
-        )
-    ndim = magic & 0xFF
-    header = 4 + 4 * ndim
-    if len(data) < header:
-        raise DatasetError(f"{path}: truncated IDX {what} file: header needs {header} bytes")
-    shape = struct.unpack(">" + "I" * ndim, data[4:header])
-    for i, (want, have) in enumerate(zip(dims, shape[1:])):
-        if want is not None and want != have:
-            exp = "×".join("?" if d is None else str(d) for d in dims)
-            raise DatasetError(
-                f"{path}: {what} of shape {'×'.join(map(str, shape[1:]))}, expected {exp} "
-                f"(dimension {i + 2})"
-            )
-    need = int(np.prod(shape, dtype=np.int64))
-    have_bytes = len(data) - header
-    if have_bytes != need:
-        state = "truncated" if have_bytes < need else "corrupt (trailing bytes)"
-        raise DatasetError(
-            f"{path}: {state} IDX {what} file: header says {'×'.join(map(str, shape))} "
-            f"= {need} data bytes, found {have_bytes}"
-        )
-    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
+    return _read_stream(io.BytesIO(data), path, magic, dims)
 
 
 def read_idx(path: Path, *, magic: int, dims: tuple[int | None, ...] = ()) -> np.ndarray:
-    """Read and validate one IDX file (see :func:`parse_idx`)."""
-    return parse_idx(read_bytes(path), path, magic=magic, dims=dims)
+    """Read and validate one IDX file, gunzipped when it starts with the gzip magic (whatever
+    its name); at most the header's promised size is ever inflated (see ``MAX_IDX_BYTES``)."""
+    try:
+        with open(path, "rb") as raw:
+            gz = raw.read(2) == _GZIP_MAGIC
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot read ({e.strerror or e})") from None
+    try:
+        with gzip.open(path, "rb") if gz else open(path, "rb") as f:
+            return _read_stream(f, path, magic, dims)  # type: ignore[arg-type]
+    except (OSError, EOFError, zlib.error) as e:
+        if not gz:
+            raise DatasetError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+        raise DatasetError(f"{path}: corrupt gzip file ({e}); delete it and fetch it again") from None
 
 
 def idx_count(path: Path, magic: int) -> int:

@@ -2,7 +2,8 @@
 
 Data root resolution (first folder holding the files wins; see :func:`search_bases`):
 
-1. an explicit ``root`` (``--data-dir``), which must exist;
+1. an explicit ``root`` (``--data-dir``), which must exist and is then the only place
+   searched (the steps below apply only without one);
 2. ``$MALLEABILITY_DATA`` (one folder, or several joined by ``os.pathsep``);
 3. ``platformdirs.user_data_dir("malleability")`` (where ``malleability data fetch`` writes);
 4. system locations of the data set (``/usr/share/datasets/fashion-mnist``, Debian).
@@ -257,20 +258,24 @@ def _other_aliases(name: str) -> set[str]:
 def search_bases(name: str, root: str | os.PathLike | None = None) -> list[Path]:
     """Candidate folders for ``name`` in search order (existing or not).
 
-    ``root/<alias>``, ``root``, then the same for each ``$MALLEABILITY_DATA`` entry and the
-    user data dir, then the data set's system dirs.
+    ``root/<alias>`` and ``root`` only when an explicit ``root`` is given (an explicit folder
+    is used or refused, never silently replaced); else the same for each
+    ``$MALLEABILITY_DATA`` entry and the user data dir, then the data set's system dirs.
     """
     info = get_info(name)
-    bases = [Path(root).expanduser()] if root is not None else []
-    bases += [Path(p).expanduser() for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-    bases.append(user_data_home())
+    if root is not None:
+        bases = [Path(root).expanduser()]
+    else:
+        bases = [Path(p).expanduser() for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
+        bases.append(user_data_home())
     others = _other_aliases(info.name)
     out: list[Path] = []
     for base in bases:
         out.extend(base / a for a in info.aliases)
         if base.name.lower() not in others:
             out.append(base)
-    out.extend(Path(p) for p in info.system_dirs)
+    if root is None:
+        out.extend(Path(p) for p in info.system_dirs)
     return out
 
 

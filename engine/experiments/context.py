@@ -112,9 +112,18 @@ class RunContext:
             try:
                 ds = load(d.data_dir)
             except DatasetError:
+                # The explicit folder is the main data set's: it is never replaced for that
+                # one; an extra data set (spectrum.datasets) not in it is looked up as
+                # usual, and the run says so.
                 if name == d.name or d.data_dir is None:
                     raise
                 ds = load(None)
+                from engine.data import find_root
+
+                note = f"{name}: not in --data-dir {d.data_dir}; using {find_root(name) or 'the built-in copy'}"
+                if note not in self._noted:
+                    self._noted.add(note)
+                    self._notes.append(note)
             self._datasets[key] = ds
             for note in ds.notes:  # the same note for every seed: report it once
                 if note not in self._noted:

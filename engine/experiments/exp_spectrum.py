@@ -44,10 +44,10 @@ from engine.experiments.registry import register
 from engine.spectral import (
     KERNELS,
     LARGEST_MODEL,
-    eigen_targets,
-    kernel_ridge,
+    eigen_target_set,
+    fit_targets,
+    kernel_spectrum,
     label_targets,
-    ntk_spectra,
     paper_spectrum,
     spectrum,
     study_kernels,
@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from engine.data.dataset import Dataset
     from engine.experiments.context import RunContext
 
+NTK_KERNELS = ("ntk_raw", "ntk_attn")
+"""Kernels whose spectrum goes to the ``ntk_spectrum`` table (Θ∞ on raw vs attention inputs)."""
 MAX_KERNEL_N = 3000
 """Largest training set used for the n×n kernels (NTK spectra, alignment)."""
 N_TARGET_DIRS = 3
@@ -136,16 +138,7 @@ def _cell(
 
     xk = x[:MAX_KERNEL_N]
     xt = ds.x_test.to(ctx.device, torch.float64)
-    ntk_rows = {}
-    for kernel, ks in ntk_spectra(xk).items():
-        row = {"dataset": label, "kernel": kernel, **ks.row()}
-        ntk_rows[kernel] = row
-        yield TableRow("ntk_spectrum", row, cell=cell)
-        yield Artifact(
-            "ntk_eigenvalues",
-            {"dataset": label, "kernel": kernel, "eigenvalues": ks.eigenvalues},
-            cell=cell,
-        )
+    headline, ntk_rows = yield from _kernel_study(ctx, ds, xk, xt, label, cell)
     if "qkv" in ctx.spec.model.kinds:
         for kernel, ks in _qkv_spectra(ctx, ds, xk).items():
             row = {"dataset": label, "kernel": kernel, **ks.row()}
@@ -156,9 +149,7 @@ def _cell(
                 {"dataset": label, "kernel": kernel, "eigenvalues": ks.eigenvalues},
                 cell=cell,
             )
-    ctx.check_cancel()
-
-    headline = yield from _alignment_rows(ctx, ds, xk, xt, label, cell)
+        ctx.check_cancel()
     th = spc.thresholds
     entry: dict[str, Any] = {
         "n": spc.n,
@@ -217,16 +208,14 @@ def _qkv_spectra(ctx: RunContext, ds: Dataset, xk: torch.Tensor) -> dict[str, An
     }
 
 
-def _alignment_rows(
-    ctx: RunContext, ds: Dataset, xk: torch.Tensor, xt: torch.Tensor, label: str, cell: str
-) -> Generator[Event, None, dict[str, dict[str, dict[str, float]]]]:
-    """Rows of the ``alignment`` table; returns {target: {kernel: headline numbers}}."""
-    kernels = study_kernels(xk, xt)
-    rtol = ctx.spec.spectrum.rtol
+def _targets(
+    ctx: RunContext, ds: Dataset, xk: torch.Tensor, xt: torch.Tensor
+) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
+    """{target: (y_train, y_test, labels or None)}: eigen-targets (one SVD), noisy ones, labels."""
     targets: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]] = {}
     gen = torch.Generator().manual_seed(ctx.spec.seeds[0])
-    for which in ("top", "bottom"):
-        ytr, yte = eigen_targets(xk, xt, which=which, k=N_TARGET_DIRS, rtol=rtol)
+    eig = eigen_target_set(xk, xt, which=("top", "bottom"), k=N_TARGET_DIRS, rtol=ctx.spec.spectrum.rtol)
+    for which, (ytr, yte) in eig.items():
         noise = TARGET_NOISE * torch.randn(ytr.shape, generator=gen, dtype=torch.float64)
         targets[f"eig_{which}"] = (ytr, yte, None)
         targets[f"eig_{which}_noisy"] = (ytr + noise.to(ytr.device), yte, None)
@@ -234,10 +223,44 @@ def _alignment_rows(
     ytr_l = ds.y_train[: xk.shape[0]].to(xk.device)
     yte_l = ds.y_test.to(xk.device)
     targets["labels"] = (label_targets(ytr_l, n_cls), label_targets(yte_l, n_cls), yte_l)
+    return targets
+
+
+def _kernel_study(
+    ctx: RunContext, ds: Dataset, xk: torch.Tensor, xt: torch.Tensor, label: str, cell: str
+) -> Generator[
+    Event, None, tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, Any]]]
+]:
+    """Rows of ``ntk_spectrum`` and ``alignment``, kernel by kernel.
+
+    Per kernel: its spectrum (NTKs only, one float64 eigvalsh) and every target at every
+    ridge through one Cholesky per ridge (``engine.spectral.fit_targets``), instead of
+    one eigendecomposition per (kernel, target). Yields ``Progress('cell')`` after each
+    kernel. Returns
+    ({target: {kernel: headline numbers}}, {ntk kernel: ntk_spectrum row}).
+    """
+    targets = _targets(ctx, ds, xk, xt)
+    kernels = study_kernels(xk, xt)
     headline: dict[str, dict[str, dict[str, float]]] = {}
-    for target, (ytr, yte, lab) in targets.items():
-        for kernel in KERNELS:
-            for res in kernel_ridge(kernels[kernel], ytr, yte, ridges=RIDGES, labels=lab):
+    ntk_rows: dict[str, dict[str, Any]] = {}
+    steps = len(KERNELS)
+    yield Progress("cell", 0, steps, f"{label}: kernels (n={xk.shape[0]})", cell=cell)
+    for j, kernel in enumerate(KERNELS):
+        pair = kernels.pop(kernel)  # free each n×n pair once it is used
+        if kernel in NTK_KERNELS:
+            ks = kernel_spectrum(pair.train)
+            row = {"dataset": label, "kernel": kernel, **ks.row()}
+            ntk_rows[kernel] = row
+            yield TableRow("ntk_spectrum", row, cell=cell)
+            yield Artifact(
+                "ntk_eigenvalues",
+                {"dataset": label, "kernel": kernel, "eigenvalues": ks.eigenvalues},
+                cell=cell,
+            )
+        fits = fit_targets(pair, targets, ridges=RIDGES)
+        del pair
+        for target, results in fits.items():
+            for res in results:
                 row = {
                     "dataset": label,
                     "kernel": kernel,
@@ -257,8 +280,10 @@ def _alignment_rows(
                         "test_rel_mse": res.test_rel_mse,
                         "test_accuracy": res.test_accuracy,
                     }
+        yield Progress("cell", j + 1, steps, f"{label}: kernel {kernel} done", cell=cell)
         ctx.check_cancel()
-    return headline
+    # headline in target order (the order of the verdict lines)
+    return {t: headline[t] for t in targets if t in headline}, ntk_rows
 
 
 def _verdict(headline: dict[str, dict[str, dict[str, float]]]) -> list[str]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
+import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -98,8 +100,8 @@ class ModelSpec:
         )
         widths = tuple(self.widths)
         _check(
-            len(widths) >= 1 and all(_pos_int(w) and w <= 2**20 for w in widths),
-            "model.widths", self.widths, "positive integers up to 1048576, e.g. 16,1024,4096",
+            len(widths) >= 1 and all(_pos_int(w) and w <= 2**20 for w in widths) and len(set(widths)) == len(widths),
+            "model.widths", self.widths, "distinct positive integers up to 1048576, e.g. 16,1024,4096",
         )
         _check(_pos_float(self.sigma_w), "model.sigma_w", self.sigma_w, "a positive number (paper: 0.01)")
         object.__setattr__(self, "kinds", kinds)
@@ -167,7 +169,12 @@ class SpectrumSpec:
     def __post_init__(self) -> None:
         if self.rtol is not None:
             _check(_pos_float(self.rtol) and self.rtol < 1, "spectrum.rtol", self.rtol, "a number in (0, 1), e.g. 1e-10")
-        object.__setattr__(self, "datasets", tuple(self.datasets))
+        datasets = tuple(self.datasets)
+        _check(
+            all(isinstance(n, str) and n for n in datasets) and len(set(datasets)) == len(datasets),
+            "spectrum.datasets", self.datasets, "distinct data set names, e.g. mnist,cifar10",
+        )
+        object.__setattr__(self, "datasets", datasets)
 
 
 @dataclass(frozen=True)
@@ -213,9 +220,16 @@ class FlipSpec:
 
     def __post_init__(self) -> None:
         attacks = tuple(self.attacks)
-        _check(len(attacks) >= 1 and all(a in ATTACKS for a in attacks), "flip.attacks", self.attacks, "a subset of fgsm, pgd, mim")
+        _check(
+            len(attacks) >= 1 and all(a in ATTACKS for a in attacks) and len(set(attacks)) == len(attacks),
+            "flip.attacks", self.attacks, "a subset of fgsm, pgd, mim (each once)",
+        )
+        _check(all(_nonneg_float(e) for e in self.eps), "flip.eps", self.eps, "numbers in (0, 1] (pixel space), e.g. 0.1,0.3")
         eps = tuple(float(e) for e in self.eps)
-        _check(len(eps) >= 1 and all(_pos_float(e) and e <= 1 for e in eps), "flip.eps", self.eps, "numbers in (0, 1] (pixel space), e.g. 0.1,0.3")
+        _check(
+            len(eps) >= 1 and all(_pos_float(e) and e <= 1 for e in eps) and len(set(eps)) == len(eps),
+            "flip.eps", self.eps, "distinct numbers in (0, 1] (pixel space), e.g. 0.1,0.3",
+        )
         _check(self.norm in NORMS, "flip.norm", self.norm, "linf or l2")
         _check(_pos_int(self.width), "flip.width", self.width, "a positive integer")
         _check(_pos_float(self.top_frac) and self.top_frac <= 1, "flip.top_frac", self.top_frac, "a fraction in (0, 1]")
@@ -326,7 +340,10 @@ class RunSpec:
             "seeds", self.seeds, "distinct non-negative integers, e.g. 0,1,2",
         )
         object.__setattr__(self, "seeds", seeds)
-        _check(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"), "device", self.device, "auto, cpu or cuda")
+        _check(
+            isinstance(self.device, str) and (self.device in ("auto", "cpu") or self.device.startswith("cuda")),
+            "device", self.device, "auto, cpu or cuda",
+        )
         _check(self.dtype in ("float32", "float64"), "dtype", self.dtype, "float32 or float64")
 
     # -- serialisation ---------------------------------------------------------
@@ -353,15 +370,24 @@ class RunSpec:
 
     @classmethod
     def load(cls, path: str | Path) -> RunSpec:
+        """Read a spec file; every error names the file (one line)."""
         p = Path(path)
         try:
             text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError("config", str(p), "a UTF-8 TOML file (this one is binary)") from None
         except OSError as e:
             raise ConfigError("config", str(p), f"a readable TOML file ({e.strerror})") from None
-        return cls.from_toml(text)
+        try:
+            return cls.from_toml(text)
+        except ConfigError as e:
+            raise ConfigError(e.field, e.value, e.allowed, where=str(p)) from None
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_toml(), encoding="utf-8")
+        """Write the spec as TOML (atomically: a temp file beside it, then a rename)."""
+        from engine.experiments.store import atomic_write
+
+        atomic_write(Path(path), self.to_toml())
 
     def replace(self, **changes: Any) -> RunSpec:
         """Copy with top-level fields or ``section__field`` keys replaced."""
@@ -402,18 +428,85 @@ def _from_dict(cls: type, d: Any, prefix: str) -> Any:
     if not isinstance(d, dict):
         raise ConfigError(prefix.rstrip(".") or "config", d, "a table of options")
     known = {f.name: f for f in fields(cls)}
+    hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
     for k, v in d.items():
         if k not in known:
             raise ConfigError(prefix + k, v, f"a known option: {', '.join(sorted(known))}")
         if k in SECTIONS and cls is RunSpec:
             kwargs[k] = _from_dict(SECTIONS[k], v, k + ".")
-        else:
-            kwargs[k] = tuple(v) if isinstance(v, list) else v
+            continue
+        ok, value, kind = _coerce(hints[k], v)
+        if not ok:
+            allowed = _probe_allowed(cls, k, v)
+            default = getattr(cls(), k)
+            example = f", e.g. {_toml_value(default)}" if default not in (None, ()) else ""
+            raise ConfigError(prefix + k, v, f"{allowed} ({kind})" if allowed else f"{kind}{example}")
+        kwargs[k] = value
     try:
         return cls(**kwargs)
     except TypeError as e:  # pragma: no cover - defensive
         raise ConfigError(prefix.rstrip(".") or "config", d, str(e)) from None
+
+
+# -- strict field typing ---------------------------------------------------------
+# A spec file gives each field its own TOML type, read off the dataclass annotation, so
+# a field added to any section is covered without more code: a bool is a TOML bool (no
+# "false" strings), an int an integer, a float a number, a tuple a TOML array whose
+# elements have the element type (a string is never a list of characters).
+
+_KIND = {bool: "a TOML boolean (true or false)", int: "an integer", float: "a number", str: "a string"}
+_PLURAL = {bool: "booleans", int: "integers", float: "numbers", str: "strings"}
+
+
+def _coerce(tp: Any, v: Any) -> tuple[bool, Any, str]:
+    """(ok, value as the field stores it, what the type allows) for TOML value ``v``."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if v is None:
+            return True, None, ""
+        results = [_coerce(a, v) for a in args]
+        for r in results:
+            if r[0]:
+                return r
+        return False, v, " or ".join(r[2] for r in results) + ", or leave it out"
+    if origin is tuple:
+        elem = typing.get_args(tp)[0]
+        kind = f"a TOML array of {_PLURAL.get(elem, 'values')}"
+        if not isinstance(v, (list, tuple)):
+            return False, v, kind
+        out = []
+        for x in v:
+            ok, xv, _ = _coerce(elem, x)
+            if not ok:
+                return False, v, kind
+            out.append(xv)
+        if len(set(out)) != len(out):  # every list option takes each value once
+            return False, v, kind + ", each value once"
+        return True, tuple(out), kind
+    kind = _KIND.get(tp, "a value")
+    if tp is bool:
+        return isinstance(v, bool), v, kind
+    if tp is int:
+        return isinstance(v, int) and not isinstance(v, bool), v, kind
+    if tp is float:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+        return ok, float(v) if ok else v, kind
+    if tp is str:
+        return isinstance(v, str), v, kind
+    return True, v, kind  # pragma: no cover - a field type the checker does not know
+
+
+def _probe_allowed(cls: type, name: str, value: Any) -> str | None:
+    """The field's own "allowed" text from its validator, when it has one for ``value``."""
+    try:
+        cls(**{name: value})
+    except ConfigError as e:
+        return e.allowed if e.field.split(".")[-1] == name else None
+    except Exception:  # a validator that assumed the right type: fall back to the type
+        return None
+    return None
 
 
 def _toml_value(v: Any) -> str:

@@ -28,6 +28,8 @@ from engine.experiments.events import (
     TableRow,
     to_jsonable,
 )
+from engine.experiments.paths import claim_run_dir
+from engine.experiments.runlock import LOCK_NAME, RunLock, live_owner
 from engine.experiments.spec import RunSpec
 
 # Column names are part of the public interface (DESIGN.md, README "Run directory").
@@ -119,19 +121,25 @@ class RunStore:
         self.status = "running"
         self._dirty: set[str] = set()
         self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        if resume and (self.path / "events.jsonl").exists():
-            self._load_previous()
-        elif self.path.exists() and any(self.path.iterdir()):
-            raise ConfigError("out", str(self.path), "a new or empty folder (or pass --resume to continue it)")
-        self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path / "spec.toml", spec.to_toml())
-        self.env = env_info(spec)
-        self.env.update(start_time=_iso(), status="running")
-        if resume:
-            self.env["resumed"] = True
-        self._write_env()
-        self._events = open(self.path / "events.jsonl", "a", encoding="utf-8")
-        self._flush_tables(all_tables=True)
+        claim_run_dir(self.path, resume=resume)
+        self._lock = RunLock(self.path).acquire()  # one writer: a second one is refused here
+        self.notes: list[str] = [self._lock.note] if self._lock.note else []
+        try:
+            if resume and (self.path / "events.jsonl").exists():
+                self._load_previous()
+            elif any(p.name != LOCK_NAME for p in self.path.iterdir()):
+                raise ConfigError("out", str(self.path), "a new or empty folder (or pass --resume to continue it)")
+            atomic_write(self.path / "spec.toml", spec.to_toml())
+            self.env = env_info(spec)
+            self.env.update(start_time=_iso(), status="running")
+            if resume:
+                self.env["resumed"] = True
+            self._write_env()
+            self._events = open(self.path / "events.jsonl", "a", encoding="utf-8")
+            self._flush_tables(all_tables=True)
+        except BaseException:
+            self._lock.release()
+            raise
 
     # -- resume ------------------------------------------------------------------
 
@@ -225,6 +233,7 @@ class RunStore:
         self.env.update(end_time=_iso(), status=status)
         self._write_env()
         self._events.close()
+        self._lock.release()
 
 
 def _iso() -> str:
@@ -232,28 +241,74 @@ def _iso() -> str:
 
 
 def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
-    """``<root>/<timestamp>-<experiment>-<dataset>`` under $MALLEABILITY_RUNS or ./runs."""
+    """``<root>/<timestamp>-<experiment>-<dataset>`` under $MALLEABILITY_RUNS or ./runs.
+
+    The folder is created here (``mkdir`` is the claim), so two runs started in the same
+    second get ``…-2``, ``…-3`` instead of sharing one folder.
+    """
     base = Path(root or os.environ.get("MALLEABILITY_RUNS", "runs"))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"{stamp}-{spec.experiment.replace(',', '+')}-{spec.data.name}"
-    p = base / name
+    from engine.experiments.paths import make_folder
+
+    make_folder(base, "runs root")
     i = 1
-    while p.exists():
-        i += 1
-        p = base / f"{name}-{i}"
-    return p
+    while True:
+        p = base / (name if i == 1 else f"{name}-{i}")
+        try:
+            p.mkdir()
+            return p
+        except FileExistsError:
+            i += 1
+        except OSError as e:
+            raise ConfigError("runs root", str(base), f"a folder where run directories can be created ({e.strerror})") from None
 
 
-def read_run(path: str | Path) -> dict[str, Any]:
-    """Load a run directory: spec, env, summary and every CSV table (as lists of dicts)."""
+def run_status(path: str | Path, recorded: str | None) -> str:
+    """The status readers show: a run recorded as ``running`` with no live writer was killed."""
+    if recorded == "running" and live_owner(path) is None:
+        return "interrupted"
+    return recorded or "?"
+
+
+def read_run(path: str | Path, *, partial: bool = False) -> dict[str, Any]:
+    """Load a run directory: spec, env, summary and every CSV table (as lists of dicts).
+
+    Every file is validated (``engine.experiments.validate``); the first damaged one
+    raises ``DamagedRun`` ("damaged run: FILE: what is wrong"). With ``partial`` the damaged
+    files are left out instead and listed under ``"damage"`` (the TUI opens what it can).
+    """
+    from engine.experiments.validate import (
+        DamagedRun,
+        check_env,
+        check_summary,
+        read_csv_table,
+        read_json_object,
+        read_spec,
+    )
+
     p = Path(path)
     if not (p / "spec.toml").exists():
         raise ConfigError("run", str(p), "a run directory (it has spec.toml)")
-    out: dict[str, Any] = {"path": str(p), "spec": RunSpec.load(p / "spec.toml").to_dict(), "tables": {}}
-    for name in ("env", "summary"):
+    damage: list[str] = []
+
+    def guard(fn: Any, default: Any) -> Any:
+        try:
+            return fn()
+        except DamagedRun as e:
+            if not partial:
+                raise
+            damage.append(str(e))
+            return default
+
+    out: dict[str, Any] = {"path": str(p), "spec": guard(lambda: read_spec(p / "spec.toml").to_dict(), {}), "tables": {}}
+    for name, check in (("env", check_env), ("summary", check_summary)):
         f = p / f"{name}.json"
-        out[name] = json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
+        out[name] = guard(lambda f=f, check=check: check(read_json_object(f), f), {}) if f.exists() else {}
+    out["env"]["status"] = run_status(p, out["env"].get("status", out["summary"].get("status")))
     for f in sorted(p.glob("*.csv")):
-        with open(f, encoding="utf-8", newline="") as fh:
-            out["tables"][f.stem] = list(csv.DictReader(fh))
+        rows = guard(lambda f=f: read_csv_table(f, TABLE_COLUMNS.get(f.stem)), None)
+        if rows is not None:
+            out["tables"][f.stem] = rows
+    out["damage"] = damage
     return out

@@ -10,7 +10,9 @@ from engine.spectral.alignment import (
     KernelPair,
     RidgeResult,
     alignment_share,
+    eigen_target_set,
     eigen_targets,
+    fit_targets,
     kernel_alignment,
     kernel_ridge,
     label_targets,
@@ -18,6 +20,7 @@ from engine.spectral.alignment import (
 )
 from engine.spectral.kernels import KernelSpectrum, attention_features, kernel_spectrum, ntk_spectra
 from engine.spectral.paper import PAPER_SPECTRA, PaperSpectrum, paper_spectrum
+from engine.spectral.ridge import ridge_solve
 from engine.spectral.spectrum import (
     Spectrum,
     attention_output,
@@ -60,8 +63,10 @@ __all__ = [
     "attention_output",
     "cubed_gram_eigenvalues",
     "default_rtol",
+    "eigen_target_set",
     "eigen_targets",
     "first_unresolved",
+    "fit_targets",
     "geometric_singular_values",
     "gram_eigenvalues",
     "gram_spectra",
@@ -75,6 +80,7 @@ __all__ = [
     "orders_beyond",
     "paper_spectrum",
     "prescribed_spectrum",
+    "ridge_solve",
     "spectrum",
     "study_kernels",
     "synthetic_sweep",

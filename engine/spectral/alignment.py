@@ -27,6 +27,7 @@ import torch
 from engine.errors import ConfigError
 from engine.models import normalize_rows
 from engine.spectral.kernels import _theta_inf, attention_features
+from engine.spectral.ridge import as_columns, ridge_solve
 from engine.spectral.spectrum import default_rtol, numerical_rank
 
 KERNELS = ("G", "G3", "ntk_raw", "ntk_attn")
@@ -80,8 +81,21 @@ def eigen_targets(
     ``which``: "top" (j = 1 … k) or "bottom" (the last k inside the numerical rank of G,
     with ``rtol`` on λ as in ``engine.spectral.spectrum``). Rows are unit-normalised first.
     """
-    if which not in ("top", "bottom"):
-        raise ConfigError("which", which, "top or bottom")
+    return eigen_target_set(x_train, x_test, which=(which,), k=k, rtol=rtol)[which]
+
+
+def eigen_target_set(
+    x_train: torch.Tensor,
+    x_test: torch.Tensor,
+    *,
+    which: tuple[str, ...] = ("top", "bottom"),
+    k: int = 5,
+    rtol: float | None = None,
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """``eigen_targets`` for several ``which`` from one SVD of X_train: {which: (y_train, y_test)}."""
+    for w in which:
+        if w not in ("top", "bottom"):
+            raise ConfigError("which", w, "top or bottom")
     xtr = normalize_rows(x_train.to(torch.float64))
     xte = normalize_rows(x_test.to(xtr.device, torch.float64))
     _, s, vh = torch.linalg.svd(xtr, full_matrices=False)
@@ -91,11 +105,14 @@ def eigen_targets(
     if r < 1 or not (isinstance(k, int) and k >= 1):
         raise ConfigError("k", k, f"a positive integer ≤ the numerical rank ({r})")
     k = min(k, r)
-    idx = slice(0, k) if which == "top" else slice(r - k, r)
-    w = vh[idx].T / s[idx]  # [d, k]: x·v_j/σ_j
-    ytr, yte = (xtr @ w).sum(1), (xte @ w).sum(1)
-    scale = torch.sqrt(n / (ytr * ytr).sum())
-    return ytr * scale, yte * scale
+    out = {}
+    for w in which:
+        idx = slice(0, k) if w == "top" else slice(r - k, r)
+        basis = vh[idx].T / s[idx]  # [d, k]: x·v_j/σ_j
+        ytr, yte = (xtr @ basis).sum(1), (xte @ basis).sum(1)
+        scale = torch.sqrt(n / (ytr * ytr).sum())
+        out[w] = (ytr * scale, yte * scale)
+    return out
 
 
 def label_targets(y: torch.Tensor, n_classes: int) -> torch.Tensor:
@@ -124,6 +141,66 @@ class RidgeResult:
     """Sign / argmax accuracy for label targets (NaN for eigen-targets)."""
 
 
+Target = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]
+"""(y_train [n] or [n, c], y_test [t] or [t, c], labels [t] or None) of one target."""
+
+
+def fit_targets(
+    pair: KernelPair,
+    targets: dict[str, Target],
+    *,
+    ridges: tuple[float, ...] = (1e-3,),
+) -> dict[str, list[RidgeResult]]:
+    """Kernel ridge of every target with one kernel: {name: [RidgeResult per ρ]}.
+
+    Fits (K + ρ·tr(K)/n·I) α = y for each relative ρ. All targets' columns go through
+    one Cholesky per ρ (``engine.spectral.ridge``), so the O(n³) work is done once per
+    (kernel, ρ), not per target. ``labels`` (ints, or ±1 floats for binary) turn on
+    the accuracy column.
+    """
+    k = pair.train.to(torch.float64)
+    kt = pair.test_train.to(k)
+    cols = {name: (as_columns(ytr, k), as_columns(yte, k), lab) for name, (ytr, yte, lab) in targets.items()}
+    if not cols:
+        return {}
+    y_all = torch.cat([c[0] for c in cols.values()], dim=1)
+    bounds, at = {}, 0
+    for name, (ytr, _, _) in cols.items():
+        bounds[name] = slice(at, at + ytr.shape[1])
+        at += ytr.shape[1]
+    fits = []
+    for alpha in ridge_solve(k, y_all, ridges):
+        fits.append((k @ alpha, kt @ alpha))
+    out: dict[str, list[RidgeResult]] = {}
+    for name, (ytr, yte, lab) in cols.items():
+        sl = bounds[name]
+        align = kernel_alignment(k, ytr)
+        y2 = float((yte * yte).mean())
+        res = []
+        for rho, (f_tr_all, f_te_all) in zip(ridges, fits):
+            f_tr, f_te = f_tr_all[:, sl], f_te_all[:, sl]
+            mse = float(((f_te - yte) ** 2).mean())
+            acc = math.nan
+            if lab is not None:
+                lab_d = lab.to(k.device)
+                if f_te.shape[1] == 1:
+                    acc = float((torch.sign(f_te[:, 0]) == torch.sign(lab_d.to(k))).to(k).mean())
+                else:
+                    acc = float((f_te.argmax(1) == lab_d.long()).to(k).mean())
+            res.append(
+                RidgeResult(
+                    alignment=align,
+                    ridge=float(rho),
+                    test_mse=mse,
+                    test_rel_mse=mse / y2 if y2 > 0 else math.nan,
+                    train_mse=float(((f_tr - ytr) ** 2).mean()),
+                    test_accuracy=acc,
+                )
+            )
+        out[name] = res
+    return out
+
+
 def kernel_ridge(
     pair: KernelPair,
     y_train: torch.Tensor,
@@ -132,47 +209,12 @@ def kernel_ridge(
     ridges: tuple[float, ...] = (1e-3,),
     labels: torch.Tensor | None = None,
 ) -> list[RidgeResult]:
-    """Fit (K + ρ tr(K)/n I) α = y for each relative ρ in ``ridges`` (one eigh of K).
+    """Fit (K + ρ tr(K)/n I) α = y for each relative ρ in ``ridges`` (one target).
 
     y_train [n] or [n, c], y_test [t] or [t, c]; ``labels`` [t] (ints, or ±1 floats for
-    binary) turns on the accuracy column.
+    binary) turns on the accuracy column. Several targets: ``fit_targets``.
     """
-    k = pair.train.to(torch.float64)
-    kt = pair.test_train.to(k)
-    ytr = y_train.reshape(y_train.shape[0], -1).to(k)
-    yte = y_test.reshape(y_test.shape[0], -1).to(k)
-    n = k.shape[0]
-    lam, q = torch.linalg.eigh((k + k.T) / 2)
-    qty = q.T @ ytr
-    scale = float(torch.clamp(lam, min=0).sum()) / n
-    align = kernel_alignment(k, ytr)
-    out = []
-    for rho in ridges:
-        if not rho > 0:
-            raise ConfigError("ridge", rho, "a positive relative ridge, e.g. 1e-3")
-        alpha = q @ (qty / (lam + rho * scale)[:, None])
-        f_te, f_tr = kt @ alpha, k @ alpha
-        mse = float(((f_te - yte) ** 2).mean())
-        acc = math.nan
-        if labels is not None:
-            lab = labels.to(k.device)
-            if f_te.shape[1] == 1:
-                acc = float((torch.sign(f_te[:, 0]) == torch.sign(lab.to(k))).to(k).mean())
-            else:
-                acc = float((f_te.argmax(1) == lab.long()).to(k).mean())
-        out.append(
-            RidgeResult(
-                alignment=align,
-                ridge=float(rho),
-                test_mse=mse,
-                test_rel_mse=mse / float((yte * yte).mean())
-                if float((yte * yte).mean()) > 0
-                else math.nan,
-                train_mse=float(((f_tr - ytr) ** 2).mean()),
-                test_accuracy=acc,
-            )
-        )
-    return out
+    return fit_targets(pair, {"y": (y_train, y_test, labels)}, ridges=ridges)["y"]
 
 
 def alignment_share(lam: np.ndarray) -> float:

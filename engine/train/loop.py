@@ -20,6 +20,11 @@ from engine.experiments.spec import TrainSpec
 
 Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
+# Finite divergence: an epoch's mean loss above this many times the first batch's loss
+# (floored at 1: the ±1-target MSE and the cross-entropy of a small init start near 1 and
+# log K) is a blow-up even while it stays finite, e.g. --lr 1e6 reaches ~1e6.
+DIVERGE_FACTOR = 100.0
+
 
 @dataclass(frozen=True)
 class EpochStats:
@@ -92,14 +97,16 @@ def train(
 
     ``perturb(model, xb, yb)`` (e.g. PGD for adversarial training) replaces each
     mini-batch before the step. ``should_stop()`` is polled every batch; when it
-    returns True the loop raises ``Cancelled``. A non-finite loss raises
-    ``DivergedError`` naming the epoch. Batch order comes from ``generator`` (CPU).
+    returns True the loop raises ``Cancelled``. A non-finite loss, or an epoch mean loss
+    above ``DIVERGE_FACTOR`` × max(first batch loss, 1), raises ``DivergedError`` naming the
+    epoch. Batch order comes from ``generator`` (CPU).
     """
     n = x.shape[0]
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
     opt = _optimizer(model, cfg)
     t0 = time.perf_counter()
     model.train()
+    start_loss: float | None = None
     for epoch in range(1, cfg.epochs + 1):
         order = torch.randperm(n, generator=generator).to(x.device)
         total, correct, seen = 0.0, 0.0, 0
@@ -123,9 +130,18 @@ def train(
                     f"training diverged at epoch {epoch} (loss={lv}); "
                     f"try a lower learning rate than {cfg.lr:g} (--lr)"
                 )
+            if start_loss is None:
+                start_loss = lv
             total += lv * idx.numel()
             with torch.no_grad():
                 correct += accuracy(out.detach(), yb) * idx.numel()
             seen += idx.numel()
-        yield EpochStats(epoch, total / seen, correct / seen, time.perf_counter() - t0)
+        mean = total / seen
+        limit = DIVERGE_FACTOR * max(start_loss or 0.0, 1.0)
+        if mean > limit:
+            raise DivergedError(
+                f"training diverged at epoch {epoch} (loss {mean:.3g}, over {DIVERGE_FACTOR:g}× its start "
+                f"{start_loss:.3g}); try a lower learning rate than {cfg.lr:g} (--lr)"
+            )
+        yield EpochStats(epoch, mean, correct / seen, time.perf_counter() - t0)
     model.eval()

@@ -69,7 +69,7 @@ def build_spec(
     if widths is not None:
         ch["model__widths"] = parse_ints(widths, "--widths")
     if models is not None:
-        ch["model__kinds"] = parse_names(models)
+        ch["model__kinds"] = parse_names(models, "--models")
     if seeds is not None:
         ch["seeds"] = parse_ints(seeds, "--seeds")
     if epochs is not None:
@@ -83,13 +83,13 @@ def build_spec(
     if dtype is not None:
         ch["dtype"] = dtype
     if attacks is not None:
-        ch["flip__attacks"] = parse_names(attacks)
+        ch["flip__attacks"] = parse_names(attacks, "--attacks")
     if eps is not None:
         ch["flip__eps"] = parse_floats(eps, "--eps")
     if rtol is not None:
         ch["spectrum__rtol"] = rtol
     if datasets is not None:
-        ch["spectrum__datasets"] = parse_names(datasets)
+        ch["spectrum__datasets"] = parse_names(datasets, "--datasets")
     if qkv_dk is not None:
         ch["qkv__d_k"] = qkv_dk
     if qkv_dk_sweep is not None:
@@ -107,11 +107,17 @@ def execute(spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = Fals
     if resume:
         if out is None:
             die("--resume needs --out DIR: the run directory to continue")
-        if (out / "spec.toml").exists():
-            spec = RunSpec.load(out / "spec.toml")
-            err_console.print(f"resuming {out} with its saved spec.toml (other flags are ignored)")
+        from engine.experiments.validate import read_spec
+
+        if not (out / "spec.toml").is_file():
+            die(f"invalid --out {str(out)!r}: a run directory to resume (it has spec.toml); start a new run without --resume")
+        spec = read_spec(out / "spec.toml")
     path = out or default_run_dir(spec)
-    store = RunStore(path, spec, resume=resume)
+    store = RunStore(path, spec, resume=resume)  # refused here if another process writes it
+    if resume:
+        err_console.print(f"resuming {out} with its saved spec.toml (other flags are ignored)", soft_wrap=True)
+    for note in store.notes:
+        err_console.print(f"note: {note}", highlight=False)
     failed: Failed | None = None
     try:
         with ProgressRenderer(console, quiet=quiet) as pr:
@@ -190,16 +196,22 @@ def headless(
             data_dir=data_dir, quick=quick, attacks=attacks, eps=eps, rtol=rtol, models=models,
             datasets=datasets, dtype=dtype, qkv_dk=qkv_dk, qkv_dk_sweep=qkv_dk_sweep,
         )
+        from engine.experiments.paths import check_file_target, check_folder_target
+
         if save_config is not None:
+            check_file_target(save_config, "save-config")
             spec.save(save_config)
             console.print(f"wrote {save_config}")
             return
         from engine.device import resolve_device
         from engine.experiments.registry import select
 
+        if out is not None:  # path checks before any work
+            check_folder_target(out, "out")
         resolve_device(spec.device)
         select(spec.experiment)
-        check_data(spec)
+        if not resume:
+            check_data(spec)
         execute(spec, out, resume=resume, quiet=quiet)
 
 
@@ -213,7 +225,14 @@ def check_data(spec: RunSpec) -> None:
         raise DatasetError(f"--data-dir {d} does not exist or is not a folder")
     st = dataset_status(spec.data.name, d)
     if not st.found:
-        raise DatasetError(f"data set {st.name} not found: {st.how_to_get}")
+        where = f" in --data-dir {d}" if d is not None else ""
+        raise DatasetError(f"data set {st.name} not found{where}: {st.how_to_get}")
+    # Data-dependent errors (an unknown class, n_train larger than a class holds) are
+    # found here, before a run directory exists, not as an empty "failed" run.
+    from engine.data import load_dataset
+
+    dd = spec.data
+    load_dataset(dd.name, root=d, classes=dd.classes, n_train=dd.n_train, n_test=dd.n_test, seed=spec.seeds[0])
 
 
 def experiments_cmd(

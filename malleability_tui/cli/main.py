@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from malleability_tui.cli import data, headless, report, reproduce, runs
+from malleability_tui.cli.common import GuardedGroup
 
 app = typer.Typer(
     name="malleability",
@@ -12,6 +13,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=GuardedGroup,
 )
 app.command("headless")(headless.headless)
 app.command("experiments")(headless.experiments_cmd)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,11 +20,16 @@ Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"table", payload)
 
 def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, dict[str, Any]]]]:
     """(reproduce summary or None, [(label, read_run data)]) for a run or reproduce folder."""
+    from engine.experiments.validate import DamagedRun, read_json_object
+
     if (path / "reproduce.json").exists():
-        meta = json.loads((path / "reproduce.json").read_text(encoding="utf-8"))
+        meta = read_json_object(path / "reproduce.json")
+        parts = meta.get("parts")
+        if not isinstance(parts, list) or not all(isinstance(p, dict) and isinstance(p.get("key"), str) for p in parts):
+            raise DamagedRun(path / "reproduce.json", "parts must be a list of objects with a key")
         summ_f = path / "summary.json"
-        summ = json.loads(summ_f.read_text(encoding="utf-8")) if summ_f.exists() else {}
-        runs = [(p["key"], read_run(path / p["key"])) for p in meta["parts"] if (path / p["key"] / "spec.toml").exists()]
+        summ = read_json_object(summ_f) if summ_f.exists() else {}
+        runs = [(p["key"], read_run(path / p["key"])) for p in parts if (path / p["key"] / "spec.toml").exists()]
         return summ, runs
     return None, [(path.name, read_run(path))]
 
@@ -185,12 +189,15 @@ def report_cmd(
     """Write a self-contained report: spec, environment, every table, the checklist, plots."""
     if format not in ("md", "html"):
         die(f"invalid --format {format!r}: md or html")
+    from engine.experiments.paths import check_file_target
+    from engine.experiments.store import atomic_write
+
     with expected_errors():
         path = resolve_reproduce_or_run(run)
+        target = check_file_target(to or path / f"report.{format}", "to")
         blocks = build_report(path)
         text = to_markdown(blocks) if format == "md" else to_html(blocks)
-        target = to or path / f"report.{format}"
-        target.write_text(text, encoding="utf-8")
+        atomic_write(target, text)
     console.print(f"wrote {target}", highlight=False)
 
 
@@ -218,11 +225,13 @@ def figures_cmd(
         matplotlib.use("Agg")
     except ImportError:
         die("figures need matplotlib: pip install 'malleability[plots]'")
+    from engine.experiments.paths import check_folder_target
     from malleability_tui.cli.figures import make_figures
 
     with expected_errors():
         path = resolve_reproduce_or_run(run)
-        files = make_figures(collect(path)[1], to or path / "figures", format)
+        target = check_folder_target(to or path / "figures", "to")
+        files = make_figures(collect(path)[1], target, format)
     if not files:
         console.print("no figure: the run has none of the tables the figures need")
     for f in files:

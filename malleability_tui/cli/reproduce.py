@@ -92,7 +92,7 @@ def reproduce(
 ) -> None:
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
     with expected_errors():
-        names = tuple(parse_names(",".join(dataset or ["mnist"])) or ("mnist",))
+        names = tuple(parse_names(",".join(dataset or ["mnist"]), "--dataset") or ("mnist",))
         tabs = parse_ints(tables, "--tables") or ()
         if any(t not in (1, 2, 3, 4) for t in tabs):
             die(f"invalid --tables {tables!r}: a subset of 1,2,3,4")

@@ -34,31 +34,27 @@ def resolve_run(run: str, root: Path | None) -> Path:
 
 
 def list_runs(root: Path) -> list[dict[str, Any]]:
-    """Summaries of the run directories under ``root``, newest first."""
-    out = []
+    """Summaries of the run directories under ``root``, newest first.
+
+    A damaged run is listed too, with ``damage`` (its first problem) and status "damaged".
+    """
+    out: list[dict[str, Any]] = []
     if not root.is_dir():
         return out
     for d in sorted(root.iterdir(), reverse=True):
         if not (d / "spec.toml").exists():
             continue
-        summ, env = {}, {}
-        for name, target in (("summary.json", "summ"), ("env.json", "env")):
-            try:
-                val = json.loads((d / name).read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                val = {}
-            if target == "summ":
-                summ = val
-            else:
-                env = val
+        data = read_run(d, partial=True)
+        summ, env = data["summary"], data["env"]
+        damage = data["damage"]
         out.append({
-            "name": d.name, "path": str(d), "experiment": summ.get("experiment", "?"),
-            "dataset": summ.get("dataset", "?"), "status": env.get("status", summ.get("status", "?")),
+            "name": d.name, "path": str(d), "experiment": summ.get("experiment", data["spec"].get("experiment", "?")),
+            "dataset": summ.get("dataset", data["spec"].get("data", {}).get("name", "?")),
+            "status": "damaged" if damage else env.get("status", "?"),
             "start": env.get("start_time", ""), "device": env.get("device", ""),
+            "damage": "; ".join(damage),
         })
     return out
-
-
 @app.command("list")
 def list_cmd(
     root: Annotated[Path | None, typer.Option(help="Runs folder (default $MALLEABILITY_RUNS or ./runs).")] = None,
@@ -74,6 +70,9 @@ def list_cmd(
     for r in rows:
         t.add_row(*(str(r[c]) for c in ("name", "experiment", "dataset", "status", "start", "device")))
     console.print(t)
+    for r in rows:
+        if r["damage"]:
+            console.print(f"[yellow]{r['name']}[/]: {r['damage']}", highlight=False, soft_wrap=True)
 
 
 @app.command("show")
@@ -105,35 +104,53 @@ def show_cmd(
                 console.print(f"  {ln}", highlight=False)
 
 
-def export_run(path: Path, fmt_: str, to: Path) -> list[Path]:
-    """Copy a run's CSVs (csv) or write one JSON of everything (json) into ``to``."""
+def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = False) -> list[Path]:
+    """Copy a run's CSVs (csv) or write one JSON of everything (json) into ``to``.
+
+    ``to`` defaults to ``export/<run name>``, so two runs never mix. A folder that already
+    holds files (csv) or an existing JSON target is refused unless ``force``. The run is
+    read and validated first: a damaged run writes nothing.
+    """
+    from engine.errors import ConfigError
+    from engine.experiments.paths import check_folder_target, make_folder
+
+    to = Path("export") / path.name if to is None else to
+    check_folder_target(to, "to")
+    src, dst = path.resolve(), to.resolve()
+    if dst == src or src in dst.parents:
+        raise ConfigError("to", str(to), "a folder outside the run directory")
     data = read_run(path)
-    to.mkdir(parents=True, exist_ok=True)
-    written = []
     if fmt_ == "csv":
-        for f in sorted(path.glob("*.csv")) + [path / "spec.toml", path / "summary.json", path / "env.json"]:
-            if f.exists():
-                shutil.copy2(f, to / f.name)
-                written.append(to / f.name)
-    else:
-        target = to / f"{path.name}.json"
-        target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        written.append(target)
-    return written
+        sources = [f for f in sorted(path.glob("*.csv")) + [path / "spec.toml", path / "summary.json", path / "env.json"] if f.is_file()]
+        if not force and to.is_dir() and any(to.iterdir()):
+            raise ConfigError("to", str(to), "a new or empty folder (it holds files; pass --force to overwrite them)")
+        make_folder(to, "to")
+        written = []
+        for f in sources:
+            shutil.copy2(f, to / f.name)
+            written.append(to / f.name)
+        return written
+    target = to / f"{path.name}.json"
+    if target.exists() and not force:
+        raise ConfigError("to", str(target), "a file that does not exist yet (pass --force to overwrite it)")
+    make_folder(to, "to")
+    from engine.experiments.store import atomic_write
+
+    atomic_write(target, json.dumps(data, indent=2) + "\n")
+    return [target]
 
 
 def export_cmd(
     run: Annotated[str, typer.Argument(help="Run directory or its name under the runs folder.")],
     format: Annotated[str, typer.Option("--format", "-f", help="csv (the run's CSV files) or json (one file).")] = "csv",
-    to: Annotated[Path, typer.Option("--to", help="Destination folder.")] = Path("export"),
+    to: Annotated[Path | None, typer.Option("--to", help="Destination folder (default export/<run name>).")] = None,
     root: Annotated[Path | None, typer.Option(help="Runs folder.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Write into a folder that already holds files (same names are overwritten).")] = False,
 ) -> None:
     """Export a run's results for your own plots and papers."""
     if format not in ("csv", "json"):
         die(f"invalid --format {format!r}: csv or json")
     with expected_errors():
-        files = export_run(resolve_run(run, root), format, to)
+        files = export_run(resolve_run(run, root), format, to, force=force)
     for f in files:
         console.print(f"wrote {f}", highlight=False)
-
-

@@ -28,9 +28,10 @@ def _spec_dict(path: Path) -> dict:
 
 def _summary(path: Path) -> dict:
     try:
-        return json.loads((path / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        d = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return {}
+    return d if isinstance(d, dict) else {}
 
 
 class RunsBrowser(Horizontal):

@@ -11,14 +11,15 @@ from engine.data import DATASETS, dataset_status, default_data_home, find_root, 
 from engine.errors import DatasetError
 
 
-def test_explicit_root_first_then_the_chain(tmp_path: Path, write_idx_set, monkeypatch) -> None:
+def test_explicit_root_is_used_or_refused(tmp_path: Path, write_idx_set, monkeypatch) -> None:
     write_idx_set(tmp_path / "env" / "mnist", train=None, test=20)
     write_idx_set(tmp_path / "mine", train=None, test=20)
     monkeypatch.setenv("MALLEABILITY_DATA", str(tmp_path / "env"))
     (tmp_path / "empty").mkdir()
     assert find_root("mnist", tmp_path / "mine") == tmp_path / "mine"
-    assert find_root("mnist", tmp_path / "empty") == tmp_path / "env" / "mnist"
-    monkeypatch.delenv("MALLEABILITY_DATA")
+    # An explicit folder without the files is never replaced by $MALLEABILITY_DATA.
+    assert find_root("mnist", tmp_path / "empty") is None
+    assert find_root("mnist") == tmp_path / "env" / "mnist"
     with pytest.raises(DatasetError) as e:
         load_dataset("mnist", root=tmp_path / "empty", n_train=10, n_test=10, seed=0)
     msg = str(e.value)

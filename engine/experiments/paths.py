@@ -1,0 +1,114 @@
+"""Output path checks, made before any work: a clear one-line error instead of an OSError later.
+
+Folders asked for (a run directory, an export or figures folder) are created with their
+parents; a file asked for (a report, a saved config) must go into an existing folder.
+Every check raises ``ConfigError(option, path, what is allowed)``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine.errors import ConfigError
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def _exists(p: Path) -> bool:
+    try:
+        os.stat(p)
+    except (OSError, ValueError):  # missing, a name too long, below a file, a NUL byte
+        return False
+    return True
+
+
+def _existing_ancestor(path: Path) -> Path:
+    p = path.absolute()
+    while not _exists(p) and p != p.parent:
+        p = p.parent
+    return p
+
+
+def _check_names(path: Path, option: str) -> None:
+    anc = _existing_ancestor(path)
+    limit = _name_max(anc if anc.is_dir() else anc.parent)
+    for part in path.parts:
+        if len(os.fsencode(part)) > limit:
+            raise ConfigError(
+                option,
+                str(path),
+                f"a path whose names have at most {limit} bytes ({part[:20]}… has {len(os.fsencode(part))})",
+            )
+    if not _exists(path) and not anc.is_dir():
+        raise ConfigError(option, str(path), f"a path below a folder ({anc} is a file)")
+
+
+def check_folder_target(path: str | Path, option: str) -> Path:
+    """``path`` is, or can be created as, a writable folder."""
+    p = Path(path)
+    _check_names(p, option)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(option, str(p), "a folder (this is a file)")
+    anc = _existing_ancestor(p)
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise ConfigError(option, str(p), f"a folder you can write ({anc} is not writable)")
+    return p
+
+
+def check_file_target(path: str | Path, option: str) -> Path:
+    """``path`` can be written as a file: not a folder, in an existing writable folder."""
+    p = Path(path)
+    _check_names(p, option)
+    if p.is_dir():
+        raise ConfigError(option, str(p), "a file name (this is a folder)")
+    if p.exists() and not p.is_file():
+        raise ConfigError(option, str(p), "a regular file (this is a device or pipe)")
+    parent = p.absolute().parent
+    if not parent.is_dir():
+        raise ConfigError(option, str(p), f"a file in an existing folder ({parent} does not exist)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(
+            option, str(p), f"a file in a folder you can write ({parent} is not writable)"
+        )
+    return p
+
+
+def make_folder(path: str | Path, option: str) -> Path:
+    """``check_folder_target`` then create it (and its parents)."""
+    p = check_folder_target(path, option)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(option, str(p), f"a folder that can be created ({e.strerror})") from None
+    return p
+
+
+def claim_run_dir(path: str | Path, *, resume: bool) -> Path:
+    """Create (or, with ``resume``, check) a run directory; ``mkdir`` is the atomic claim.
+
+    A new run needs a new or empty folder; ``resume`` needs the run's spec.toml there.
+    The exclusive writer lock (``runlock``) is taken right after by the store.
+    """
+    p = check_folder_target(path, "out")
+    if resume:
+        if not (p / "spec.toml").is_file():
+            raise ConfigError(
+                "out",
+                str(p),
+                "a run directory to resume (it has spec.toml); start a new run without --resume",
+            )
+        return p
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.mkdir()
+    except FileExistsError:
+        pass  # an existing (empty) folder is fine: the store checks it once it holds the lock
+    except OSError as e:
+        raise ConfigError("out", str(p), f"a folder that can be created ({e.strerror})") from None
+    return p

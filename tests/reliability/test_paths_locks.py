@@ -1,0 +1,165 @@
+"""Output paths checked before any work; one writer per run directory; SIGTERM; the crash boundary."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.experiments.runlock import RunInProgress, RunLock
+from engine.experiments.spec import RunSpec
+from engine.experiments.store import RunStore
+from tests.reliability.conftest import TINY, dead_pid, invoke, one_line_failure, tree
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_out_paths(sandbox: Path) -> None:
+    (sandbox / "file").write_text("x")
+    cases = {
+        sandbox / "file": "a folder (this is a file)",
+        Path("/dev/null"): "this is a file",
+        sandbox / "file" / "below": "is a file",
+        sandbox / ("n" * 300): "at most",
+    }
+    before = tree(sandbox)
+    for out, what in cases.items():
+        assert what in one_line_failure(invoke("headless", *TINY, "--out", out)), out
+    assert tree(sandbox) == before
+
+
+def test_file_and_folder_targets(run_copy: Path, sandbox: Path) -> None:
+    (sandbox / "adir").mkdir()
+    (sandbox / "afile").write_text("x")
+    before = tree(sandbox)
+    cases = [
+        (["report", run_copy, "--to", sandbox / "adir"], "this is a folder"),
+        (["report", run_copy, "--to", sandbox / "missing" / "r.md"], "does not exist"),
+        (["headless", *TINY, "--save-config", sandbox / "adir"], "this is a folder"),
+        (["headless", *TINY, "--save-config", sandbox / "missing" / "c.toml"], "does not exist"),
+        (["export", run_copy, "--to", sandbox / "afile"], "this is a file"),
+        (["export", run_copy, "--to", run_copy], "outside the run directory"),
+        (["export", run_copy, "--to", sandbox / "adir" / ("x" * 300)], "at most"),
+    ]
+    if _has_matplotlib():
+        cases.append((["figures", run_copy, "--to", sandbox / "afile"], "this is a file"))
+    for args, what in cases:
+        assert what in one_line_failure(invoke(*args)), args
+    assert tree(sandbox) == before
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_export_never_mixes_runs(good_run: Path, sandbox: Path) -> None:
+    import shutil
+
+    a, b = sandbox / "runs" / "a", sandbox / "runs" / "b"
+    shutil.copytree(good_run, a)
+    shutil.copytree(good_run, b)
+    assert invoke("export", a).exit_code == 0 and invoke("export", b).exit_code == 0
+    assert (sandbox / "export" / "a" / "train.csv").is_file()
+    assert (sandbox / "export" / "b" / "train.csv").is_file()
+    assert "--force" in one_line_failure(invoke("export", a, "--to", sandbox / "export" / "b"))
+    assert invoke("export", a, "--to", sandbox / "export" / "b", "--force").exit_code == 0
+
+
+def test_second_writer_refused_and_stale_lock_taken_over(sandbox: Path) -> None:
+    run = sandbox / "r"
+    first = RunStore(run, RunSpec())
+    with pytest.raises(RunInProgress, match=rf"run in progress \(pid {os.getpid()} on "):
+        RunStore(run, RunSpec(), resume=True)
+    with pytest.raises(RunInProgress):
+        RunStore(run, RunSpec())  # a new writer racing for the same folder
+    first.close("finished")
+    assert not (run / ".lock").exists()
+    # a lock left by a dead writer on this host is taken over, with a note
+    (run / ".lock").write_text(json.dumps({"pid": dead_pid(), "host": socket.gethostname()}))
+    store = RunStore(run, RunSpec(), resume=True)
+    assert store.notes and "stale lock" in store.notes[0]
+    store.close("finished")
+    # another host's lock is not second-guessed
+    (run / ".lock").write_text(json.dumps({"pid": 1, "host": "elsewhere.invalid"}))
+    with pytest.raises(RunInProgress, match="elsewhere.invalid"):
+        RunLock(run).acquire()
+
+
+def test_resume_needs_a_run_directory(sandbox: Path) -> None:
+    (sandbox / "stuff").mkdir()
+    (sandbox / "stuff" / "notes.txt").write_text("mine")
+    before = tree(sandbox)
+    assert "spec.toml" in one_line_failure(
+        invoke("headless", "--resume", "--out", sandbox / "stuff")
+    )
+    assert "spec.toml" in one_line_failure(
+        invoke("headless", "--resume", "--out", sandbox / "nothing")
+    )
+    assert tree(sandbox) == before
+
+
+def test_default_run_dirs_are_claimed_atomically(sandbox: Path) -> None:
+    from engine.experiments.store import default_run_dir
+
+    spec = RunSpec()
+    dirs = {default_run_dir(spec) for _ in range(5)}
+    assert len(dirs) == 5 and all(d.is_dir() for d in dirs)
+
+
+def test_live_run_locks_out_resume_and_sigterm_interrupts(sandbox: Path) -> None:
+    """A real writer in a subprocess: --resume is refused while it runs; SIGTERM closes it as
+    interrupted (exit 130, lock gone), after which --resume is accepted."""
+    run = sandbox / "live"
+    args = [a if a != "2" else "100000" for a in TINY]  # epochs: long enough to be caught running
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "malleability_tui.cli.main", "headless", *args, "--out", str(run)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (run / "events.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (run / ".lock").exists(), p.stderr.read() if p.poll() is not None else "no lock"
+        line = one_line_failure(invoke("headless", "--resume", "--out", run))
+        assert f"run in progress (pid {p.pid} on {socket.gethostname()})" in line
+        assert p.poll() is None  # the first writer keeps going
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130 and "Traceback" not in err, err
+    assert json.loads((run / "env.json").read_text())["status"] == "interrupted"
+    assert not (run / ".lock").exists()
+
+
+def test_unexpected_error_is_one_line_and_a_log(
+    sandbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import malleability_tui.cli.runs as runs
+
+    def boom(root: Path) -> list:
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(runs, "list_runs", boom)
+    line = one_line_failure(invoke("runs", "list"))
+    assert "internal error RuntimeError: simulated bug" in line
+    logs = list((sandbox / "logs").glob("crash-*.log"))
+    assert len(logs) == 1 and str(logs[0]) in line
+    assert "Traceback" in logs[0].read_text() and "simulated bug" in logs[0].read_text()
