@@ -128,11 +128,15 @@ def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:
     return torch.nn.functional.one_hot(ds.y_train.long(), ds.n_out).to(device, torch.float64)
 
 
-def ntk_ridge(spec: Any, n_train: int) -> float:
-    """The ridge of f_NTK for ``spec.ntk.ridge`` (``engine.ntk.regression.objective_ridge``)."""
-    from engine.ntk.regression import objective_ridge
+def ntk_ridge(spec: Any, n_train: int, task: str) -> float:
+    """The ridge of f_NTK for ``spec.ntk.ridge``, by the one rule of ``engine.ridge``:
+    ``objective`` = nλ/2 with λ = ``train.l2``; ``lambda`` = ``ntk.lam``; or a number."""
+    from engine.ridge import resolve_ridge
 
-    return objective_ridge(spec.ntk.ridge, n=n_train, l2=spec.train.l2, lam=spec.ntk.lam)
+    rule = spec.ntk.ridge
+    lam = spec.ntk.lam if rule == "lambda" else spec.train.l2
+    loss = "mse" if task == "binary" else "ce"
+    return resolve_ridge(rule, n=n_train, lam=lam, loss=loss, field="ntk.ridge").value
 
 
 def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tensor:
@@ -147,7 +151,7 @@ def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tens
         k_train,
         k_test,
         _targets(ds, ctx.device),
-        ntk_ridge(ctx.spec, ds.n_train),
+        ntk_ridge(ctx.spec, ds.n_train, ds.task),
         method=sp.predictor,  # type: ignore[arg-type]
         t=sp.flow_time if sp.predictor == "flow" else None,
     )

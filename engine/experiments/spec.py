@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.ridge import check_ridge_rule
 
 try:  # Python 3.11+
     import tomllib
@@ -24,7 +25,7 @@ except ModuleNotFoundError:  # pragma: no cover
 DEFAULT_WIDTHS = tuple(2**k for k in range(2, 13))  # 4 … 4096 (paper)
 ATTACKS = ("fgsm", "pgd", "mim")
 OPTIMIZERS = ("adam", "sgd", "gd")
-RANKINGS = ("abs_mean", "signed_mean")
+RANKINGS = ("abs_signed_mean", "abs_mean", "signed_mean", "per_test")
 INTERVENTIONS = ("transformed", "curated", "adversarial")
 NORMS = ("linf", "l2")
 PREDICTORS = ("ridge", "flow")
@@ -152,10 +153,7 @@ class NTKSpec:
 
     def __post_init__(self) -> None:
         _check(_pos_float(self.lam), "ntk.lam", self.lam, "a positive number")
-        _check(
-            self.ridge in ("objective", "lambda") or (_nonneg_float(self.ridge) and not isinstance(self.ridge, str)),
-            "ntk.ridge", self.ridge, "objective (nλ/2), lambda (ntk.lam) or a number ≥ 0",
-        )
+        object.__setattr__(self, "ridge", check_ridge_rule(self.ridge, "ntk.ridge"))
         _check(self.predictor in PREDICTORS, "ntk.predictor", self.predictor, "ridge or flow")
         _check(self.compare in ("logits", "probabilities"), "ntk.compare", self.compare, "logits or probabilities")
         _check(_pos_float(self.flow_time), "ntk.flow_time", self.flow_time, "a positive number")
@@ -197,12 +195,16 @@ class FlipSpec:
     """Width of the networks whose influence is measured (ours)."""
     top_frac: float = 0.1
     """Fraction of training points selected as most influential (paper: 10%)."""
-    ranking: str = "abs_mean"
-    """abs_mean: mean |influence| over test points (ours); signed_mean: mean influence."""
+    ranking: str = "abs_signed_mean"
+    """abs_signed_mean: rank by |s_i|, s_i = mean_t I[t, i], flip = sign change of s_i (ours, PAPER.md §6a); abs_mean: mean_t |I|; signed_mean: s_i, most helpful first; per_test: top set per test point, flips per (t, i) pair."""
     intervention: str = "transformed"
     """transformed (replace the top set by adversarial versions; paper's tables), curated, adversarial."""
-    lam: float = 1e-3
-    """Ridge λ of the kernel leave-one-out influence."""
+    ridge: str | float = "objective"
+    """Ridge of the kernel leave-one-out influence: objective (nλ/2, the minimiser of the linearized training objective; ours), lambda (the bare train.l2) or a number."""
+    ridges: tuple[str | float, ...] = ()
+    """Sensitivity grid: ridges evaluated on the same trained models (empty: just ``ridge``)."""
+    rankings: tuple[str, ...] = ()
+    """Sensitivity grid: rankings evaluated on the same trained models (empty: just ``ranking``)."""
     pgd_steps: int = 40
     """PGD steps (ours)."""
     pgd_alpha: float = 0.01
@@ -237,7 +239,12 @@ class FlipSpec:
         _check(_pos_float(self.top_frac) and self.top_frac <= 1, "flip.top_frac", self.top_frac, "a fraction in (0, 1]")
         _check(self.ranking in RANKINGS, "flip.ranking", self.ranking, f"one of {', '.join(RANKINGS)}")
         _check(self.intervention in INTERVENTIONS, "flip.intervention", self.intervention, f"one of {', '.join(INTERVENTIONS)}")
-        _check(_pos_float(self.lam), "flip.lam", self.lam, "a positive number")
+        object.__setattr__(self, "ridge", check_ridge_rule(self.ridge, "flip.ridge"))
+        ridges = tuple(check_ridge_rule(r, "flip.ridges") for r in self.ridges)
+        object.__setattr__(self, "ridges", tuple(dict.fromkeys(ridges)))
+        rankings = tuple(self.rankings)
+        _check(all(r in RANKINGS for r in rankings), "flip.rankings", self.rankings, f"a list of {', '.join(RANKINGS)}")
+        object.__setattr__(self, "rankings", tuple(dict.fromkeys(rankings)))
         _check(_pos_int(self.pgd_steps), "flip.pgd_steps", self.pgd_steps, "a positive integer")
         _check(_pos_float(self.pgd_alpha), "flip.pgd_alpha", self.pgd_alpha, "a positive number")
         _check(_pos_int(self.restarts), "flip.restarts", self.restarts, "a positive integer")
@@ -246,6 +253,13 @@ class FlipSpec:
         _check(_pos_float(self.adv_eps) and self.adv_eps <= 1, "flip.adv_eps", self.adv_eps, "a number in (0, 1]")
         object.__setattr__(self, "attacks", attacks)
         object.__setattr__(self, "eps", eps)
+
+    def protocols(self) -> tuple[tuple[str | float, str], ...]:
+        """The (ridge, ranking) combinations to evaluate: the default protocol
+        (``ridge``, ``ranking``) first, then the grid ``ridges`` × ``rankings`` (an empty
+        list stands for the default alone)."""
+        grid = [(r, k) for r in (self.ridges or (self.ridge,)) for k in (self.rankings or (self.ranking,))]
+        return tuple(dict.fromkeys([(self.ridge, self.ranking), *grid]))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "eigenvalues": ("index", "eig_G", "eig_G3"),
     "flip_rates": (
         "model", "dataset", "attack", "eps", "training", "seed", "flip_rate", "spearman",
-        "topk_overlap", "n_selected",
+        "topk_overlap", "n_selected", "ridge", "ranking", "n_flipped", "n_helpful",
+        "flipped_helpful", "flipped_harmful",
     ),
     "landscape": ("model", "direction", "alpha", "beta", "loss"),
     "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace"),

@@ -24,14 +24,16 @@ from engine.ntk.empirical import (
 )
 from engine.ntk.linearized import LIN_METHODS, Linearized
 from engine.ntk.paper import PAPER_TABLE1, paper_ntk_distances
-from engine.ntk.regression import RIDGE_CHOICES, cholesky_jitter, kernel_regression, objective_ridge
+from engine.ntk.regression import cholesky_jitter, kernel_regression
+from engine.ridge import RIDGE_RULES, Ridge, objective_ridge, resolve_ridge
 
 __all__ = [
     "LIN_METHODS",
     "METHODS",
-    "RIDGE_CHOICES",
     "PAPER_TABLE1",
+    "RIDGE_RULES",
     "NTKDistance",
+    "Ridge",
     "analytic_ntk",
     "analytic_ntk_for",
     "analytic_ntk_general",
@@ -45,9 +47,10 @@ __all__ = [
     "Linearized",
     "matrix_to_ntk_blocks",
     "nngp_relu",
-    "objective_ridge",
     "ntk_blocks_to_matrix",
     "ntk_distance",
+    "objective_ridge",
     "paper_ntk_distances",
+    "resolve_ridge",
     "structured_ntk",
 ]

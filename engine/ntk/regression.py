@@ -48,30 +48,6 @@ def cholesky_jitter(a: torch.Tensor) -> torch.Tensor:
     )
 
 
-RIDGE_CHOICES = ("objective", "lambda")
-
-
-def objective_ridge(choice: str | float, *, n: int, l2: float, lam: float) -> float:
-    """The kernel-ridge ρ of a predictor standing for a network trained on n points.
-
-    ``choice``:
-
-    * ``"objective"``: the ridge the training objective implies. For the MSE objective
-      (1/n)Σ(f − y)² + (λ/2)‖θ‖² (``engine.train``), the minimiser of its linearization is
-      kernel ridge with ρ = nλ/2 (set the gradient (2/n)Jᵀ(Jδ − r) + λδ to zero:
-      δ = Jᵀ(JJᵀ + (nλ/2)I)⁻¹ r); PAPER.md §4 and §6a. ``l2`` is the training λ.
-    * ``"lambda"``: the bare ``lam`` (the project's earlier default, 1e-3).
-    * a number: that ridge.
-    """
-    if choice == "objective":
-        return 0.5 * int(n) * float(l2)
-    if choice == "lambda":
-        return float(lam)
-    if isinstance(choice, (int, float)) and not isinstance(choice, bool) and math.isfinite(choice) and choice >= 0:
-        return float(choice)
-    raise ConfigError("ridge", choice, "objective (nλ/2), lambda, or a number ≥ 0")
-
-
 def kernel_regression(
     k_train: torch.Tensor,
     k_test_train: torch.Tensor,

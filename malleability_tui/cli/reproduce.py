@@ -199,6 +199,7 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
              "paper": fmt(c.get("paper")) or "-", "ours": _ours_flip(c),
              "ratio": fmt(c.get("ratio")), "paper ratio": fmt(c.get("paper_ratio")) or "-"}
             for c in cmp.get(f"table{n}", [])]))
+    out.append(("Claim 3 sensitivity: MLP-Attn / 2L-ReLU flip-rate ratio (pooled %, MLP-Attn vs 2L-ReLU) per protocol", grid_rows(cmp.get("flip_grid", []))))
     rows4 = []
     for c in cmp.get("table4", []):
         paper = f"{fmt(c.get('paper_standard'))} → {fmt(c.get('paper_adversarial'))}" if c.get("paper_standard") else "-"
@@ -221,6 +222,17 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
     return out
 
 
+def grid_rows(cells: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """One row per data set × task × ridge rule × ranking, one column per attack."""
+    out: dict[tuple[str, str, str, str], dict[str, str]] = {}
+    for c in cells:
+        key = (c["dataset"], c["task"], c["rule"], c["ranking"])
+        row = out.setdefault(key, {"dataset": c["dataset"], "task": c["task"], "ridge": c["ridge"], "ranking": c["ranking"]})
+        rates = f"{fmt(c['attn'])} vs {fmt(c['relu'])}" if c["attn"] is not None and c["relu"] is not None else "no data"
+        row[c["attack"]] = (f"×{c['ratio']:.2f} " if c["ratio"] is not None else "") + f"({rates})"
+    return list(out.values())
+
+
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     """Rich tables of ``comparison_rows``; verdicts coloured."""
     tables = []
@@ -240,4 +252,4 @@ def show_comparison(cmp: dict[str, Any]) -> None:
         console.print(t)
 
 
-__all__ = ["comparison_rows", "comparison_tables", "estimate_seconds", "reproduce", "show_comparison"]
+__all__ = ["comparison_rows", "comparison_tables", "estimate_seconds", "grid_rows", "reproduce", "show_comparison"]

@@ -177,6 +177,13 @@ def canned_events(fail: str | None = None) -> list:
                                 "spearman": 0.9 - fr,
                                 "topk_overlap": 0.8,
                                 "n_selected": 10,
+                                # integer flips; their sums over seeds equal round(Σ fr · 10)
+                                "n_flipped": math.floor(fr * 10 + 0.49),
+                                "ridge": "objective:0.15",
+                                "ranking": "abs_signed_mean",
+                                "n_helpful": 6,
+                                "flipped_helpful": math.floor(fr * 10 + 0.49),
+                                "flipped_harmful": 0,
                             },
                             cell=cell,
                         )
