@@ -452,9 +452,10 @@ FLIP_HEADERS = (
 
 
 def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
-    """Group ``flip_rates`` rows over seeds: mean, the 95% Wilson interval of the flips
-    pooled over seeds (n_selected each), ρ, the ratio to 2L-ReLU's mean, paper."""
-    from engine.malleability import wilson_interval
+    """Group ``flip_rates`` rows over seeds: mean ± half the 95% Wilson interval of the flips
+    pooled over seeds (integer n_flipped / n_selected), ρ, Attn/ReLU ratio, paper. Pass the
+    rows of one protocol (``FlipsPanel`` keeps the default one)."""
+    from engine.experiments.flip_summary import pooled
 
     groups: dict[tuple[str, str, str, float, str], list[dict[str, Any]]] = {}
     for r in rows:
@@ -472,14 +473,9 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
         m, s, n = mean_std(num(r.get("flip_rate")) for r in rs)
         rho, _, _ = mean_std(num(r.get("spearman")) for r in rs)
         means[key] = m
-        sizes = [num(r.get("n_selected")) for r in rs]
-        k = sum(num(r.get("flip_rate")) * z for r, z in zip(rs, sizes) if math.isfinite(z))
-        tot = sum(z for z in sizes if math.isfinite(z))
-        if tot > 0 and math.isfinite(k):
-            lo, hi = wilson_interval(round(k), round(tot))
-            half = (hi - lo) / 2
-        else:
-            lo = hi = half = math.nan
+        p = pooled(rs)  # Σ n_flipped / Σ n_selected: integer counts, never floats × sizes
+        lo, hi = (p["ci_low"] / 100, p["ci_high"] / 100) if p else (math.nan, math.nan)
+        half = (hi - lo) / 2 if p else math.nan
         stats[key] = (m, half, rho, n, lo, hi)
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[4], k[2], k[3], k[1])):

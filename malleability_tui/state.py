@@ -78,6 +78,8 @@ class RunState:
             elif ev.task == "sweep":
                 self.progress.pop("cell", None)
             self.progress[ev.task] = (ev.done, ev.total, ev.message)
+            if ev.task == "sweep":  # cells running in parallel (executor ray), for the status bar
+                self.progress["in_flight"] = (ev.running, 0, "")
             if ev.task == "cell" and ev.cell:
                 self.current_cell = ev.cell
                 self.progress_cell = ev.cell

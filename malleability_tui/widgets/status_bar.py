@@ -47,6 +47,8 @@ class StatusBar(Widget):
         if "sweep" in p:
             done, total, _msg = p["sweep"]
             t.append(f"  cell {done}/{total}")
+            if p.get("in_flight", (0,))[0]:  # parallel cells (executor ray)
+                t.append(f" ({p['in_flight'][0]} in flight)")
         if "cell" in p:
             done, total, _msg = p["cell"]
             unit = "epoch" if self.cell_unit == "epoch" else "step"

@@ -47,6 +47,7 @@ def test_flip_rows_ci_ratio_paper():
             "flip_rate": fr + 0.02 * s,
             "spearman": 0.5,
             "n_selected": 100,
+            "n_flipped": round(100 * (fr + 0.02 * s)),
         }
         for m, fr in (("2L-ReLU", 0.1), ("MLP-Attn", 0.4))
         for s in (0, 1)
