@@ -41,7 +41,6 @@ PANELS = {
     "landscape": LandscapePanel,
     "training": TrainingPanel,
 }
-_PANELS_GROUP = Binding.Group("Panels", compact=True)
 
 
 @dataclass
@@ -79,13 +78,14 @@ class MalleabilityApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "malleability"
     BINDINGS = [
+        # One footer entry "1-7 Panels" for the seven panel keys, so the footer fits 80 columns.
         *(
             Binding(
                 str(i + 1),
                 f"show_tab('{t}')",
-                TAB_TITLES[i].split()[1],
-                show=True,
-                group=_PANELS_GROUP,
+                "Panels" if i == 0 else TAB_TITLES[i].split()[1],
+                show=i == 0,
+                key_display="1-7" if i == 0 else None,
             )
             for i, t in enumerate(TABS)
         ),
@@ -179,6 +179,8 @@ class MalleabilityApp(App):
         bar.device = str(st.env.get("device", "")) or str((st.spec or {}).get("device", ""))
         bar.run_name = Path(st.run_dir).name if st.run_dir else ""
         bar.progress = dict(st.progress)
+        bar.fraction = st.run_fraction()
+        bar.cell_unit = "epoch" if st.progress_cell.startswith("train/") else "step"
         if not self.settings.clock:
             bar.elapsed = None
         elif self.runner.running and self._job_t0 is not None:
@@ -429,7 +431,9 @@ class MalleabilityApp(App):
     def refresh_runs(self) -> None:
         from malleability_tui.cli.runs import list_runs
 
-        self._q(RunsBrowser).runs = list_runs(self.settings.runs_root)
+        browser = self._q(RunsBrowser)
+        browser.live = self.state.run_dir if self.runner.running else None
+        browser.runs = list_runs(self.settings.runs_root)
 
     def on_runs_browser_refresh(self, message: RunsBrowser.Refresh) -> None:
         self.refresh_runs()

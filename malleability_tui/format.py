@@ -12,9 +12,31 @@ from typing import Any
 
 from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
-from engine.results import flip_stat, flip_text, mean_std, num, ratio, series_over_seeds
+from engine.models import MODEL_LABELS
+from engine.results import flip_text, mean_std, num, series_over_seeds
 
-MODEL_NAMES = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
+MODEL_NAMES = MODEL_LABELS
+"""Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
+REFERENCE_MODEL = "2L-ReLU"
+"""The model the others are compared with (flip-rate ratios)."""
+MODEL_COLORS = {"2L-ReLU": "cyan", "MLP-Attn": "magenta", "QKV-Attn": "yellow"}
+_EXTRA_COLORS = ("green", "blue", "red", "bright_white")
+
+
+def model_color(label: str, present: list[str] | None = None) -> str:
+    """A stable colour per model label; models without a fixed colour take the next free one."""
+    if label in MODEL_COLORS:
+        return MODEL_COLORS[label]
+    others = [m for m in (present or [label]) if m not in MODEL_COLORS]
+    i = others.index(label) if label in others else 0
+    return _EXTRA_COLORS[i % len(_EXTRA_COLORS)]
+
+
+def mean_pm(mean: float, std: float, n: int, digits: int = 3) -> str:
+    """``39.9 ± 0.21 (3 seeds)``; one seed has no spread: ``39.9 (1 seed)``."""
+    if n <= 1 or not math.isfinite(std):
+        return f"{fmt(mean, digits)} ({n} seed{'s' if n != 1 else ''})"
+    return f"{fmt(mean, digits)} ± {fmt(std, 2)} ({n} seeds)"
 
 
 def fmt(v: Any, digits: int = 3) -> str:
@@ -222,6 +244,37 @@ def sweep_series(
     }
 
 
+def _flag_false(v: Any) -> bool:
+    """A guard column (bool live, text from CSV) that says the precondition failed."""
+    return v is False or str(v).strip().lower() in ("false", "0")
+
+
+GUARDS = (("converged", "not converged"), ("above_chance", "at chance"))
+"""train.csv guard columns and what their failure is called."""
+
+
+def guard_notes(train_rows: list[dict[str, Any]]) -> list[str]:
+    """``⚠ MLP-Attn: at chance in 4 of 4 cells`` per model from train.csv's guard columns.
+
+    A number measured on such a cell is not a result for the claim it feeds; the panels
+    show this next to the numbers. Rows without the columns (older runs) say nothing.
+    """
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in train_rows:
+        by.setdefault(str(r.get("model", "?")), []).append(r)
+    out = []
+    for model, rs in by.items():
+        bad = []
+        for col, what in GUARDS:
+            have = [r for r in rs if col in r and r[col] not in (None, "")]
+            k = sum(_flag_false(r[col]) for r in have)
+            if k:
+                bad.append(f"{what} in {k} of {len(have)} cells")
+        if bad:
+            out.append(f"[yellow]⚠ {model}: {', '.join(bad)}[/yellow]")
+    return out
+
+
 def cell_label(cell: str) -> str:
     """``train/digits/attn/64/0`` → ``MLP-Attn m=64 seed 0 (digits)``."""
     parts = cell.split("/")
@@ -246,24 +299,53 @@ def orders_beyond(m: float, reference: float = 1e12) -> float:
     return math.log10(m / reference) if m > 0 and math.isfinite(m) else math.nan
 
 
-def spectrum_lines(row: dict[str, Any], largest: float = 1e12) -> list[tuple[str, str]]:
-    """(label, value) pairs of one ``spectrum`` row, thresholds with orders beyond today."""
+ORDERS_NOTE = (
+    "orders = log₁₀(width needed / 10¹²): how many powers of ten the width lies beyond "
+    "today's largest models (~10¹² parameters)"
+)
+
+
+def kappa_d_text(row: dict[str, Any]) -> str:
+    """κ_d, or ``∞ (rank r < min(n, d))`` when the truncation still holds a zero eigenvalue."""
+    kd = num(row.get("kappa_d"))
+    n, d, r = num(row.get("n")), num(row.get("d")), num(row.get("rank"))
+    if math.isfinite(kd):
+        return fmt(kd)
+    if math.isfinite(r) and math.isfinite(n) and math.isfinite(d) and r < min(n, d):
+        return f"∞ (rank {int(r)} < min(n, d) = {int(min(n, d))})"
+    return "∞" if math.isinf(kd) else "–"
+
+
+def spectrum_lines(
+    row: dict[str, Any], largest: float = 1e12, classes: Any = None
+) -> list[tuple[str, str]]:
+    """(label, value) pairs of one ``spectrum`` row: ours, then the paper's where it has one.
+
+    Thresholds carry how many orders of magnitude they lie beyond ``largest`` (see
+    ``ORDERS_NOTE``); the paper's κ and bounds come from ``engine.spectral.paper_spectrum``.
+    """
+    from engine.spectral import paper_spectrum
+
+    name = str(row.get("dataset", "?"))
+    paper = paper_spectrum(name.partition(":")[0], tuple(classes) if classes else None)
     out = [
-        ("data set", str(row.get("dataset", "?"))),
+        ("data set", name),
         ("n × d, rank", f"{fmt(row.get('n'))} × {fmt(row.get('d'))}, rank {fmt(row.get('rank'))}"),
-        ("κ(G)", fmt(row.get("kappa_G"))),
+        ("κ(G)", fmt(row.get("kappa_G")) + (f"   paper ≈ {fmt(paper.kappa, 2)}" if paper else "")),
         ("κ(G)³", fmt(row.get("kappa_G_cubed"))),
         ("κ(G³) measured", fmt(row.get("kappa_G3_direct"))),
-        ("κ_d", fmt(row.get("kappa_d"))),
+        ("κ_d", kappa_d_text(row)),
     ]
-    for key, label in (
-        ("width_threshold_v1", "m ≥ κ⁶ (v1)"),
-        ("width_threshold_v2", "m ≥ κ_d⁶ n ln n (v2)"),
+    for key, label, pv in (
+        ("width_threshold_v1", "m ≥ κ⁶ (v1)", paper.m_v1 if paper else None),
+        ("width_threshold_v2", "m ≥ κ_d⁶ n ln n (v2)", paper.m_v2 if paper else None),
     ):
         m = num(row.get(key))
         o = orders_beyond(m, largest)
-        beyond = f"  {o:+.1f} orders vs 10¹²" if math.isfinite(o) else ""
-        out.append((label, fmt(m) + beyond))
+        text = fmt(m) + (f"  {o:+.1f} orders" if math.isfinite(o) else "")
+        if pv is not None:
+            text += f"   paper ≫ {fmt(pv, 2)}"
+        out.append((label, text))
     return out
 
 
@@ -307,8 +389,17 @@ class FlipRow:
     n: int
     ratio: float
     paper: float | None
+    lo: float = math.nan
+    hi: float = math.nan
+    """The pooled 95% Wilson interval of the flip rate."""
 
     def cells(self) -> tuple[str, ...]:
+        if math.isfinite(self.flip):
+            pct = f"{100 * self.flip:.1f}%"
+            if math.isfinite(self.lo) and math.isfinite(self.hi):
+                pct += f" [{100 * self.lo:.1f}, {100 * self.hi:.1f}]"
+        else:
+            pct = "–"
         return (
             self.dataset,
             self.model,
@@ -329,17 +420,20 @@ FLIP_HEADERS = (
     "attack",
     "ε",
     "training",
-    "flip % ± std [95% CI]",
+    "flip [95% CI]",
     "ρ",
-    "Attn/ReLU",
+    "÷ReLU",
     "paper",
     "seeds",
 )
 
 
 def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
-    """Group ``flip_rates`` rows over seeds (``engine.results.flip_stat``): mean ± std, the
-    pooled 95% Wilson interval, ρ, the Attn/ReLU ratio of mean rates and the paper's rate."""
+    """Group ``flip_rates`` rows over seeds: mean ± half the 95% Wilson interval of the flips
+    pooled over seeds (integer n_flipped / n_selected), ρ, Attn/ReLU ratio, paper. Pass the
+    rows of one protocol (``FlipsPanel`` keeps the default one)."""
+    from engine.experiments.flip_summary import pooled
+
     groups: dict[tuple[str, str, str, float, str], list[dict[str, Any]]] = {}
     for r in rows:
         key = (
@@ -350,13 +444,27 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
             str(r.get("training") or "standard"),
         )
         groups.setdefault(key, []).append(r)
-    stats = {key: flip_stat(rs) for key, rs in groups.items()}
+    means: dict[tuple[str, str, str, float, str], float] = {}
+    stats = {}
+    for key, rs in groups.items():
+        m, s, n = mean_std(num(r.get("flip_rate")) for r in rs)
+        rho, _, _ = mean_std(num(r.get("spearman")) for r in rs)
+        means[key] = m
+        p = pooled(rs)  # Σ n_flipped / Σ n_selected: integer counts, never floats × sizes
+        lo, hi = (p["ci_low"] / 100, p["ci_high"] / 100) if p else (math.nan, math.nan)
+        half = (hi - lo) / 2 if p else math.nan
+        stats[key] = (m, half, rho, n, lo, hi)
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[4], k[2], k[3], k[1])):
         ds, model, attack, eps, training = key
-        relu = stats.get((ds, "2L-ReLU", attack, eps, training))
-        attn = stats.get((ds, "MLP-Attn", attack, eps, training))
-        st = stats[key]
+        relu = means.get((ds, REFERENCE_MODEL, attack, eps, training), math.nan)
+        mine = means[key]
+        ratio = (
+            mine / relu
+            if model != REFERENCE_MODEL and math.isfinite(relu) and math.isfinite(mine) and relu > 0
+            else math.nan
+        )
+        m, ci, rho, n, lo, hi = stats[key]
         out.append(
             FlipRow(
                 ds,
@@ -364,14 +472,14 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
                 attack,
                 eps,
                 training,
-                st.mean,
-                st.std,
-                st.lo,
-                st.hi,
-                st.spearman,
-                st.seeds,
-                ratio(attn.mean if attn else None, relu.mean if relu else None),
+                m,
+                ci,
+                rho,
+                n,
+                ratio,
                 paper_flip(ds, model, attack, training, classes),
+                lo,
+                hi,
             )
         )
     return out
@@ -409,6 +517,16 @@ def landscape_surfaces(rows: list[dict[str, Any]]) -> dict[str, list[list[float]
     return out
 
 
+def landscape_axes(rows: list[dict[str, Any]], model: str) -> tuple[list[float], list[float]]:
+    """The sorted α (columns) and β (rows) of ``model``'s 2-D surface."""
+    pts = [
+        (num(r.get("alpha")), num(r.get("beta")))
+        for r in rows
+        if str(r.get("model", "?")) == model and math.isfinite(num(r.get("beta")))
+    ]
+    return sorted({a for a, _ in pts}), sorted({b for _, b in pts})
+
+
 def sharpness_rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
     """(model, seeds, top eigenvalue mean ± std, trace mean ± std)."""
     by: dict[str, list[dict[str, Any]]] = {}
@@ -418,7 +536,8 @@ def sharpness_rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, str]
     for model, rs in sorted(by.items()):
         e, es, n = mean_std(num(r.get("hessian_top_eig")) for r in rs)
         t, ts, _ = mean_std(num(r.get("hessian_trace")) for r in rs)
-        out.append((model, str(n), f"{fmt(e)} ± {fmt(es, 2)}", f"{fmt(t)} ± {fmt(ts, 2)}"))
+        pm = (lambda m, sd: fmt(m)) if n <= 1 else (lambda m, sd: f"{fmt(m)} ± {fmt(sd, 2)}")
+        out.append((model, str(n), pm(e, es), pm(t, ts)))
     return out
 
 

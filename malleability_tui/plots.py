@@ -1,23 +1,34 @@
-"""Dependency-free terminal plots: braille line charts and half-block heatmaps.
+"""Terminal plots drawn by plotext: line charts with error bars, heatmaps, bar charts.
 
-Pure functions returning ``rich.text.Text``, so they are deterministic (snapshot
-tests), cheap, and unit-testable without an app. Axes may be log-scaled: values
-are transformed before plotting and tick labels show the original values.
+Pure functions returning ``rich.text.Text`` (plotext builds the figure as ANSI text,
+``Text.from_ansi`` reads it back), so they are deterministic (snapshot tests), fast
+(a few ms a figure) and unit-testable without an app. Each call owns its own plotext
+terminal and figure, so plots may be built off the UI thread.
+
+What this module decides itself, because plotext's automatic rulers cannot:
+
+* tick positions and labels (``ticks_for``): integer ticks on integer axes, one tick
+  per decade (or per 2, 5, 10 decades) on log axes, linear ticks with as many digits
+  as the step needs. Log axes are drawn by transforming the values and labelling the
+  ticks with the original ones, so error bars and ticks follow the same rule.
+* the legend: plotext's is a boxed overlay inside the canvas that hides data at
+  80×24, so one coloured line above the canvas lists the series instead.
+* the heatmap's colour legend: plotext has no colour bar, so one line below the
+  canvas shows the colour ramp (plotext's own colormap) with its low and high values.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from rich.color import Color
-from rich.style import Style
+from plotext import marker as pt_marker
+from plotext._correct.heatmap import colormap
+from plotext._kernel.terminal import terminal
 from rich.text import Text
 
-# Braille dot bits for (column, row) inside one 2×4 character cell.
-_DOTS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
-PALETTE = ("cyan", "magenta", "yellow", "green", "red", "blue")
+PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "red")
 
 
 @dataclass
@@ -30,42 +41,57 @@ class Series:
     err: Sequence[float] | None = None
     color: str = ""
     points: bool = False
-    """Also mark each point with a bold dot cell (sparse data such as widths)."""
+    """Also mark each point (sparse data such as widths)."""
 
 
 @dataclass
 class Axis:
     log: bool = False
-    """Plot log10 of the values (non-positive values are dropped)."""
+    """Plot log10 of the values (non-positive values are dropped); ticks per decade."""
     log2: bool = False
-    """Plot log2 of the values (width sweeps); ticks show 2^k."""
+    """Plot log2 of the values (width sweeps); ticks show the values themselves."""
     ticks: Sequence[float] | None = None
+    """Tick positions (original units); thinned to fit. None: chosen automatically."""
     label: str = ""
+    """Axis title (always drawn)."""
     lo: float | None = None
     hi: float | None = None
+    integer: bool = False
+    """Integer quantity (epochs, indices): ticks only at integers."""
 
 
-@dataclass
-class _Canvas:
-    w: int
-    h: int
-    bits: list[list[int]] = field(default_factory=list)
-    color: list[list[str]] = field(default_factory=list)
+# -- ticks ------------------------------------------------------------------------------------
 
-    def __post_init__(self) -> None:
-        self.bits = [[0] * self.w for _ in range(self.h)]
-        self.color = [[""] * self.w for _ in range(self.h)]
 
-    def dot(self, px: int, py: int, color: str) -> None:
-        cx, cy = px // 2, py // 4
-        if 0 <= cx < self.w and 0 <= cy < self.h and px >= 0 and py >= 0:
-            self.bits[cy][cx] |= _DOTS[px % 2][py % 4]
-            self.color[cy][cx] = color
+def fmt_num(v: float) -> str:
+    """A short tick label: ``1e-03``-style only for very large/small magnitudes."""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e5 or a < 1e-3:
+        m, e = f"{v:.0e}".split("e")
+        return f"{m}e{int(e)}"
+    if float(v).is_integer():
+        return str(int(v))
+    return f"{v:.3g}"
 
-    def line(self, x0: int, y0: int, x1: int, y1: int, color: str) -> None:
-        n = max(abs(x1 - x0), abs(y1 - y0), 1)
-        for i in range(n + 1):
-            self.dot(round(x0 + (x1 - x0) * i / n), round(y0 + (y1 - y0) * i / n), color)
+
+def _decimals(step: float) -> int:
+    return max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+
+
+def _nice_step(span: float, n: int, integer: bool) -> float:
+    raw = span / max(n - 1, 1)
+    if raw <= 0:
+        return 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        step = m * mag
+        if step >= raw and not (integer and not float(step).is_integer()):
+            break
+    if integer:
+        step = max(1.0, math.ceil(step))
+    return step
 
 
 def _tf(v: float, ax: Axis) -> float | None:
@@ -78,208 +104,302 @@ def _tf(v: float, ax: Axis) -> float | None:
     return float(v)
 
 
-def fmt_num(v: float) -> str:
-    """Compact tick label: 3 significant digits, exponent form when large/small."""
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 1e5 or a < 1e-3:
-        m, e = f"{v:.1e}".split("e")
-        return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
-    if a >= 100:
-        return f"{v:.0f}"
-    return f"{v:.3g}"
+def ticks_for(t0: float, t1: float, ax: Axis, n: int) -> tuple[list[float], list[str]]:
+    """Tick positions (in plotted, i.e. transformed, units) and labels for [t0, t1].
+
+    ``n`` is how many labels fit. Log axes: one tick per decade, or per 2/5/10 decades
+    when more would not fit. Integer axes: integer ticks only. Linear axes: a 1-2-2.5-5
+    step with as many decimals as the step needs (no "2.3 / 2.3 / 2.3").
+    """
+    n = max(n, 2)
+    if ax.ticks is not None:
+        pos = [p for p in (_tf(v, ax) for v in ax.ticks) if p is not None]
+        labs = [fmt_num(v) for v in ax.ticks if _tf(v, ax) is not None]
+        if len(pos) > n:
+            keep = sorted({round(i * (len(pos) - 1) / (n - 1)) for i in range(n)})
+            pos, labs = [pos[i] for i in keep], [labs[i] for i in keep]
+        return pos, labs
+    if ax.log:
+        e0, e1 = math.floor(t0 + 1e-9), math.ceil(t1 - 1e-9)
+        decades = max(e1 - e0, 1)
+        every = next((s for s in (1, 2, 5, 10, 20, 50) if decades / s + 1 <= n), 100)
+        start = math.ceil(e0 / every) * every
+        pos = [float(e) for e in range(start, e1 + 1, every) if t0 - 1e-9 <= e <= t1 + 1e-9]
+        if len(pos) < 2:
+            # Less than a decade on show: linear ticks in the values, placed on the log axis.
+            lin_pos, lin_labs = ticks_for(10.0**t0, 10.0**t1, Axis(), n)
+            keep = [(math.log10(p), lab) for p, lab in zip(lin_pos, lin_labs) if p > 0]
+            if len(keep) >= 2:
+                return [p for p, _ in keep], [lab for _, lab in keep]
+        if not pos:
+            pos = [float(round((t0 + t1) / 2))]
+        return pos, [fmt_num(10.0**e) if -3 <= e <= 4 else f"1e{int(e)}" for e in pos]
+    if ax.log2:
+        pos = [float(e) for e in range(math.ceil(t0), math.floor(t1) + 1)]
+        if len(pos) > n:
+            every = math.ceil(len(pos) / n)
+            pos = pos[::every]
+        return pos, [fmt_num(2.0**e) for e in pos]
+    integer = ax.integer
+    step = _nice_step(t1 - t0, n, integer)
+    start = math.ceil(t0 / step - 1e-9) * step
+    pos = []
+    v = start
+    while v <= t1 + step * 1e-9 and len(pos) < 50:
+        pos.append(0.0 if abs(v) < step * 1e-9 else v)
+        v += step
+    dec = 0 if integer else _decimals(step)
+    labs = [fmt_num(p) if abs(p) >= 1e5 or (p and abs(p) < 1e-3) else f"{p:.{dec}f}" for p in pos]
+    return pos, labs
 
 
 def _range(vals: list[float], lo: float | None, hi: float | None) -> tuple[float, float]:
-    a = min(vals) if lo is None else lo
-    b = max(vals) if hi is None else hi
+    a = lo if lo is not None else min(vals)
+    b = hi if hi is not None else max(vals)
     if a == b:
-        pad = abs(a) * 0.1 or 1.0
+        pad = abs(a) * 0.05 or 0.5
         a, b = a - pad, b + pad
     return a, b
 
 
-def _inv(t: float, ax: Axis) -> float:
-    if ax.log2:
-        return 2.0**t
-    if ax.log:
-        return 10.0**t
+# -- figures ------------------------------------------------------------------------------------
+
+
+def _figure(w: int, h: int):  # noqa: ANN202 - plotext has no public type for it
+    term = terminal()
+    term.limit(False, False)  # size from the widget, not from the process's terminal
+    fig = term._master
+    fig.plot_size(max(w, 10), max(h, 4))
+    fig.theme("simple")  # no background colours: the app's theme shows through
+    fig.legend(active=False)
+    return fig
+
+
+def _built(fig) -> Text:  # noqa: ANN001
+    return Text.from_ansi(fig.build().string().rstrip("\n"), no_wrap=True)
+
+
+def _legend(title: str, items: list[tuple[str, str]], w: int) -> Text:
+    t = Text(no_wrap=True, overflow="ellipsis")
+    if title:
+        t.append(title, style="bold")
+    for label, color in items:
+        t.append("  ● ", style=color or "default")
+        t.append(label)
+    t.truncate(w)
+    return t
+
+
+def _empty(title: str, message: str, w: int, h: int, x: Axis, y: Axis) -> Text:
+    t = Text(no_wrap=True)
+    t.append((title or "") + "\n", style="bold")
+    t.append(message + "\n", style="dim")
+    axes = " · ".join(
+        a for a in (f"x: {x.label}" if x.label else "", f"y: {y.label}" if y.label else "") if a
+    )
+    if axes:
+        t.append(axes, style="dim")
     return t
 
 
 def line_chart(
     series: Sequence[Series],
-    width: int,
-    height: int,
+    w: int,
+    h: int,
     *,
     x: Axis | None = None,
     y: Axis | None = None,
     title: str = "",
     empty: str = "waiting for data…",
 ) -> Text:
-    """A braille chart ``width`` × ``height`` characters (legend, y ticks, x ticks included)."""
+    """Lines (with error bars and point marks where asked) in a ``w``×``h`` cell box.
+
+    Line 1: title and legend; then plotext's canvas with both rulers and axis titles.
+    """
     x, y = x or Axis(), y or Axis()
-    width, height = max(width, 20), max(height, 6)
-    out = Text(no_wrap=True, overflow="crop")
-    legend = Text(no_wrap=True)
-    if title:
-        legend.append(title + "  ", style="bold")
-    for i, s in enumerate(series):
-        legend.append("━ ", style=s.color or PALETTE[i % len(PALETTE)])
-        legend.append(s.label + "  ")
-    out.append(legend)
-    out.append("\n")
-    pts: list[
-        tuple[float, float, float, float, str, bool]
-    ] = []  # tx, ty, ty_lo, ty_hi, color, points
-    lines: list[list[tuple[float, float]]] = []
-    colors: list[str] = []
-    for i, s in enumerate(series):
-        c = s.color or PALETTE[i % len(PALETTE)]
-        seg = []
-        for j, (xv, yv) in enumerate(zip(s.x, s.y)):
+    pts: list[tuple[Series, list[tuple[float, float, float | None]]]] = []
+    for s in series:
+        p = []
+        for i, (xv, yv) in enumerate(zip(s.x, s.y)):
             tx, ty = _tf(xv, x), _tf(yv, y)
             if tx is None or ty is None:
                 continue
-            lo = hi = ty
-            if s.err is not None and j < len(s.err) and s.err[j] and math.isfinite(s.err[j]):
-                lo = _tf(yv - s.err[j], y)
-                hi = _tf(yv + s.err[j], y)
-                lo = ty if lo is None else lo
-                hi = ty if hi is None else hi
-            seg.append((tx, ty))
-            pts.append((tx, ty, lo, hi, c, s.points))
-        lines.append(seg)
-        colors.append(c)
-    ylab_w = 8
-    pw, ph = width - ylab_w - 1, height - 3  # plot cells; rows: legend, x axis, x labels
-    if not pts:
-        for r in range(ph):
-            out.append(
-                " " * ylab_w + "│" + (empty.center(pw) if r == ph // 2 else "") + "\n", style="dim"
+            e = s.err[i] if s.err is not None and i < len(s.err) else None
+            p.append((tx, ty, e if e is not None and math.isfinite(e) and not y.log else None))
+        if p:
+            pts.append((s, p))
+    if not pts or w < 12 or h < 5:
+        return _empty(title, empty, w, h, x, y)
+    xs = [a for _, p in pts for a, _, _ in p]
+    ys = [b for _, p in pts for _, b, _ in p] + [
+        b + s * e for _, p in pts for _, b, e in p if e is not None for s in (-1, 1)
+    ]
+    x0, x1 = _range(
+        xs, _tf(x.lo, x) if x.lo is not None else None, _tf(x.hi, x) if x.hi is not None else None
+    )
+    y0, y1 = _range(
+        ys, _tf(y.lo, y) if y.lo is not None else None, _tf(y.hi, y) if y.hi is not None else None
+    )
+    fig = _figure(w, h - 1)
+    items = []
+    for i, (s, p) in enumerate(pts):
+        color = s.color or PALETTE[i % len(PALETTE)]
+        sig = fig.signal(
+            [a for a, _, _ in p], [b for _, b, _ in p], marker=pt_marker("braille", pixel=color)
+        )
+        sig.lines()
+        fig.draw(sig)
+        errs = [(a, b, e) for a, b, e in p if e is not None and e > 0]
+        if errs:
+            fig.draw(
+                fig.error(
+                    [a for a, _, _ in errs],
+                    [b for _, b, _ in errs],
+                    [e for _, _, e in errs],
+                    pixel=color,
+                )
             )
-        out.append(" " * ylab_w + "└" + "─" * pw + "\n", style="dim")
-        return out
-    xs = [p[0] for p in pts]
-    ys = [v for p in pts for v in (p[1], p[2], p[3])]
-    x0, x1 = _range(xs, _tf(x.lo, x) if x.lo else None, _tf(x.hi, x) if x.hi else None)
-    y0, y1 = _range(ys, None, None)
-    cv = _Canvas(pw, ph)
-    W, H = pw * 2 - 1, ph * 4 - 1
-
-    def px(t: float) -> int:
-        return round((t - x0) / (x1 - x0) * W)
-
-    def py(t: float) -> int:
-        return round((y1 - t) / (y1 - y0) * H)
-
-    for seg, c in zip(lines, colors):
-        for (ax_, ay), (bx, by) in zip(seg, seg[1:]):
-            cv.line(px(ax_), py(ay), px(bx), py(by), c)
-        if len(seg) == 1:
-            cv.dot(px(seg[0][0]), py(seg[0][1]), c)
-    marks: dict[tuple[int, int], str] = {}
-    for tx, ty, lo, hi, c, mark in pts:
-        if hi != lo:
-            cv.line(px(tx), py(lo), px(tx), py(hi), c)
-        if mark:
-            marks[(px(tx) // 2, py(ty) // 4)] = c
-    ytick_rows = {0: y1, ph - 1: y0, (ph - 1) // 2: (y0 + y1) / 2}
-    for r in range(ph):
-        lab = fmt_num(_inv(ytick_rows[r], y)) if r in ytick_rows else ""
-        out.append(lab.rjust(ylab_w)[:ylab_w] + "┤" if lab else " " * ylab_w + "│", style="dim")
-        for cx in range(pw):
-            if (cx, r) in marks:
-                out.append("●", style=Style(color=marks[(cx, r)], bold=True))
-            elif cv.bits[r][cx]:
-                out.append(chr(0x2800 + cv.bits[r][cx]), style=cv.color[r][cx] or None)
-            else:
-                out.append(" ")
-        out.append("\n")
-    # x axis with ticks
-    ticks = list(x.ticks) if x.ticks else _auto_ticks(x0, x1, x)
-    axis = ["─"] * pw
-    labels = [" "] * (pw + 8)
-    last_end = -2
-    for tv in ticks:
-        t = _tf(tv, x)
-        if t is None or t < x0 - 1e-9 or t > x1 + 1e-9:
-            continue
-        col = min(px(t) // 2, pw - 1)
-        axis[col] = "┬"
-        lab = fmt_num(tv) if not x.log2 else str(int(round(tv))) if tv >= 1 else fmt_num(tv)
-        start = max(0, min(col - len(lab) // 2, pw - len(lab)))
-        if start <= last_end + 1:
-            continue
-        labels[start : start + len(lab)] = list(lab)
-        last_end = start + len(lab)
-    out.append(" " * ylab_w + "└" + "".join(axis) + "\n", style="dim")
-    xl = "".join(labels).rstrip()
-    if x.label:
-        xl = xl.ljust(pw - len(x.label)) + " " + x.label if len(xl) + len(x.label) < pw else xl
-    out.append(" " * (ylab_w + 1) + xl[:pw], style="dim")
+        if s.points:
+            fig.draw(
+                fig.signal(
+                    [a for a, _, _ in p], [b for _, b, _ in p], marker=pt_marker("●", pixel=color)
+                )
+            )
+        items.append((s.label, color))
+    ylabels_w = 8
+    xt, xl = ticks_for(x0, x1, x, max(2, (w - ylabels_w) // 8))
+    yt, yl = ticks_for(y0, y1, y, max(2, (h - 4) // 2))
+    x0, x1 = min([x0, *xt]), max([x1, *xt])
+    y0, y1 = min([y0, *yt]), max([y1, *yt])
+    fig.ruler("x").lim(x0, x1)
+    fig.ruler("x").ticks(xt, xl)
+    fig.ruler("y").lim(y0, y1)
+    fig.ruler("y").ticks(yt, yl)
+    fig.label(x.label or " ", "x")
+    fig.label(y.label or " ", "y")
+    out = _legend(title, items if len(items) > 1 or items[0][0] else [], w)
+    out.append("\n")
+    out.append_text(_built(fig))
     return out
 
 
-def _auto_ticks(t0: float, t1: float, ax: Axis) -> list[float]:
-    if ax.log2:
-        return [2.0**k for k in range(math.ceil(t0 - 1e-9), math.floor(t1 + 1e-9) + 1)]
-    if ax.log:
-        return [10.0**k for k in range(math.ceil(t0 - 1e-9), math.floor(t1 + 1e-9) + 1)]
-    return [t0 + (t1 - t0) * i / 4 for i in range(5)]
-
-
-def _ramp(u: float) -> Color:
-    """A perceptually ordered blue → green → yellow ramp (viridis-like), u in [0, 1]."""
-    stops = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
-    u = min(max(u, 0.0), 1.0) * (len(stops) - 1)
-    i = min(int(u), len(stops) - 2)
-    f = u - i
-    a, b = stops[i], stops[i + 1]
-    return Color.from_rgb(*(round(a[k] + (b[k] - a[k]) * f) for k in range(3)))
-
-
 def heatmap(
-    grid: Sequence[Sequence[float]], width: int, height: int, *, log: bool = False, title: str = ""
+    grid: Sequence[Sequence[float]],
+    w: int,
+    h: int,
+    *,
+    log: bool = False,
+    title: str = "",
+    xs: Sequence[float] | None = None,
+    ys: Sequence[float] | None = None,
+    x_label: str = "α",
+    y_label: str = "β",
+    value_label: str = "loss",
 ) -> Text:
-    """A 2-D surface as half blocks (two grid rows per text row), nearest-neighbour scaled.
+    """``grid[i][j]`` (row i ↔ ``ys[i]``, column j ↔ ``xs[j]``) as coloured cells that fill
+    ``w``×``h``, ``ys`` growing upwards, labelled axes and a colour legend (last line)."""
+    rows = [list(r) for r in grid if len(r)]
+    if not rows or w < 12 or h < 6:
+        return _empty(
+            title,
+            "no surface yet: run the landscape experiment",
+            w,
+            h,
+            Axis(label=x_label),
+            Axis(label=y_label),
+        )
+    vals = [[(math.log10(v) if v > 0 else math.nan) if log else v for v in r] for r in rows]
+    finite = [v for r in vals for v in r if math.isfinite(v)]
+    if not finite:
+        return _empty(
+            title,
+            "the surface holds no finite value",
+            w,
+            h,
+            Axis(label=x_label),
+            Axis(label=y_label),
+        )
+    lo, hi = min(finite), max(finite)
+    vals = [[v if math.isfinite(v) else lo for v in r] for r in vals]
+    nx, ny = len(vals[0]), len(vals)
+    xs = list(xs) if xs is not None and len(xs) == nx else list(range(nx))
+    ys = list(ys) if ys is not None and len(ys) == ny else list(range(ny))
+    fig = _figure(w, h - 2)
+    # plotext draws the grid's first row at the top; ours grows upwards.
+    fig.draw(fig.heatmap(vals[::-1], map="viridis", fill=True))
 
-    ``grid[i][j]``: value at row i (β, top = last) and column j (α). Non-finite cells are blank.
-    """
-    out = Text(no_wrap=True, overflow="crop")
-    vals = [
-        v for row in grid for v in row if v is not None and math.isfinite(v) and (not log or v > 0)
-    ]
-    if title:
-        out.append(title + "\n", style="bold")
-        height -= 1
-    if not vals or not grid:
-        out.append("no surface yet", style="dim")
-        return out
-    tr = (lambda v: math.log10(v)) if log else (lambda v: v)
-    lo, hi = tr(min(vals)), tr(max(vals))
-    span = (hi - lo) or 1.0
-    nr, nc = len(grid), max(len(r) for r in grid)
-    cols = max(4, min(width - 2, nc * 2 if nc * 2 <= width - 2 else width - 2))
-    rows = max(2, min(height - 1, (nr + 1) // 2 if nr <= 2 * (height - 1) else height - 1))
+    def axis_ticks(values: list[float], n: int) -> tuple[list[float], list[str]]:
+        k = min(len(values), max(2, n))
+        idx = sorted({round(i * (len(values) - 1) / max(k - 1, 1)) for i in range(k)})
+        return [float(i) for i in idx], [f"{values[i]:.2g}" for i in idx]
 
-    def at(i: int, j: int) -> Color | None:
-        gi = nr - 1 - min(nr - 1, i * nr // (2 * rows))
-        gj = min(nc - 1, j * nc // cols)
-        row = grid[gi]
-        v = row[gj] if gj < len(row) else None
-        if v is None or not math.isfinite(v) or (log and v <= 0):
-            return None
-        return _ramp((tr(v) - lo) / span)
+    xt, xl = axis_ticks(xs, max(2, (w - 8) // 7))
+    yt, yl = axis_ticks(ys, max(2, (h - 5) // 2))
+    fig.ruler("x").ticks(xt, xl)
+    fig.ruler("y").ticks(yt, yl)
+    fig.label(x_label, "x")
+    fig.label(y_label, "y")
+    out = _legend(title, [], w)
+    out.append("\n")
+    out.append_text(_built(fig))
+    out.append("\n")
+    out.append_text(colour_legend(lo, hi, w, log=log, label=value_label))
+    return out
 
-    for r in range(rows):
-        for j in range(cols):
-            top, bot = at(2 * r, j), at(2 * r + 1, j)
-            out.append("▀", style=Style(color=top, bgcolor=bot))
-        out.append("\n")
-    out.append(f"{fmt_num(min(vals))} ", style="dim")
-    for k in range(10):
-        out.append("█", style=Style(color=_ramp(k / 9)))
-    out.append(f" {fmt_num(max(vals))}" + (" (log)" if log else ""), style="dim")
+
+def colour_legend(lo: float, hi: float, w: int, *, log: bool = False, label: str = "") -> Text:
+    """``label  lo ▇▇▇…▇ hi`` with plotext's viridis ramp (values in original units)."""
+
+    def show(v: float) -> str:
+        return fmt_num(10**v) if log else fmt_num(v)
+
+    head = f"{label}{' (log)' if log else ''}  {show(lo)} "
+    tail = f" {show(hi)}"
+    n = max(4, min(40, w - len(head) - len(tail)))
+    ramp = colormap([[i / (n - 1) for i in range(n)]], "viridis")[0]
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(head, style="dim")
+    for r, g, b in ramp:
+        t.append("█", style=f"rgb({r},{g},{b})")
+    t.append(tail, style="dim")
+    return t
+
+
+def bar_chart(
+    categories: Sequence[str],
+    groups: Sequence[tuple[str, Sequence[float], str]],
+    w: int,
+    h: int,
+    *,
+    y: Axis | None = None,
+    title: str = "",
+    empty: str = "no data yet",
+) -> Text:
+    """Grouped bars: one group per category, one bar per ``(label, values, colour)``."""
+    y = y or Axis()
+    if not categories or not groups or w < 12 or h < 5:
+        return _empty(title, empty, w, h, Axis(), y)
+    heights = [[v if math.isfinite(v) else 0.0 for v in vals] for _, vals, _ in groups]
+    fig = _figure(w, h - 1)
+    fig.draw(
+        fig.bar(
+            list(categories),
+            heights,
+            marker=[
+                pt_marker("█", pixel=c or PALETTE[i % len(PALETTE)])
+                for i, (_, _, c) in enumerate(groups)
+            ],
+        )
+    )
+    top = max([v for r in heights for v in r] + [y.hi or 0.0, 1e-9])
+    yt, yl = ticks_for(0.0, top, Axis(integer=y.integer), max(2, (h - 4) // 2))
+    fig.ruler("y").lim(0.0, max(top, yt[-1]))
+    fig.ruler("y").ticks(yt, yl)
+    fig.label(" ", "x")
+    fig.label(y.label or " ", "y")
+    out = _legend(
+        title, [(lab, c or PALETTE[i % len(PALETTE)]) for i, (lab, _, c) in enumerate(groups)], w
+    )
+    out.append("\n")
+    out.append_text(_built(fig))
     return out

@@ -50,6 +50,8 @@ class RunState:
     progress: dict[str, tuple[int, int, str]] = field(default_factory=dict)
     """task (experiments, sweep, cell) → (done, total, message)."""
     current_cell: str = ""
+    progress_cell: str = ""
+    """The cell of the latest ``cell`` progress (``train/...``: its unit is epochs)."""
     done_cells: list[str] = field(default_factory=list)
     error: tuple[str, str] | None = None
     started_at: float | None = None
@@ -68,9 +70,19 @@ class RunState:
             self.status = "running"
             self.started_at = self.started_at or ev.time
         elif isinstance(ev, Progress):
+            # A new experiment / sweep cell makes the finer counters of the last one stale
+            # (a landscape cell must not show the epochs of the last training cell).
+            if ev.task == "experiments":
+                self.progress.pop("sweep", None)
+                self.progress.pop("cell", None)
+            elif ev.task == "sweep":
+                self.progress.pop("cell", None)
             self.progress[ev.task] = (ev.done, ev.total, ev.message)
+            if ev.task == "sweep":  # cells running in parallel (executor ray), for the status bar
+                self.progress["in_flight"] = (ev.running, 0, "")
             if ev.task == "cell" and ev.cell:
                 self.current_cell = ev.cell
+                self.progress_cell = ev.cell
         elif isinstance(ev, Metric):
             key = ev.cell or "-"
             self.metrics.setdefault(key, {}).setdefault(ev.name, []).append((ev.step, ev.value))
@@ -118,6 +130,26 @@ class RunState:
                 for ln in [lines] if isinstance(lines, str) else lines:
                     out.append(f"{sec}: {ln}")
         return out
+
+    def run_fraction(self) -> float | None:
+        """How much of the whole run is done, from the experiment and cell counters.
+
+        Each experiment counts equally and its cells equally within it (not yet weighted
+        by their FLOPs); None before the first counter.
+        """
+        if "experiments" not in self.progress:
+            return None
+        i, n, _ = self.progress["experiments"]
+        if n <= 0:
+            return None
+        part = 0.0
+        if "sweep" in self.progress and i < n:
+            j, m, _ = self.progress["sweep"]
+            part = j / m if m > 0 else 0.0
+            if "cell" in self.progress and j < m:
+                k, e, _ = self.progress["cell"]
+                part += (k / e if e > 0 else 0.0) / m
+        return min(1.0, (i + part) / n)
 
     def live_cell(self) -> str:
         """The cell training now, or the last one that reported a metric."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,11 +14,17 @@ from torch import nn
 
 from engine.data.dataset import Dataset
 from engine.device import resolve_device
-from engine.errors import Cancelled, DatasetError
+from engine.errors import Cancelled, ConfigError, DatasetError
 from engine.experiments.events import Event, Metric, Progress
 from engine.experiments.spec import RunSpec
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def batch_seed(seed: int, width: int) -> int:
+    """Seed of the batch-order generator of the cell (seed, width): the network and its
+    linearized twin draw the same mini-batches in the same order."""
+    return 10_007 * int(seed) + int(width)
 
 
 @dataclass
@@ -68,6 +74,24 @@ class RunContext:
         self.cancel = cancel
         self._datasets: dict[tuple[str, int], Dataset] = {}
         self._trained: dict[tuple[Any, ...], TrainedModel] = {}
+        self._twins: dict[tuple[Any, ...], nn.Module] = {}
+        self._memo: dict[tuple[Any, ...], Any] = {}
+        self._executor: Any = None
+
+    @property
+    def executor(self) -> Any:
+        """Where sweep cells run (``engine.experiments.executors``); None: in this process."""
+        if self._executor is None and self.spec.executor.kind != "local":
+            from engine.experiments.executors.base import make_executor
+
+            self._executor = make_executor(self.spec.executor)
+        return self._executor
+
+    def memo(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """``make()`` once per ``key`` in this context (e.g. f_NTK per data set, model, seed)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     # -- control -----------------------------------------------------------------
 
@@ -131,6 +155,10 @@ class RunContext:
                     self._notes.append(note)
         return self._datasets[key]
 
+    def adopt_dataset(self, ds: Dataset, seed: int) -> None:
+        """Use ``ds`` as the subset for ``seed`` (a remote cell gets it from the driver)."""
+        self._datasets[(self.spec.data.name, seed)] = ds
+
     def drain_notes(self) -> list[str]:
         """One-line data notes (e.g. "only the test split found") not yet reported."""
         out, self._notes = self._notes, []
@@ -189,7 +217,7 @@ class RunContext:
                 norm=f.norm, generator=torch.Generator(device=self.device).manual_seed(seed),
             )
         probe, k0 = self._drift_probe(model, x, seed)
-        gen = torch.Generator().manual_seed(10_007 * seed + width)
+        gen = torch.Generator().manual_seed(batch_seed(seed, width))
         history: list[dict[str, float]] = []
         drift: list[tuple[int, float]] = []
         t0 = time.perf_counter()
@@ -216,6 +244,31 @@ class RunContext:
         )
         self._trained[key] = tm
         return tm
+
+    def train_linearized(self, tm: TrainedModel) -> Generator[Event, None, nn.Module]:
+        """Train the linearized twin of ``tm`` (``engine.ntk.Linearized`` around its initial
+        weights) with the run's loss, optimiser, L2, epochs and ``tm``'s batch order;
+        ``yield from`` it. Cached per trained model; returns the twin in eval mode."""
+        from engine.ntk.linearized import Linearized
+        from engine.train import train
+
+        if tm.adversarial:
+            raise ConfigError("adversarial", True, "a standard-trained model (the twin has no attack)")
+        key = (id(tm), "linearized")
+        if key in self._twins:
+            return self._twins[key]
+        ds, epochs = tm.dataset, self.spec.train.epochs
+        twin = Linearized(tm.init_model()).to(self.device)
+        x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)
+        gen = torch.Generator().manual_seed(batch_seed(tm.seed, tm.width))
+        cell = f"linearized/{ds.name}/{tm.kind}/{tm.width}/{tm.seed}"
+        label = f"twin {tm.kind} m={tm.width} seed={tm.seed}"
+        yield Progress("cell", 0, epochs, f"training {label}", cell=cell)
+        for st in train(twin, x, y, self.spec.train, generator=gen, should_stop=self.cancelled):
+            yield Progress("cell", st.epoch, epochs, label, cell=cell)
+        twin.eval()
+        self._twins[key] = twin
+        return twin
 
     def _drift_probe(self, model: nn.Module, x: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor | None]:
         if not self.spec.ntk.drift_every:

@@ -51,6 +51,8 @@ class Progress(Event):
     total: int
     message: str = ""
     cell: str = ""
+    running: int = 0
+    """Cells in flight on a parallel executor (0: in-process, one at a time)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,15 @@ class CellFinished(Event):
     """Every row of ``cell`` has been emitted; ``--resume`` skips it next time."""
 
     cell: str
+
+
+@dataclass(frozen=True)
+class CellFailed(Event):
+    """``cell`` failed on every attempt (``error``: exception class); ``--resume`` reruns it."""
+
+    cell: str
+    error: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -123,7 +134,7 @@ class Failed(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     t.__name__: t
-    for t in (Started, Progress, Metric, TableRow, CellFinished, Artifact, Log, Summary, Finished, Failed)
+    for t in (Started, Progress, Metric, TableRow, CellFinished, CellFailed, Artifact, Log, Summary, Finished, Failed)
 }
 
 

@@ -1,26 +1,29 @@
-"""Experiments ``flip`` and ``advtrain``: influence flip rates (PAPER.md §6, Tables 2–4).
+"""Experiments ``flip`` and ``advtrain``: influence flip rates (PAPER.md §6, §6a, Tables 2–4).
 
 One cell per (seed, model kind, attack, ε) at width ``flip.width``; the model of each
 (seed, kind) is trained once (``ctx.train_model``; ``advtrain``: PGD adversarial
-training with ``flip.adv_eps``) and measured with ``engine.malleability.flip_rate``:
+training with ``flip.adv_eps``) and measured with ``engine.malleability.flip_rates``:
 
 * kernel: the scalar empirical NTK of the trained model (weights frozen, multiclass:
-  the shared diagonal block), ridge λ = ``flip.lam``, kernel LOO influence with the
-  squared error of the kernel predictor (one-hot targets for 10 classes);
-* selection: top ``flip.top_frac`` by ``flip.ranking`` (default mean |influence|);
+  the shared diagonal block), kernel LOO influence with the squared error of the kernel
+  predictor (one-hot targets for 10 classes), ridge ``flip.ridge`` (default
+  ``objective``: nλ/2 with λ = ``train.l2``, ``engine.ridge``);
+* selection: top ``flip.top_frac`` by ``flip.ranking`` (default ``abs_signed_mean``:
+  |mean_t I[t, i]|, the flip being a sign change of the same mean);
 * intervention ``flip.intervention`` (default transformed) with the attack against the
   trained model's training loss in pixel space (PGD: ``flip.pgd_*``, random start seeded
   with the run seed; MIM: ``flip.mim_*``, α = ε/steps; FGSM: one step);
-* flip: the sign of the signed mean influence over the test points changed.
+* sensitivity grid: ``flip.ridges`` × ``flip.rankings`` on the same trained model and the
+  same attacked points (one row per protocol, columns ``ridge`` and ``ranking``).
 
-Rows go to ``flip_rates`` (training = standard | adversarial); the summary sets our
-flip rates (mean ± std over seeds, pooled 95% Wilson interval) beside the paper's and
-gives the MLP-Attn / 2L-ReLU ratio per attack.
+Rows go to ``flip_rates`` (training = standard | adversarial); the summary
+(``summarize``) gives the default protocol's flip rates (mean ± std over seeds, pooled
+95% Wilson interval from the integer counts) beside the paper's, the MLP-Attn / 2L-ReLU
+ratio per attack, and the ratio for every protocol of the grid.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -34,16 +37,15 @@ from engine.experiments.events import (
     Summary,
     TableRow,
 )
+from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
-from engine.results import flip_stat, flip_text
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext
     from engine.experiments.spec import FlipSpec
 
-SCORE = "signed mean influence over the test points (flip = its sign changed)"
-KERNEL = "empirical NTK of the trained model, weights frozen; multiclass: shared diagonal block, one-hot targets"
+__all__ = ["attack_options", "run_advtrain", "run_flip", "summarize"]
 
 
 @register(
@@ -76,7 +78,7 @@ def attack_options(f: FlipSpec, attack: str) -> dict[str, Any]:
 
 
 def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
-    from engine.malleability import flip_rate
+    from engine.malleability import flip_rates
 
     sp, f = ctx.spec, ctx.spec.flip
     if f.retrain:
@@ -86,6 +88,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
             "not supported yet: influences are recomputed with the trained weights frozen (paper)",
         )
     prefix = "flip" if training == "standard" else "advtrain"
+    protocols = f.protocols()
     total = len(sp.seeds) * len(sp.model.kinds) * len(f.attacks) * len(f.eps)
     rows: list[dict[str, Any]] = []
     done = 0
@@ -117,47 +120,56 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                     total,
                     f"{prefix} {MODEL_LABELS[kind]} {attack} ε={eps:g} seed={seed}",
                 )
-                res = flip_rate(
+                results = flip_rates(
                     tm.model,
                     ds,
+                    protocols=protocols,
+                    l2=sp.train.l2,
                     attack=attack,
                     eps=eps,
                     top_frac=f.top_frac,
-                    ranking=f.ranking,
                     intervention=f.intervention,
-                    lam=f.lam,
                     transductive=sp.data.transductive,
                     seed=seed,
                     attack_opts=attack_options(f, attack),
                 )
-                row = {
-                    "model": MODEL_LABELS[kind],
-                    "dataset": ds.name,
-                    "attack": attack,
-                    "eps": eps,
-                    "training": training,
-                    "seed": seed,
-                    "flip_rate": res.flip_rate,
-                    "spearman": res.spearman,
-                    "topk_overlap": res.topk_overlap,
-                    "n_selected": res.n_selected,
-                }
-                rows.append({**row, "n_flipped": res.n_flipped})
-                yield Artifact(
-                    "flip_scores",
-                    {
-                        "selected": res.selected,
-                        "influence_before": res.influence_before,
-                        "influence_after": res.influence_after,
-                        "score_before": res.score_before,
-                        "score_after": res.score_after,
-                        "ci_low": res.ci_low,
-                        "ci_high": res.ci_high,
-                        "attack_loss_gain": res.attack_loss_gain,
-                    },
-                    cell=cell,
-                )
-                yield TableRow("flip_rates", row, cell=cell)
+                for res in results:
+                    row = {
+                        "model": MODEL_LABELS[kind],
+                        "dataset": ds.name,
+                        "attack": attack,
+                        "eps": eps,
+                        "training": training,
+                        "seed": seed,
+                        "flip_rate": res.flip_rate,
+                        "spearman": res.spearman,
+                        "topk_overlap": res.topk_overlap,
+                        "n_selected": res.n_selected,
+                        "ridge": res.ridge_label,
+                        "ranking": res.ranking,
+                        "n_flipped": res.n_flipped,
+                        "n_helpful": res.n_helpful,
+                        "flipped_helpful": res.flipped_helpful,
+                        "flipped_harmful": res.flipped_harmful,
+                    }
+                    rows.append(row)
+                    yield Artifact(
+                        "flip_scores",
+                        {
+                            "ridge": res.ridge_label,
+                            "ranking": res.ranking,
+                            "selected": res.selected,
+                            "influence_before": res.influence_before,
+                            "influence_after": res.influence_after,
+                            "score_before": res.score_before,
+                            "score_after": res.score_after,
+                            "ci_low": res.ci_low,
+                            "ci_high": res.ci_high,
+                            "attack_loss_gain": res.attack_loss_gain,
+                        },
+                        cell=cell,
+                    )
+                    yield TableRow("flip_rates", row, cell=cell)
                 yield CellFinished(cell)
                 done += 1
     yield Progress("sweep", total, total, f"{prefix} done")
@@ -166,101 +178,3 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
     for line in summary["headline"]:
         yield Log(line)
     yield Summary(prefix, summary)
-
-
-def summarize(
-    rows: list[dict[str, Any]],
-    dataset: str,
-    classes: tuple[int, ...] | None,
-    training: str,
-    f: FlipSpec,
-) -> dict[str, Any]:
-    """Our flip rates (percent) beside the paper's, and the MLP-Attn / 2L-ReLU ratios."""
-    from engine.malleability import paper_rate_for_run, paper_table_for
-
-    table: list[dict[str, Any]] = []
-    lines = []
-    ratio: dict[str, dict[str, float | None]] = {}
-    for attack in f.attacks:
-        for eps in f.eps:
-            means: dict[str, float] = {}
-            for model in dict.fromkeys(["2L-ReLU", "MLP-Attn", *(r["model"] for r in rows)]):
-                sel = [
-                    r
-                    for r in rows
-                    if r["model"] == model and r["attack"] == attack and r["eps"] == eps
-                ]
-                if not sel:
-                    continue
-                st = flip_stat(sel)
-                m, s, lo, hi = 100 * st.mean, 100 * st.std, st.lo, st.hi
-                paper = (
-                    paper_rate_for_run(dataset, classes, training, model, attack)
-                    if eps == 0.3
-                    else None
-                )
-                means[model] = m
-                table.append(
-                    {
-                        "model": model,
-                        "attack": attack,
-                        "eps": eps,
-                        "flip_rate": m,
-                        "std": s,
-                        "seeds": len(sel),
-                        "n_flipped": st.k,
-                        "n_selected": st.n,
-                        "ci_low": 100 * lo,
-                        "ci_high": 100 * hi,
-                        "paper": paper,
-                        "spearman": st.spearman,
-                        "topk_overlap": st.topk_overlap,
-                    }
-                )
-                p = f"{paper:.1f}%" if paper is not None else "n/a"
-                lines.append(
-                    f"{training} {model:8s} {attack.upper():4s} ε={eps:g}: "
-                    f"{flip_text(st.mean, st.std, lo, hi)}% over {st.seeds} seed(s); paper {p}"
-                )
-            r = means.get("2L-ReLU")
-            a = means.get("MLP-Attn")
-            pr = (
-                paper_rate_for_run(dataset, classes, training, "2L-ReLU", attack)
-                if eps == 0.3
-                else None
-            )
-            pa = (
-                paper_rate_for_run(dataset, classes, training, "MLP-Attn", attack)
-                if eps == 0.3
-                else None
-            )
-            ratio.setdefault(attack, {})[f"{eps:g}"] = (a / r) if a is not None and r else None
-            ratio[attack][f"paper_{eps:g}"] = pa / pr if pa and pr else None
-    for attack, v in ratio.items():
-        for key, val in v.items():
-            if not key.startswith("paper_"):
-                pv = v.get(f"paper_{key}")
-                ours = f"×{val:.2f}" if val is not None and math.isfinite(val) else "n/a"
-                lines.append(
-                    f"{training} MLP-Attn / 2L-ReLU {attack.upper()} ε={key}: {ours}"
-                    + (f" (paper ×{pv:.1f})" if pv else "")
-                )
-    return {
-        "dataset": dataset,
-        "classes": list(classes) if classes else None,
-        "training": training,
-        "paper_table": paper_table_for(dataset, classes, training),
-        "width": f.width,
-        "protocol": {
-            "ranking": f.ranking,
-            "intervention": f.intervention,
-            "top_frac": f.top_frac,
-            "lam": f.lam,
-            "score": SCORE,
-            "kernel": KERNEL,
-            "loss": "squared error of the kernel predictor",
-        },
-        "table": table,
-        "ratio_attn_relu": ratio,
-        "headline": lines,
-    }

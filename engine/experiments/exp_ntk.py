@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine import results
-from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
+from engine.experiments.events import Artifact, Event, Summary, TableRow
+from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.ntk import (
@@ -60,36 +61,47 @@ TREND_ALPHA = results.TREND_ALPHA
 """Spearman p-value below which the distance is said to fall or rise with width."""
 NO_ANALYTIC = "no analytic Θ∞"
 """What the summary says where f_NTK would be, for models without a closed-form Θ∞."""
+LIN_NOT_AVAILABLE = "lin_distance not available (no linearized twin in these rows)"
+"""Said for QKV-Attn while the run has no linearized-twin columns."""
 TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's logits"
 
 
-@register("ntk", "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)", order=30)
+@register("ntk", "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)", order=30, cells=True)
 def run_ntk(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
-    cells = [(s, k, w) for s in sp.seeds for k in sp.model.kinds for w in sp.model.widths]
-    f_ntk_cache: dict[tuple[str, str, int], torch.Tensor] = {}
-    rows: list[dict[str, Any]] = []
+    plan: list[Cell] = []
     name, task = sp.data.name, ""
-    for i, (seed, kind, width) in enumerate(cells):
+    for seed in sp.seeds:
         ds = ctx.dataset(seed=seed)
         name, task = ds.name, ds.task
-        cell = f"ntk/{ds.name}/{kind}/{width}/{seed}"
-        yield Progress("sweep", i, len(cells), f"ntk {MODEL_LABELS[kind]} m={width} seed={seed}")
-        if ctx.is_done(cell):
-            continue
-        ctx.check_cancel()
-        tm = yield from ctx.train_model(kind, width, seed)
-        key = (ds.name, kind, seed)
-        if key not in f_ntk_cache and has_analytic(tm):
-            f_ntk_cache[key] = _ntk_predictor(ctx, tm, ds)
-        row, drift = _cell_row(ctx, tm, ds, f_ntk_cache.get(key))
-        rows.append(row)
-        yield Artifact("drift", drift, cell=cell)
-        yield TableRow("ntk_distance", row, cell=cell)
-        yield CellFinished(cell)
-    yield from _dk_sweep(ctx)
-    yield Progress("sweep", len(cells), len(cells), "ntk done")
+        for kind in sp.model.kinds:
+            for width in sp.model.widths:
+                label = f"ntk {MODEL_LABELS[kind]} m={width} seed={seed}"
+                plan.append(Cell(f"ntk/{ds.name}/{kind}/{width}/{seed}", ntk_cell, (kind, width, seed), seed, label))
+        if "qkv" in sp.model.kinds:  # QKV-Attn at the largest width for each d_k of qkv.dk_sweep
+            width = max(sp.model.widths)
+            for dk in sp.qkv.dk_sweep:
+                label = f"ntk {MODEL_LABELS['qkv']} d_k={dk} m={width} seed={seed}"
+                plan.append(Cell(f"ntk/{ds.name}/qkv/{width}/dk{dk}/{seed}", dk_cell, (width, seed, dk), seed, label))
+    rows: list[dict[str, Any]] = []
+    for ev in run_cells(ctx, plan):
+        if isinstance(ev, TableRow) and ev.table == "ntk_distance":
+            rows.append(ev.row)
+        yield ev
     yield Summary("ntk", summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp))
+
+
+def ntk_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> Iterator[Event]:
+    """One cell: train ``kind`` at ``width`` for ``seed``, then its ``ntk_distance`` row."""
+    ds = ctx.dataset(seed=seed)
+    tm = yield from ctx.train_model(kind, width, seed)
+    f_ntk = None
+    if has_analytic(tm):
+        f_ntk = ctx.memo(("f_ntk", ds.name, kind, seed), lambda: _ntk_predictor(ctx, tm, ds))
+    twin = yield from ctx.train_linearized(tm)
+    row, drift = _cell_row(ctx, tm, ds, f_ntk, twin)
+    yield Artifact("drift", drift, cell=cell)
+    yield TableRow("ntk_distance", row, cell=cell)
 
 
 def has_analytic(tm: TrainedModel) -> bool:
@@ -98,27 +110,15 @@ def has_analytic(tm: TrainedModel) -> bool:
     return has_structure(tm.init_model())
 
 
-def _dk_sweep(ctx: RunContext) -> Iterator[Event]:
-    """QKV-Attn at the largest width for each d_k of ``qkv.dk_sweep`` (table ``qkv_dk``)."""
-    sp = ctx.spec
-    if "qkv" not in sp.model.kinds or not sp.qkv.dk_sweep:
-        return
-    width = max(sp.model.widths)
-    for seed in sp.seeds:
-        for dk in sp.qkv.dk_sweep:
-            ds = ctx.dataset(seed=seed)
-            cell = f"ntk/{ds.name}/qkv/{width}/dk{dk}/{seed}"
-            yield Progress("sweep", 0, 1, f"ntk {MODEL_LABELS['qkv']} d_k={dk} m={width} seed={seed}")
-            if ctx.is_done(cell):
-                continue
-            ctx.check_cancel()
-            tm = yield from ctx.train_model("qkv", width, seed, d_k=dk)
-            row, _ = _cell_row(ctx, tm, ds, None)
-            keep = ("model", "dataset", "width", "seed", "kernel_drift", "train_loss", "test_accuracy")
-            out = {k: row[k] for k in keep}
-            out["d_k"] = dk
-            yield TableRow("qkv_dk", out, cell=cell)
-            yield CellFinished(cell)
+def dk_cell(ctx: RunContext, cell: str, width: int, seed: int, dk: int) -> Iterator[Event]:
+    """One cell of the d_k sweep: QKV-Attn with ``d_k = dk`` (table ``qkv_dk``)."""
+    ds = ctx.dataset(seed=seed)
+    tm = yield from ctx.train_model("qkv", width, seed, d_k=dk)
+    row, _ = _cell_row(ctx, tm, ds, None)
+    keep = ("model", "dataset", "width", "seed", "kernel_drift", "train_loss", "test_accuracy")
+    out = {k: row[k] for k in keep}
+    out["d_k"] = dk
+    yield TableRow("qkv_dk", out, cell=cell)
 
 
 def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:
@@ -126,6 +126,17 @@ def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:
     if ds.task == "binary":
         return ds.y_train.to(device, torch.float64)
     return torch.nn.functional.one_hot(ds.y_train.long(), ds.n_out).to(device, torch.float64)
+
+
+def ntk_ridge(spec: Any, n_train: int, task: str) -> float:
+    """The ridge of f_NTK for ``spec.ntk.ridge``, by the one rule of ``engine.ridge``:
+    ``objective`` = nλ/2 with λ = ``train.l2``; ``lambda`` = ``ntk.lam``; or a number."""
+    from engine.ridge import resolve_ridge
+
+    rule = spec.ntk.ridge
+    lam = spec.ntk.lam if rule == "lambda" else spec.train.l2
+    loss = "mse" if task == "binary" else "ce"
+    return resolve_ridge(rule, n=n_train, lam=lam, loss=loss, field="ntk.ridge").value
 
 
 def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tensor:
@@ -140,22 +151,49 @@ def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tens
         k_train,
         k_test,
         _targets(ds, ctx.device),
-        sp.lam,
+        ntk_ridge(ctx.spec, ds.n_train, ds.task),
         method=sp.predictor,  # type: ignore[arg-type]
         t=sp.flow_time if sp.predictor == "flow" else None,
     )
 
 
-def _cell_row(
-    ctx: RunContext, tm: TrainedModel, ds: Dataset, f_ntk: torch.Tensor | None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``ntk_distance`` row of one trained model and its drift series.
+def lin_distances(f_m: torch.Tensor, f_lin: torch.Tensor, f_init: torch.Tensor) -> tuple[float, float]:
+    """(‖f_m − f_lin‖, ‖f_m − f_lin‖ / ‖f_m − f_m,init‖) over test outputs [n, K] (Frobenius).
 
-    ``f_ntk`` None (no analytic Θ∞, QKV-Attn): the f_NTK and Θ∞ columns are NaN (empty).
+    The relative distance divides by how far training moved the network's outputs, so
+    0 means exactly lazy (the network is its linearization) and ≈ 1 means the twin's
+    dynamics explain nothing of the network's; inf when training did not move f at all.
     """
+    a, b, c = (t.reshape(t.shape[0], -1).double() for t in (f_m, f_lin, f_init))
+    diff = float(torch.linalg.norm(a - b))
+    moved = float(torch.linalg.norm(a - c))
+    return diff, diff / moved if moved > 0 else float("inf")
+
+
+def _cell_row(
+    ctx: RunContext,
+    tm: TrainedModel,
+    ds: Dataset,
+    f_ntk: torch.Tensor | None,
+    twin: torch.nn.Module | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``ntk_distance`` row of one trained model (and its twin) and its drift series.
+
+    ``f_ntk`` None (no analytic Θ∞, QKV-Attn): the f_NTK and Θ∞ columns are NaN (empty);
+    ``twin`` None: the linearized-twin columns are NaN.
+    """
+    from engine.train import accuracy
+
     nan = float("nan")
+    xte = ctx.to_device(ds.x_test_raw)
     with torch.no_grad():
-        f_m = tm.model(ctx.to_device(ds.x_test_raw)).to(torch.float64)
+        f_m = tm.model(xte).to(torch.float64)
+        lin_abs, lin_rel, lin_acc = nan, nan, nan
+        if twin is not None:
+            f_lin = twin(xte).to(torch.float64)
+            f_init = tm.init_model()(xte).to(torch.float64)
+            lin_abs, lin_rel = lin_distances(f_m, f_lin, f_init)
+            lin_acc = accuracy(f_lin, ctx.to_device(ds.y_test))
     if ds.task == "binary":
         f_m = f_m.reshape(-1)
     elif ctx.spec.ntk.compare == "probabilities":
@@ -187,6 +225,9 @@ def _cell_row(
         "kernel_drift": series[-1],
         "train_loss": float(tm.train_loss),
         "test_accuracy": float(tm.test_accuracy),
+        "lin_distance": lin_abs,
+        "lin_distance_rel": lin_rel,
+        "lin_test_accuracy": lin_acc,
     }
     return row, {"epochs": epochs, "drift": series}
 
@@ -206,10 +247,16 @@ def headline(models: dict[str, Any]) -> list[str]:
     for label, e in models.items():
         if e.get("f_ntk") == NO_ANALYTIC:
             ws, dr = e["widths"], e["mean_kernel_drift"]
-            lines.append(
+            line = (
                 f"{label}: {NO_ANALYTIC} (f_NTK columns empty); kernel drift {e['drift_trend']} "
                 f"with width; m={ws[0]}→{ws[-1]}: {dr[0]:.4g}→{dr[-1]:.4g}"
             )
+            ld = e.get("mean_lin_distance_rel")
+            if ld:
+                line += f"; distance to its linearization {e['lin_trend']}: {ld[0]:.4g}→{ld[-1]:.4g}"
+            else:
+                line += f"; {LIN_NOT_AVAILABLE}"
+            lines.append(line)
             continue
         ws, ms = e["widths"], e["mean_ntk_distance"]
         rho = e.get("spearman_rho")
@@ -219,6 +266,9 @@ def headline(models: dict[str, Any]) -> list[str]:
         if paper:
             pw = sorted(paper, key=int)
             line += f" (paper m={pw[0]}→{pw[-1]}: {paper[pw[0]]['paper']}→{paper[pw[-1]]['paper']})"
+        ld = e.get("mean_lin_distance_rel")
+        if ld:
+            line += f"; distance to its linearization (rel.) {e['lin_trend']}: {ld[0]:.4g}→{ld[-1]:.4g}"
         lines.append(line)
     return lines
 
@@ -249,6 +299,14 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
                 [r["width"] for r in mine], [r.get("kernel_drift", math.nan) for r in mine]
             )["trend"],
         }
+        lin = [r.get("lin_distance_rel", math.nan) for r in mine]
+        if any(math.isfinite(v) for v in lin):
+            entry["lin_trend"] = trend([r["width"] for r in mine], lin)["trend"]
+            entry["mean_lin_distance_rel"] = [
+                mean_std(v for r, v in zip(mine, lin) if r["width"] == w)[0] for w in widths
+            ]
+        else:
+            entry["lin_distance"] = LIN_NOT_AVAILABLE
         if not any(math.isfinite(r["ntk_distance"]) for r in mine):
             entry["f_ntk"] = NO_ANALYTIC
         paper = paper_ntk_distances(label, dataset)
@@ -268,6 +326,7 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
         "models": models,
         "predictor": ntk.predictor,
         "lam": ntk.lam,
+        "ridge": ntk.ridge,  # objective: n·λ/2 with the subset's n (ntk_ridge)
         "flow_time": ntk.flow_time if ntk.predictor == "flow" else None,
         "targets": TARGETS,
         "compare": ntk.compare if task != "binary" else "outputs",

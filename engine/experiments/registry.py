@@ -25,16 +25,20 @@ class Experiment:
     description: str
     fn: ExperimentFn
     order: int = 100
+    cells: bool = False
+    """Its sweep is split into cells (``executors.run_cells``): they run on any executor."""
 
 
 _REGISTRY: dict[str, Experiment] = {}
 
 
-def register(name: str, description: str, *, order: int = 100) -> Callable[[ExperimentFn], ExperimentFn]:
-    """Decorator: register ``fn`` as experiment ``name``."""
+def register(
+    name: str, description: str, *, order: int = 100, cells: bool = False
+) -> Callable[[ExperimentFn], ExperimentFn]:
+    """Decorator: register ``fn`` as experiment ``name`` (``cells``: split into cells)."""
 
     def deco(fn: ExperimentFn) -> ExperimentFn:
-        _REGISTRY[name] = Experiment(name, description, fn, order)
+        _REGISTRY[name] = Experiment(name, description, fn, order, cells)
         return fn
 
     return deco

@@ -12,9 +12,13 @@ Checklist rules (README "Claims checklist"), α = 0.05:
    Does not hold: 2L-ReLU does not fall, or both fall. Inconclusive: fewer than 4 widths.
 2. Spectral amplification — r = κ(G³)measured / κ(G)³. Holds: |log₁₀ r| ≤ log₁₀ 2.
    Inconclusive: κ(G)³ > 1e15 (float64 cannot resolve κ(G³)). Otherwise does not hold.
-3. Influence malleability — flip rates pooled over seeds with 95% Wilson intervals,
-   per attack (10-class task). Holds: MLP-Attn's interval lies above 2L-ReLU's for every
-   attack. Does not hold: 2L-ReLU's lies above MLP-Attn's for some attack. Else inconclusive.
+3. Influence malleability — flip rates of the default protocol (``flip.ridge``,
+   ``flip.ranking``) pooled over seeds (Σ n_flipped / Σ n_selected) with 95% Wilson
+   intervals, per attack (10-class task; the binary one when only it ran). Holds:
+   MLP-Attn's interval lies above 2L-ReLU's for every attack. Does not hold: 2L-ReLU's
+   lies above MLP-Attn's for some attack. Else inconclusive. Beside it: the ratio for
+   each cell of the grid {lambda, objective} × {abs_mean, abs_signed_mean} run on the
+   binary subsets, so the reader sees which choices carry the verdict.
 4. Adversarial training induces malleability — 2L-ReLU PGD flip rate, adversarial vs
    standard training. Holds: the adversarial interval lies above the standard one.
    Does not hold: it lies below. Else inconclusive.
@@ -41,7 +45,7 @@ from typing import Any
 
 from engine.experiments.presets import apply_quick
 from engine.experiments.spec import DataSpec, RunSpec
-from engine.results import flip_stat, mean_std, num, ratio, spearman
+from engine.results import mean_std, num, ratio, spearman
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -51,6 +55,10 @@ BINARY_CLASSES: dict[str, tuple[int, int]] = {
     "digits": (3, 8),  # ours, as MNIST
 }
 TABLE1_WIDTHS = (16, 1024, 4096)
+GRID_RIDGES = ("lambda", "objective")
+"""Claim 3's sensitivity grid on the binary subsets: the literal λ vs the objective ridge …"""
+GRID_RANKINGS = ("abs_mean", "abs_signed_mean")
+"""… × mean |I| (the earlier default) vs |mean I| (PAPER.md §6a)."""
 ATTACK_LABELS = {"fgsm": "FGSM", "pgd": "PGD", "mim": "MIM"}
 MODELS = ("2L-ReLU", "MLP-Attn")
 HOLDS, FAILS, INCONCLUSIVE, NO_DATA = "holds", "does not hold", "inconclusive", "no data"
@@ -109,7 +117,10 @@ def plan(
                 name=name, data_dir=data_dir, classes=cls, n_train=n_tr,
                 n_test=n_te, transductive=base.data.transductive,
             )
-            parts.append(Part(f"{name}-binary", name, "binary", base.replace(experiment="spectrum,flip", data=bdata)))
+            bspec = base.replace(experiment="spectrum,flip", data=bdata)
+            if not (base.flip.ridges or base.flip.rankings):  # the sensitivity grid (README claim 3)
+                bspec = bspec.replace(flip__ridges=GRID_RIDGES, flip__rankings=GRID_RANKINGS)
+            parts.append(Part(f"{name}-binary", name, "binary", bspec))
     return parts
 
 
@@ -150,24 +161,29 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
     ``runs`` maps a part key to ``read_run`` output (``tables``: name → rows) or to
     ``{"missing": reason}`` when the part could not run (e.g. no data set here).
     """
-    out: dict[str, Any] = {"table1": [], "table2": [], "table3": [], "table4": [], "kappa": []}
+    out: dict[str, Any] = {"table1": [], "table2": [], "table3": [], "table4": [], "kappa": [], "flip_grid": []}
     stats: dict[str, Any] = {}
     for part in parts:
         run = runs.get(part.key, {"missing": "not run"})
         tables = run.get("tables", {})
         reason = run.get("missing")
+        flips = _default_protocol(tables.get("flip_rates"), part)
+        grid_cells = _flip_grid(part.dataset, part.task, tables.get("flip_rates"))
+        out["flip_grid"] += grid_cells
+        stats.setdefault(part.dataset, {}).setdefault("grid", []).extend(grid_cells)
         if part.task == "multiclass":
             out["table1"] += _table1(part.dataset, tables.get("ntk_distance"), reason)
-            out["table2"] += _flip_table(2, part.dataset, tables.get("flip_rates"), reason)
-            out["table4"] += _table4(part.dataset, tables.get("flip_rates"), reason)
+            out["table2"] += _flip_table(2, part.dataset, flips, reason)
+            out["table4"] += _table4(part.dataset, flips, reason)
             out["kappa"] += _kappa(part.dataset, tables.get("spectrum"), reason)
-            stats.setdefault(part.dataset, {}).update(
-                ntk=tables.get("ntk_distance"), flip=tables.get("flip_rates"),
+            stats[part.dataset].update(
+                ntk=tables.get("ntk_distance"), flip=flips,
                 spectrum=tables.get("spectrum"), alignment=tables.get("alignment"),
                 sharpness=tables.get("sharpness"), reason=reason,
             )
         else:
-            out["table3"] += _flip_table(3, part.dataset, tables.get("flip_rates"), reason)
+            out["table3"] += _flip_table(3, part.dataset, flips, reason)
+            stats[part.dataset]["flip_binary"] = flips
     out["checklist"] = checklist(stats)
     return out
 
@@ -193,13 +209,42 @@ def _table1(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[s
 
 
 def _pooled(rows: list[dict], model: str, attack: str, training: str, eps: float | None = None) -> dict[str, Any] | None:
+    """Pooled flip rate (percent) from the integer counts (``flip_summary.pooled``)."""
+    from engine.experiments.flip_summary import pooled
+
     sel = [r for r in rows if r["model"] == model and r["attack"] == attack and r["training"] == training
            and (eps is None or abs(_f(r["eps"]) - eps) < 1e-9)]
-    st = flip_stat(sel)
-    if st.seeds == 0:
+    return pooled(sel)
+
+
+def _default_protocol(rows: list[dict] | None, part: Part) -> list[dict] | None:
+    """The rows of the part's default protocol (``flip.ridge``, ``flip.ranking``)."""
+    from engine.experiments.flip_summary import same_rule
+
+    if rows is None:
         return None
-    return {"mean": 100 * st.mean, "std": 100 * st.std, "seeds": st.seeds, "ci_low": 100 * st.lo,
-            "ci_high": 100 * st.hi, "k": st.k, "n": st.n}
+    f = part.spec.flip
+    return [r for r in rows if same_rule(r.get("ridge", ""), f.ridge) and r.get("ranking") == f.ranking]
+
+
+def _flip_grid(ds: str, task: str, rows: list[dict] | None) -> list[dict[str, Any]]:
+    """The sensitivity grid of one part: per (ridge rule, ranking, attack) the pooled rates
+    of both models at ε = 0.3 (or the first ε) and the MLP-Attn / 2L-ReLU ratio."""
+    from engine.experiments.flip_summary import grid, ridge_rule
+
+    cells = grid(list(rows or []), "standard")
+    eps = 0.3 if any(abs(c["eps"] - 0.3) < 1e-9 for c in cells) else (cells[0]["eps"] if cells else 0.3)
+    out = []
+    for c in cells:
+        if abs(c["eps"] - eps) > 1e-9:
+            continue
+        a, r = c["MLP-Attn"], c["2L-ReLU"]
+        out.append({
+            "dataset": ds, "task": task, "ridge": c["ridge"], "rule": str(ridge_rule(c["ridge"])),
+            "ranking": c["ranking"], "attack": ATTACK_LABELS.get(c["attack"], c["attack"]), "eps": eps,
+            "attn": a["pooled"] if a else None, "relu": r["pooled"] if r else None, "ratio": c["ratio"],
+        })
+    return out
 
 
 def _paper_flip(table: int, ds: str, model: str, attack: str) -> float | None:
@@ -279,7 +324,7 @@ def checklist(stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     for ds, s in stats.items():
         items.append(_claim1(ds, s.get("ntk")))
         items.append(_claim2(ds, s.get("spectrum")))
-        items.append(_claim3(ds, s.get("flip")))
+        items.append(_claim3(ds, s.get("flip"), s.get("flip_binary"), s.get("grid", [])))
         items.append(_claim4(ds, s.get("flip")))
         items.append(_claim5(ds, s.get("alignment")))
         items.append(_claim6(ds, s.get("sharpness")))
@@ -348,10 +393,18 @@ def _claim2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     return _claim(2, t, stat, v, dataset=ds, ratio=r)
 
 
-def _claim3(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+def _claim3(
+    ds: str, rows: list[dict] | None, binary: list[dict] | None = None, grid: list[dict] | None = None
+) -> dict[str, Any]:
+    """Claim 3 on the default protocol (10-class rows; the binary ones when no 10-class
+    flips ran), with the sensitivity grid's MLP-Attn / 2L-ReLU ratios beside it."""
     t = "influence malleability: MLP-Attn's influence flips more often than 2L-ReLU's"
+    side = _grid_text(grid or [])
+    task = "10-class"
     if not rows:
-        return _claim(3, t, "flip-rate ratio MLP-Attn / 2L-ReLU with 95% Wilson CIs", NO_DATA, dataset=ds)
+        rows, task = binary, "binary"
+    if not rows:
+        return _claim(3, t, "flip-rate ratio MLP-Attn / 2L-ReLU with 95% Wilson CIs", NO_DATA, dataset=ds, grid=grid or [])
     parts, above, below = [], 0, 0
     attacks = sorted({r["attack"] for r in rows if r["training"] == "standard"})
     for a in attacks:
@@ -359,14 +412,31 @@ def _claim3(ds: str, rows: list[dict] | None) -> dict[str, Any]:
         pr = _pooled(rows, "2L-ReLU", a, "standard")
         if pa is None or pr is None:
             continue
-        rt = pa["mean"] / pr["mean"] if pr["mean"] else float("inf")
-        parts.append(f"{ATTACK_LABELS.get(a, a)} {pa['mean']:.1f}% vs {pr['mean']:.1f}% (×{rt:.2g})")
+        ratio = pa["pooled"] / pr["pooled"] if pr["pooled"] else float("inf")
+        parts.append(f"{ATTACK_LABELS.get(a, a)} {pa['pooled']:.1f}% vs {pr['pooled']:.1f}% (×{ratio:.2g})")
         above += pa["ci_low"] > pr["ci_high"]
         below += pr["ci_low"] > pa["ci_high"]
     if not parts:
-        return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds)
+        return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds, grid=grid or [])
+    r0 = rows[0]
     v = HOLDS if above == len(parts) else FAILS if below else INCONCLUSIVE
-    return _claim(3, t, "; ".join(parts), v, dataset=ds)
+    stat = f"{task}, ridge {r0.get('ridge')}, ranking {r0.get('ranking')}: " + "; ".join(parts)
+    if side:
+        stat += f" | grid (MLP-Attn/2L-ReLU): {side}"
+    return _claim(3, t, stat, v, dataset=ds, grid=grid or [])
+
+
+def _grid_text(grid: list[dict]) -> str:
+    """``binary lambda/abs_mean ×0.62 ×0.75 ×0.69; …`` (one ratio per attack)."""
+    keys = dict.fromkeys((g["task"], g["rule"], g["ranking"]) for g in grid)
+    if len({(k[1], k[2]) for k in keys}) < 2:
+        return ""
+    out = []
+    for task, rule, ranking in keys:
+        rs = [g for g in grid if (g["task"], g["rule"], g["ranking"]) == (task, rule, ranking)]
+        ratios = " ".join(f"{g['attack']} ×{g['ratio']:.2g}" if g["ratio"] is not None else f"{g['attack']} n/a" for g in rs)
+        out.append(f"{task} {rule}/{ranking} {ratios}")
+    return "; ".join(out)
 
 
 def _claim4(ds: str, rows: list[dict] | None) -> dict[str, Any]:

@@ -34,16 +34,27 @@ def run(
         exps = select(spec.experiment)
         ctx = RunContext(spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows)
         yield Log(f"device: {ctx.device}, dtype: {spec.dtype}")
+        if spec.executor.kind != "local":
+            local = [e.name for e in exps if not e.cells]
+            if local:
+                yield Log(
+                    f"{', '.join(local)} not split into cells yet: run in this process "
+                    f"(executor {spec.executor.kind} serves the others)", "warning",
+                )
         for i, exp in enumerate(exps):
             ctx.check_cancel()
             yield Progress("experiments", i, len(exps), exp.name)
+            # Remote cells: run_cells polls the cancel flag itself and keeps the cells
+            # that finished out of order; stopping it between events would drop them.
+            polls = not (exp.cells and spec.executor.kind != "local")
             for ev in exp.fn(ctx):
                 for note in ctx.drain_notes():
                     yield Log(note, "warning")
                 if isinstance(ev, Summary):
                     summary[ev.section] = ev.data
                 yield ev
-                ctx.check_cancel()
+                if polls:
+                    ctx.check_cancel()
         yield Progress("experiments", len(exps), len(exps), "done")
         yield Finished(summary)
     except EngineError as e:

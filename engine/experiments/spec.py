@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.ridge import check_ridge_rule
 
 try:  # Python 3.11+
     import tomllib
@@ -24,10 +25,11 @@ except ModuleNotFoundError:  # pragma: no cover
 DEFAULT_WIDTHS = tuple(2**k for k in range(2, 13))  # 4 … 4096 (paper)
 ATTACKS = ("fgsm", "pgd", "mim")
 OPTIMIZERS = ("adam", "sgd", "gd")
-RANKINGS = ("abs_mean", "signed_mean")
+RANKINGS = ("abs_signed_mean", "abs_mean", "signed_mean", "per_test")
 INTERVENTIONS = ("transformed", "curated", "adversarial")
 NORMS = ("linf", "l2")
 PREDICTORS = ("ridge", "flow")
+EXECUTORS = ("local", "ray")
 MODEL_KINDS = ("relu", "attn", "qkv")
 
 
@@ -135,7 +137,9 @@ class NTKSpec:
     """NTK predictor and distances (PAPER.md §4)."""
 
     lam: float = 1e-3
-    """Ridge λ of the NTK predictor f_NTK (ours, matching the training L2)."""
+    """Ridge of f_NTK when ridge = "lambda" (the earlier default)."""
+    ridge: str | float = "objective"
+    """Ridge of f_NTK: objective (nλ/2 from the training L2 λ, PAPER.md §6a), lambda (ntk.lam) or a number."""
     predictor: str = "ridge"
     """ridge (kernel ridge regression) or flow (gradient flow to time flow_time, MSE)."""
     flow_time: float = 1000.0
@@ -149,6 +153,7 @@ class NTKSpec:
 
     def __post_init__(self) -> None:
         _check(_pos_float(self.lam), "ntk.lam", self.lam, "a positive number")
+        object.__setattr__(self, "ridge", check_ridge_rule(self.ridge, "ntk.ridge"))
         _check(self.predictor in PREDICTORS, "ntk.predictor", self.predictor, "ridge or flow")
         _check(self.compare in ("logits", "probabilities"), "ntk.compare", self.compare, "logits or probabilities")
         _check(_pos_float(self.flow_time), "ntk.flow_time", self.flow_time, "a positive number")
@@ -190,12 +195,16 @@ class FlipSpec:
     """Width of the networks whose influence is measured (ours)."""
     top_frac: float = 0.1
     """Fraction of training points selected as most influential (paper: 10%)."""
-    ranking: str = "abs_mean"
-    """abs_mean: mean |influence| over test points (ours); signed_mean: mean influence."""
+    ranking: str = "abs_signed_mean"
+    """abs_signed_mean: rank by |s_i|, s_i = mean_t I[t, i], flip = sign change of s_i (ours, PAPER.md §6a); abs_mean: mean_t |I|; signed_mean: s_i, most helpful first; per_test: top set per test point, flips per (t, i) pair."""
     intervention: str = "transformed"
     """transformed (replace the top set by adversarial versions; paper's tables), curated, adversarial."""
-    lam: float = 1e-3
-    """Ridge λ of the kernel leave-one-out influence."""
+    ridge: str | float = "objective"
+    """Ridge of the kernel leave-one-out influence: objective (nλ/2, the minimiser of the linearized training objective; ours), lambda (the bare train.l2) or a number."""
+    ridges: tuple[str | float, ...] = ()
+    """Sensitivity grid: ridges evaluated on the same trained models (empty: just ``ridge``)."""
+    rankings: tuple[str, ...] = ()
+    """Sensitivity grid: rankings evaluated on the same trained models (empty: just ``ranking``)."""
     pgd_steps: int = 40
     """PGD steps (ours)."""
     pgd_alpha: float = 0.01
@@ -230,7 +239,12 @@ class FlipSpec:
         _check(_pos_float(self.top_frac) and self.top_frac <= 1, "flip.top_frac", self.top_frac, "a fraction in (0, 1]")
         _check(self.ranking in RANKINGS, "flip.ranking", self.ranking, f"one of {', '.join(RANKINGS)}")
         _check(self.intervention in INTERVENTIONS, "flip.intervention", self.intervention, f"one of {', '.join(INTERVENTIONS)}")
-        _check(_pos_float(self.lam), "flip.lam", self.lam, "a positive number")
+        object.__setattr__(self, "ridge", check_ridge_rule(self.ridge, "flip.ridge"))
+        ridges = tuple(check_ridge_rule(r, "flip.ridges") for r in self.ridges)
+        object.__setattr__(self, "ridges", tuple(dict.fromkeys(ridges)))
+        rankings = tuple(self.rankings)
+        _check(all(r in RANKINGS for r in rankings), "flip.rankings", self.rankings, f"a list of {', '.join(RANKINGS)}")
+        object.__setattr__(self, "rankings", tuple(dict.fromkeys(rankings)))
         _check(_pos_int(self.pgd_steps), "flip.pgd_steps", self.pgd_steps, "a positive integer")
         _check(_pos_float(self.pgd_alpha), "flip.pgd_alpha", self.pgd_alpha, "a positive number")
         _check(_pos_int(self.restarts), "flip.restarts", self.restarts, "a positive integer")
@@ -239,6 +253,13 @@ class FlipSpec:
         _check(_pos_float(self.adv_eps) and self.adv_eps <= 1, "flip.adv_eps", self.adv_eps, "a number in (0, 1]")
         object.__setattr__(self, "attacks", attacks)
         object.__setattr__(self, "eps", eps)
+
+    def protocols(self) -> tuple[tuple[str | float, str], ...]:
+        """The (ridge, ranking) combinations to evaluate: the default protocol
+        (``ridge``, ``ranking``) first, then the grid ``ridges`` × ``rankings`` (an empty
+        list stands for the default alone)."""
+        grid = [(r, k) for r in (self.ridges or (self.ridge,)) for k in (self.rankings or (self.ranking,))]
+        return tuple(dict.fromkeys([(self.ridge, self.ranking), *grid]))
 
 
 @dataclass(frozen=True)
@@ -274,6 +295,42 @@ class LandscapeSpec:
 
 
 @dataclass(frozen=True)
+class ExecutorSpec:
+    """Where sweep cells run (README "Scale out"); never changes the numbers."""
+
+    kind: str = "local"
+    """local (in this process, one cell after another) or ray (parallel cells)."""
+    address: str | None = None
+    """Ray cluster address (host:port or ray://…); None: start a local Ray on this machine."""
+    max_parallel: int = 0
+    """Cells in flight at once (0: as many as the cluster's CPUs allow)."""
+    cpus_per_cell: int = 1
+    """CPUs (and torch threads) per cell."""
+    gpus_per_cell: float = 0.0
+    """GPUs per cell (fractions share a GPU); 0: CPU cells."""
+    max_retries: int = 1
+    """Retries of a cell whose worker died or which raised (then it is recorded as failed)."""
+
+    def __post_init__(self) -> None:
+        _check(self.kind in EXECUTORS, "executor.kind", self.kind, "local or ray")
+        _check(
+            self.address is None or (isinstance(self.address, str) and bool(self.address.strip())),
+            "executor.address", self.address, "host:port of a Ray head node, ray://host:port or auto",
+        )
+        _check(
+            isinstance(self.max_parallel, int) and not isinstance(self.max_parallel, bool) and self.max_parallel >= 0,
+            "executor.max_parallel", self.max_parallel, "an integer ≥ 0 (0: no limit)",
+        )
+        _check(_pos_int(self.cpus_per_cell), "executor.cpus_per_cell", self.cpus_per_cell, "a positive integer")
+        _check(_nonneg_float(self.gpus_per_cell), "executor.gpus_per_cell", self.gpus_per_cell, "a number ≥ 0")
+        _check(
+            isinstance(self.max_retries, int) and not isinstance(self.max_retries, bool) and 0 <= self.max_retries <= 100,
+            "executor.max_retries", self.max_retries, "an integer in 0…100",
+        )
+        object.__setattr__(self, "gpus_per_cell", float(self.gpus_per_cell))
+
+
+@dataclass(frozen=True)
 class QKVSpec:
     """QKV-Attn, trainable Q/K/V linearized attention (v2 extension, PAPER.md §2)."""
 
@@ -305,6 +362,7 @@ class RunSpec:
     spectrum: SpectrumSpec = field(default_factory=SpectrumSpec)
     flip: FlipSpec = field(default_factory=FlipSpec)
     landscape: LandscapeSpec = field(default_factory=LandscapeSpec)
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     qkv: QKVSpec = field(default_factory=QKVSpec)
     seeds: tuple[int, ...] = (0, 1, 2)
     """Seeds (ours: 3); each seeds the subset draw, the init and the batch order."""
@@ -395,6 +453,7 @@ SECTIONS = {
     "spectrum": SpectrumSpec,
     "flip": FlipSpec,
     "landscape": LandscapeSpec,
+    "executor": ExecutorSpec,
     "qkv": QKVSpec,
 }
 

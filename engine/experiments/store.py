@@ -20,6 +20,7 @@ from typing import Any
 
 from engine.errors import ConfigError
 from engine.experiments.events import (
+    CellFailed,
     CellFinished,
     Event,
     Failed,
@@ -37,6 +38,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "ntk_distance": (
         "model", "dataset", "width", "seed", "ntk_distance", "ntk_distance_rel",
         "kernel_distance_init", "kernel_distance_final", "kernel_drift", "train_loss", "test_accuracy",
+        "lin_distance", "lin_distance_rel", "lin_test_accuracy",
     ),
     "spectrum": (
         "dataset", "n", "d", "rank", "rtol", "kappa_G", "kappa_G_cubed", "kappa_G3_direct",
@@ -45,7 +47,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "eigenvalues": ("index", "eig_G", "eig_G3"),
     "flip_rates": (
         "model", "dataset", "attack", "eps", "training", "seed", "flip_rate", "spearman",
-        "topk_overlap", "n_selected",
+        "topk_overlap", "n_selected", "ridge", "ranking", "n_flipped", "n_helpful",
+        "flipped_helpful", "flipped_harmful",
     ),
     "landscape": ("model", "direction", "alpha", "beta", "loss"),
     "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace"),
@@ -117,6 +120,7 @@ class RunStore:
         self.tables: dict[str, list[dict[str, Any]]] = {}
         self.summary: dict[str, Any] = {}
         self.done_cells: set[str] = set()
+        self.failed_cells: dict[str, str] = {}
         self.status = "running"
         self._dirty: set[str] = set()
         self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
@@ -177,14 +181,20 @@ class RunStore:
                 self.tables.setdefault(table, []).append(row)
                 self._dirty.add(table)
             self.done_cells.add(ev.cell)
+            self.failed_cells.pop(ev.cell, None)
             self._flush_tables()
+        elif isinstance(ev, CellFailed):
+            self._pending.pop(ev.cell, None)
+            self.failed_cells[ev.cell] = f"{ev.error}: {ev.message}"
         elif isinstance(ev, Summary):
             self.summary[ev.section] = to_jsonable(ev.data)
             self._flush_tables()
             self._write_summary()
         elif isinstance(ev, Finished):
             self.summary.update(to_jsonable(ev.summary))
-            self.close("finished")
+            if self.failed_cells:  # the others finished; --resume reruns these
+                self.summary["failed_cells"] = dict(self.failed_cells)
+            self.close("partial" if self.failed_cells else "finished")
         elif isinstance(ev, Failed):
             self.summary["error"] = {"type": ev.error, "message": ev.message}
             self.close("cancelled" if ev.error == "Cancelled" else "failed")

@@ -21,11 +21,12 @@ MAX_RUN_FILE = 1 << 30  # 1 GiB: a larger "result" file is damage, not data
 
 # Columns that hold labels; every other known column is numeric ("" is a missing value).
 TEXT_COLUMNS = frozenset(
-    {"model", "dataset", "attack", "training", "kernel", "target", "direction"}
+    {"model", "dataset", "attack", "training", "kernel", "target", "direction", "ridge", "ranking"}
 )
 # Numeric columns read back as integers (readers index and group by them).
 INT_COLUMNS = frozenset(
-    {"width", "seed", "n", "d", "rank", "index", "epochs", "n_selected", "n_train"}
+    {"width", "seed", "n", "d", "rank", "index", "epochs", "n_selected", "n_train", "n_flipped",
+     "n_helpful", "flipped_helpful", "flipped_harmful"}
 )
 
 

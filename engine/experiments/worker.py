@@ -14,6 +14,7 @@ Protocol (used by the TUI so training never competes with the UI for the GIL):
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import traceback
@@ -33,6 +34,12 @@ def main() -> int:
     from engine.experiments.spec import RunSpec
 
     out = sys.stdout
+    if os.environ.get("MALLEABILITY_WORKER_NICE", "5") != "0":
+        # Below the UI's priority, so the TUI's thread wins the CPU while training uses it all.
+        try:
+            os.nice(int(os.environ.get("MALLEABILITY_WORKER_NICE", "5")))
+        except (OSError, ValueError, AttributeError):  # not on this platform / not allowed
+            pass
     first = sys.stdin.readline()
     try:
         req = json.loads(first)

@@ -12,11 +12,12 @@ from engine.malleability.paper import (
 )
 from engine.malleability.protocol import (
     INTERVENTIONS,
-    RANKINGS,
     FlipResult,
     flip_rate,
+    flip_rates,
     scalar_kernel,
 )
+from engine.malleability.ranking import RANKINGS, Selection, count_flips, select
 from engine.malleability.stats import (
     CI_METHODS,
     clopper_pearson_interval,
@@ -30,12 +31,16 @@ __all__ = [
     "PAPER_FLIP_RATES",
     "RANKINGS",
     "FlipResult",
+    "Selection",
     "clopper_pearson_interval",
+    "count_flips",
     "flip_rate",
+    "flip_rates",
     "paper_flip_rate",
     "paper_rate_for_run",
     "paper_table_for",
     "proportion_ci",
     "scalar_kernel",
+    "select",
     "wilson_interval",
 ]

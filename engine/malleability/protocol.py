@@ -1,26 +1,32 @@
-"""The influence flip-rate protocol (v1 Definition 3.4, PAPER.md §6).
+"""The influence flip-rate protocol (v1 Definition 3.4, PAPER.md §6 and §6a).
 
 1. Empirical NTK Θ_m of the trained model on the training set and the test points;
-   kernel leave-one-out influences I [n_test, n_train] (``ntk_loo_influence``).
-2. Rank training points by ``abs_mean`` (mean_t |I[t, i]|, ours, default) or
-   ``signed_mean`` (mean_t I[t, i], most helpful first) and select the top
-   ``top_frac`` of them (rounded to nearest, at least one; stable sort, so ties go to the
-   lower index and the selection is deterministic).
+   kernel leave-one-out influences I [n_test, n_train] (``ntk_loo_influence``) with the
+   ridge ρ of ``ridge`` (``engine.ridge``: ``objective`` = nλ/2 by default, the ridge
+   that makes kernel ridge the minimiser of the linearized training objective).
+2. Select the top ``top_frac`` of the training points by ``ranking``
+   (``engine.malleability.ranking``: ``abs_signed_mean`` by default).
 3. Intervene on the training set in pixel space: ``transformed`` replaces the selected
    points by adversarial versions (the attack maximises the trained model's training
    loss at each point, labels unchanged); ``curated`` removes them; ``adversarial``
    perturbs every training point.
 4. With the weights frozen (no retraining), recompute the features (MLP-Attn: C from the
-   intervened training set, on a copy of the model), Θ_m and the influences.
-5. Flip of a selected point i: sign(s_i after) ≠ sign(s_i before), where the score s_i
-   is the *signed* mean influence over the test points (ours; the paper does not say
-   which aggregate carries the sign), whatever the ranking. The flip rate is the
-   fraction of the selected points that flip, with a 95% Wilson (or Clopper–Pearson)
-   interval. ``curated`` removes the selected points, so their flips are undefined:
-   flip_rate and its interval are NaN and the ranking metrics cover the remaining points.
+   intervened training set, on a copy of the model), Θ_m and the influences, at the same
+   ridge. The "before" C is recomputed in float64 from the original training set too, so
+   before and after use the same dtype for C (a float32 C would differ from its float64
+   recomputation by round-off alone).
+5. Flips: sign changes of the selected units (the ranking module says which signed
+   quantity), with a 95% Wilson (or Clopper–Pearson) interval and the split by the sign
+   before (helpful = positive). ``curated`` removes the selected points, so their flips
+   are undefined: flip_rate and its interval are NaN.
 6. Companions: Spearman ρ between the ranking scores before and after (over every
    point still in the training set) and the top-K overlap |top_K before ∩ top_K after|/K
-   with K = n_selected, among the same points (for curated: the K best remaining ones).
+   with K = n_selected points, among the same points.
+
+``flip_rates`` evaluates several (ridge, ranking) protocols on one model at once: one
+kernel before, one influence matrix per ridge, one attack of the union of every selected
+set (the attacks act on each point independently, so a point selected by two protocols
+gets the same adversarial version in both), one kernel after per distinct selection.
 
 Multiclass tasks use one scalar kernel for all outputs (see ``scalar_kernel``) and
 one-hot targets; the test loss is the squared error of the kernel predictor by default.
@@ -31,7 +37,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,13 +46,23 @@ import torch
 from torch import nn
 
 from engine.errors import ConfigError
+from engine.malleability.ranking import (
+    RANKINGS,
+    Selection,
+    check_ranking,
+    count_flips,
+    ranking_score,
+    select,
+    top_indices,
+)
 from engine.malleability.stats import CI_METHODS, proportion_ci
 from engine.models.two_layer import normalize_rows
+from engine.ridge import Ridge, resolve_ridge
 
-RANKINGS = ("abs_mean", "signed_mean")
 INTERVENTIONS = ("transformed", "curated", "adversarial")
 AttackFn = Callable[..., Any]
 """attack(model, x [n, d], y [n], *, eps, **opts) → AttackResult (with x_adv) or x_adv."""
+__all__ = ["INTERVENTIONS", "RANKINGS", "FlipResult", "flip_rate", "flip_rates", "scalar_kernel"]
 
 
 @dataclass(frozen=True)
@@ -54,21 +70,27 @@ class FlipResult:
     """Outcome of one flip-rate measurement (CPU numpy arrays, plain floats)."""
 
     flip_rate: float
-    """Fraction of the selected points whose signed influence flipped (NaN for curated)."""
+    """n_flipped / n_selected (NaN for curated)."""
     ci_low: float
     """Lower end of the 95% interval of flip_rate."""
     ci_high: float
     """Upper end of the 95% interval of flip_rate."""
     n_flipped: int
-    """Number of selected points that flipped (0 for curated)."""
+    """Selected units (points, or (t, i) pairs for per_test) whose sign flipped."""
     n_selected: int
-    """Number of selected (top-τ) training points."""
+    """Selected units: the flip rate's denominator."""
+    n_helpful: int
+    """Selected units helpful (positive) before the intervention."""
+    flipped_helpful: int
+    """Flipped units that were helpful before."""
+    flipped_harmful: int
+    """Flipped units that were harmful (≤ 0) before."""
     spearman: float
     """Spearman ρ of the ranking scores before vs after (points still present)."""
     topk_overlap: float
-    """|top_K before ∩ top_K after| / K, K = n_selected (points still present)."""
+    """|top_K before ∩ top_K after| / K, K = selected points (points still present)."""
     selected: np.ndarray
-    """[n_selected] int64 indices of the selected training points, best first."""
+    """[k] int64 indices of the perturbed (selected) training points, best first."""
     influence_before: np.ndarray
     """[n_train] ranking score of every training point before the intervention."""
     influence_after: np.ndarray
@@ -78,6 +100,10 @@ class FlipResult:
     score_after: np.ndarray
     """[n_train] signed mean influence after (NaN for removed points)."""
     ranking: str
+    ridge: float
+    """The ridge ρ of the kernel LOO."""
+    ridge_label: str
+    """The ridge and its rule, e.g. ``objective:0.5`` (``engine.ridge.Ridge.label``)."""
     intervention: str
     attack: str
     eps: float
@@ -109,28 +135,16 @@ def scalar_kernel(
     return torch.stack(blocks).mean(0)
 
 
-def _influence(
-    model: nn.Module, xtr, ytr, xte, yte, lam: float, loss: str, n_classes: int | None, method: str
-) -> torch.Tensor:
-    from engine.influence import ntk_loo_influence
-
+def _kernels(model: nn.Module, xtr, xte, method: str) -> tuple[torch.Tensor, torch.Tensor]:
     k = scalar_kernel(model, xtr, method=method).to(torch.float64)
     kt = scalar_kernel(model, xte, xtr, method=method).to(torch.float64)
-    k = 0.5 * (k + k.T)
-    return ntk_loo_influence(k, kt, ytr, yte, lam, loss=loss, n_classes=n_classes)
-
-
-def _ranking_score(infl: torch.Tensor, ranking: str) -> torch.Tensor:
-    return infl.abs().mean(0) if ranking == "abs_mean" else infl.mean(0)
-
-
-def _top(score: torch.Tensor, k: int) -> torch.Tensor:
-    return torch.sort(score, descending=True, stable=True).indices[:k]
+    return 0.5 * (k + k.T), kt
 
 
 def _attack(
     attack: str | AttackFn, model, x, y, eps, opts: dict[str, Any], gen
-) -> tuple[torch.Tensor, float]:
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x_adv [n, d], per-point training-loss gain [n] (NaN when the attack gives none))."""
     if callable(attack):
         out = attack(model, x, y, eps=eps, **opts)
     else:
@@ -141,14 +155,11 @@ def _attack(
         if fn is not None and "generator" in inspect.signature(fn).parameters and gen is not None:
             kw.setdefault("generator", gen)
         out = run_attack(attack, model, x, y, eps=eps, **kw)
+    nan = torch.full((x.shape[0],), float("nan"), dtype=torch.float64)
     if isinstance(out, torch.Tensor):
-        return out.detach(), float("nan")
-    gain = (
-        (out.loss_after - out.loss_before).mean()
-        if out.loss_before.numel()
-        else torch.tensor(float("nan"))
-    )
-    return out.x_adv.detach(), float(gain)
+        return out.detach(), nan
+    gain = (out.loss_after - out.loss_before).detach().double().cpu().reshape(-1)
+    return out.x_adv.detach(), gain if gain.numel() == x.shape[0] else nan
 
 
 def _unpack(data: Any, y_train, x_test, y_test) -> tuple[torch.Tensor, ...]:
@@ -161,19 +172,25 @@ def _unpack(data: Any, y_train, x_test, y_test) -> tuple[torch.Tensor, ...]:
     return data, y_train, x_test, y_test
 
 
-def flip_rate(
+def flip_rate(model: nn.Module, data: Any, *args: Any, ranking: str = "abs_signed_mean",
+              ridge: str | float = "objective", **kw: Any) -> FlipResult:
+    """One protocol (``ridge``, ``ranking``) of ``flip_rates``; same arguments."""
+    return flip_rates(model, data, *args, protocols=[(ridge, ranking)], **kw)[0]
+
+
+def flip_rates(
     model: nn.Module,
     data: Any,
     y_train: torch.Tensor | None = None,
     x_test: torch.Tensor | None = None,
     y_test: torch.Tensor | None = None,
     *,
+    protocols: Sequence[tuple[str | float, str]] = (("objective", "abs_signed_mean"),),
+    l2: float = 1e-3,
     attack: str | AttackFn = "pgd",
     eps: float = 0.3,
     top_frac: float = 0.1,
-    ranking: str = "abs_mean",
     intervention: str = "transformed",
-    lam: float = 1e-3,
     loss: str = "mse",
     retrain: bool = False,
     transductive: bool = False,
@@ -182,20 +199,20 @@ def flip_rate(
     ci: str = "wilson",
     ntk_method: str = "auto",
     attack_opts: dict[str, Any] | None = None,
-) -> FlipResult:
-    """Measure the influence flip rate of ``model`` (module docstring for the protocol).
+) -> list[FlipResult]:
+    """Flip rates of ``model`` for each (ridge, ranking) in ``protocols`` (module docstring).
 
     ``data``: a ``Dataset`` (its pixel-space ``x_train_raw`` / ``x_test_raw`` and targets
     are used) or x_train [n, d] in [0, 1] with ``y_train`` [n], ``x_test`` [t, d],
-    ``y_test`` [t] (±1 floats for one output, int labels for K outputs). ``attack``: fgsm |
-    pgd | mim (``engine.attacks``, options in ``attack_opts``; PGD's random start draws
-    from ``generator``, default a generator seeded with ``seed`` on the data's device) or
-    a callable attack(model, x, y, *, eps, **opts). ``lam``: ridge λ of the kernel LOO;
-    ``loss``: mse | ce test loss of the kernel predictor. ``transductive``: the model's
-    attention context also holds the test points (kept after the intervention).
-    ``retrain=True`` is not supported (the paper freezes the weights) and raises
-    ``ConfigError``. The caller's model is never modified: the attacks and the kernels use
-    deep copies. Runs on the model's device; kernels and influences in float64.
+    ``y_test`` [t] (±1 floats for one output, int labels for K outputs). A protocol's
+    ridge is ``objective`` (nλ/2 with λ = ``l2``, the training L2), ``lambda`` (λ) or a
+    number; its ranking one of ``RANKINGS``. ``attack``: fgsm | pgd | mim
+    (``engine.attacks``, options in ``attack_opts``; PGD's random start draws from
+    ``generator``, default seeded with ``seed``) or a callable attack(model, x, y, *, eps,
+    **opts). ``loss``: mse | ce test loss of the kernel predictor. ``transductive``: the
+    attention context also holds the test points. ``retrain=True`` raises ``ConfigError``
+    (the paper freezes the weights). The caller's model is never modified. Runs on the
+    model's device; kernels and influences in float64. Returns one result per protocol.
     """
     if retrain:
         raise ConfigError(
@@ -203,14 +220,16 @@ def flip_rate(
             True,
             "not supported yet: influences are recomputed with the trained weights frozen (paper)",
         )
-    if ranking not in RANKINGS:
-        raise ConfigError("flip.ranking", ranking, f"one of {', '.join(RANKINGS)}")
     if intervention not in INTERVENTIONS:
         raise ConfigError("flip.intervention", intervention, f"one of {', '.join(INTERVENTIONS)}")
     if not (0 < top_frac <= 1):
         raise ConfigError("flip.top_frac", top_frac, "a fraction in (0, 1]")
     if ci not in CI_METHODS:
         raise ConfigError("ci", ci, f"one of {', '.join(CI_METHODS)}")
+    if not protocols:
+        raise ConfigError("protocols", protocols, "at least one (ridge, ranking) pair")
+    for _, rk in protocols:
+        check_ranking(rk)
     x_tr, y_tr, x_te, y_te = _unpack(data, y_train, x_test, y_test)
     work = copy.deepcopy(model).eval()
     ref = next(iter(work.parameters()), None)
@@ -222,69 +241,102 @@ def flip_rate(
     with torch.no_grad():
         k_out = int(work(x_tr[:1]).reshape(1, -1).shape[1])
     n_classes = None if y_tr.is_floating_point() else k_out  # labels → one-hot over the K outputs
+    train_loss = "mse" if y_tr.is_floating_point() else "ce"
+    ridges = {r: resolve_ridge(r, n=n, lam=l2, loss=train_loss, field="flip.ridge") for r, _ in protocols}
 
+    f64 = torch.float64
+    xte64 = x_te.to(f64)
     # kernels from a float64 copy: Θ_m of MLP-Attn is very ill-conditioned (PAPER.md §5);
     # the attacks use the model as trained (``work``, its own dtype)
-    k64 = copy.deepcopy(work).to(torch.float64)
-    f64 = torch.float64
-    infl0 = _influence(
-        k64, x_tr.to(f64), y_tr, x_te.to(f64), y_te, lam, loss, n_classes, ntk_method
-    )
-    rank0, score0 = _ranking_score(infl0, ranking), infl0.mean(0)
-    k = min(n, max(1, int(round(top_frac * n))))
-    sel = _top(rank0, k)
+    k64 = copy.deepcopy(work).to(f64)
 
+    def with_context(x_new: torch.Tensor) -> nn.Module:
+        m = k64
+        if callable(getattr(m, "set_context", None)):
+            m = copy.deepcopy(k64)
+            ctx = normalize_rows(x_new)
+            m.set_context(torch.cat([ctx, normalize_rows(xte64)]) if transductive else ctx)  # type: ignore[operator]
+        return m
+
+    def infl(kk: tuple[torch.Tensor, torch.Tensor], y: torch.Tensor, rho: Ridge) -> torch.Tensor:
+        from engine.influence import ntk_loo_influence
+
+        return ntk_loo_influence(kk[0], kk[1], y, y_te, rho.value, loss=loss, n_classes=n_classes)
+
+    x64 = x_tr.to(f64)
+    k_before = _kernels(with_context(x64), x64, xte64, ntk_method)
+    infl0 = {r: infl(k_before, y_tr, rho) for r, rho in ridges.items()}
+    sels = [select(infl0[r], rk, top_frac) for r, rk in protocols]
+
+    # one attack of every point any protocol perturbs (each point's attack is independent)
     gen = generator if generator is not None else torch.Generator(device=dev).manual_seed(int(seed))
     opts = dict(attack_opts or {})
-    keep = torch.ones(n, dtype=torch.bool, device=dev)
-    gain = float("nan")
-    x_new = x_tr.clone()
-    if intervention == "transformed":
-        x_adv, gain = _attack(attack, work, x_tr[sel], y_tr[sel], eps, opts, gen)
-        x_new[sel] = x_adv.to(dev, dt)
-    elif intervention == "adversarial":
-        x_adv, gain = _attack(attack, work, x_tr, y_tr, eps, opts, gen)
-        x_new = x_adv.to(dev, dt)
-    else:
-        keep[sel] = False
-    x_new, y_new = x_new[keep], y_tr[keep]
+    x_adv = x_tr.clone()
+    gain = torch.full((n,), float("nan"), dtype=f64)
+    if intervention != "curated":
+        idx = (
+            torch.arange(n, device=dev)
+            if intervention == "adversarial"
+            else torch.unique(torch.cat([s.points for s in sels]))
+        )
+        adv, g = _attack(attack, work, x_tr[idx], y_tr[idx], eps, opts, gen)
+        x_adv[idx] = adv.to(dev, dt)
+        gain[idx.cpu()] = g
 
-    after = k64  # a private copy already: recompute C in place (MLP-Attn)
-    x_new = x_new.to(f64)
-    set_context = getattr(after, "set_context", None)
-    if callable(set_context):
-        ctx = normalize_rows(x_new)
-        set_context(torch.cat([ctx, normalize_rows(x_te.to(f64))]) if transductive else ctx)
-    infl1 = _influence(after, x_new, y_new, x_te.to(f64), y_te, lam, loss, n_classes, ntk_method)
-    rank1 = torch.full((n,), float("nan"), dtype=torch.float64, device=dev)
+    after_cache: dict[tuple[int, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    out = []
+    for (r, rk), sel in zip(protocols, sels):
+        pts = sel.points if intervention != "adversarial" else torch.arange(n, device=dev)
+        key = tuple(sorted(pts.tolist()))
+        if key not in after_cache:
+            keep = torch.ones(n, dtype=torch.bool, device=dev)
+            x_new = x_tr.clone()
+            if intervention == "curated":
+                keep[pts] = False
+            else:
+                x_new[pts] = x_adv[pts]
+            xn = x_new[keep].to(f64)
+            kk = _kernels(with_context(xn), xn, xte64, ntk_method)
+            after_cache[key] = (keep, kk[0], kk[1], y_tr[keep])
+        keep, ka, kta, ya = after_cache[key]
+        infl1 = torch.full_like(infl0[r], float("nan"))
+        infl1[:, keep] = infl((ka, kta), ya, ridges[r])
+        out.append(
+            _result(infl0[r], infl1, keep, sel, ridges[r], rk, intervention, attack, eps, ci,
+                    float(gain[sel.points.cpu()].mean()) if intervention == "transformed" else float(gain.mean()))
+        )
+    return out
+
+
+def _result(
+    infl0: torch.Tensor, infl1: torch.Tensor, keep: torch.Tensor, sel: Selection, rho: Ridge,
+    ranking: str, intervention: str, attack: Any, eps: float, ci: str, gain: float,
+) -> FlipResult:
+    ridge = rho  # the kernel ridge (Spearman's ρ is ``spear``)
+    n = infl0.shape[1]
+    rank0, score0 = ranking_score(infl0, ranking), infl0.mean(0)
+    rank1 = torch.full((n,), float("nan"), dtype=torch.float64, device=infl0.device)
     score1 = torch.full_like(rank1, float("nan"))
-    rank1[keep], score1[keep] = _ranking_score(infl1, ranking), infl1.mean(0)
-
+    rank1[keep], score1[keep] = ranking_score(infl1[:, keep], ranking), infl1[:, keep].mean(0)
     if intervention == "curated":
-        rate, lo, hi, n_flip = float("nan"), float("nan"), float("nan"), 0
+        rate, lo, hi = float("nan"), float("nan"), float("nan")
+        nf = nh = fh = fa = 0
+        units = sel.n_units
     else:
-        n_flip = int((torch.sign(score1[sel]) != torch.sign(score0[sel])).sum())
-        rate = n_flip / k
-        lo, hi = proportion_ci(n_flip, k, ci)
-    rho, overlap = _ranking_agreement(rank0[keep], rank1[keep], k)
+        c = count_flips(infl0, infl1, sel)
+        units, nf, nh, fh, fa = c.n_units, c.n_flipped, c.n_helpful, c.flipped_helpful, c.flipped_harmful
+        rate = nf / units
+        lo, hi = proportion_ci(nf, units, ci)
+    spear, overlap = _ranking_agreement(rank0[keep], rank1[keep], int(sel.points.numel()))
     return FlipResult(
-        flip_rate=rate,
-        ci_low=lo,
-        ci_high=hi,
-        n_flipped=n_flip,
-        n_selected=k,
-        spearman=rho,
-        topk_overlap=overlap,
-        selected=sel.cpu().numpy().astype(np.int64),
-        influence_before=rank0.cpu().numpy(),
-        influence_after=rank1.cpu().numpy(),
-        score_before=score0.cpu().numpy(),
-        score_after=score1.cpu().numpy(),
-        ranking=ranking,
-        intervention=intervention,
+        flip_rate=rate, ci_low=lo, ci_high=hi, n_flipped=nf, n_selected=units, n_helpful=nh,
+        flipped_helpful=fh, flipped_harmful=fa, spearman=spear, topk_overlap=overlap,
+        selected=sel.points.cpu().numpy().astype(np.int64),
+        influence_before=rank0.cpu().numpy(), influence_after=rank1.cpu().numpy(),
+        score_before=score0.cpu().numpy(), score_after=score1.cpu().numpy(),
+        ranking=ranking, ridge=ridge.value, ridge_label=ridge.label, intervention=intervention,
         attack=attack if isinstance(attack, str) else getattr(attack, "__name__", "custom"),
-        eps=float(eps),
-        attack_loss_gain=gain,
+        eps=float(eps), attack_loss_gain=gain,
     )
 
 
@@ -298,6 +350,6 @@ def _ranking_agreement(before: torch.Tensor, after: torch.Tensor, k: int) -> tup
     b, a = before.cpu().numpy(), after.cpu().numpy()
     rho = float(spearmanr(b, a).statistic) if np.ptp(b) > 0 and np.ptp(a) > 0 else float("nan")
     kk = min(k, m)
-    top_b = set(_top(before, kk).tolist())
-    top_a = set(_top(after, kk).tolist())
+    top_b = set(top_indices(before, kk).tolist())
+    top_a = set(top_indices(after, kk).tolist())
     return rho, len(top_b & top_a) / kk if kk else math.nan

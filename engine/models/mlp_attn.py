@@ -57,6 +57,12 @@ class MLPAttn(nn.Module):
         """Recompute the attention's C from a new context [n, d]."""
         self.attention.set_context(context)
 
+    @property
+    def fixed_features(self) -> bool:
+        """True: the attention's C is a buffer, so Cx̂/‖Cx̂‖ can be computed once per
+        training run (until ``set_context`` changes C)."""
+        return True
+
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """x [n, d] → Cx̂/‖Cx̂‖ [n, d], the first layer's input."""
         return self.attention(x)

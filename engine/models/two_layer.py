@@ -64,6 +64,11 @@ class TwoLayerNet(nn.Module):
         """The two-layer part (this module), as ``MLPAttn.head`` is for attention."""
         return self
 
+    @property
+    def fixed_features(self) -> bool:
+        """True: ``features`` has no trainable parameter, so training may compute it once."""
+        return True
+
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """x [n, d] → x̃ [n, d], the first layer's input."""
         return normalize_rows(x) if self.normalize_input else x

@@ -22,13 +22,18 @@ from engine.ntk.empirical import (
     ntk_blocks_to_matrix,
     structured_ntk,
 )
+from engine.ntk.linearized import LIN_METHODS, Linearized
 from engine.ntk.paper import PAPER_TABLE1, paper_ntk_distances
 from engine.ntk.regression import cholesky_jitter, kernel_regression
+from engine.ridge import RIDGE_RULES, Ridge, objective_ridge, resolve_ridge
 
 __all__ = [
+    "LIN_METHODS",
     "METHODS",
     "PAPER_TABLE1",
+    "RIDGE_RULES",
     "NTKDistance",
+    "Ridge",
     "analytic_ntk",
     "analytic_ntk_for",
     "analytic_ntk_general",
@@ -39,10 +44,13 @@ __all__ = [
     "jacobian_ntk",
     "kernel_distance",
     "kernel_regression",
+    "Linearized",
     "matrix_to_ntk_blocks",
     "nngp_relu",
     "ntk_blocks_to_matrix",
     "ntk_distance",
+    "objective_ridge",
     "paper_ntk_distances",
+    "resolve_ridge",
     "structured_ntk",
 ]

@@ -48,6 +48,7 @@ def build_spec(
     dtype: str | None = None,
     qkv_dk: int | None = None,
     qkv_dk_sweep: str | None = None,
+    executor: dict[str, object] | None = None,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
     spec = RunSpec.load(config) if config else RunSpec()
@@ -94,15 +95,37 @@ def build_spec(
         ch["qkv__d_k"] = qkv_dk
     if qkv_dk_sweep is not None:
         ch["qkv__dk_sweep"] = parse_ints(qkv_dk_sweep, "--qkv-dk-sweep") if qkv_dk_sweep else ()
+    ch.update(executor or {})
     return spec.replace(**ch)
 
 
-def execute(spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = False) -> Path:
+def executor_changes(
+    executor: str | None, address: str | None, max_parallel: int | None, cpus_per_cell: int | None,
+    gpus_per_cell: float | None,
+) -> dict[str, object]:
+    """The ``executor__*`` spec changes of the executor flags that were given."""
+    given = {
+        "kind": executor.lower() if executor is not None else None, "address": address,
+        "max_parallel": max_parallel, "cpus_per_cell": cpus_per_cell, "gpus_per_cell": gpus_per_cell,
+    }
+    ch: dict[str, object] = {f"executor__{k}": v for k, v in given.items() if v is not None}
+    if address is not None and executor is None:
+        ch["executor__kind"] = "ray"  # an address only means something to Ray
+    return ch
+
+
+def execute(
+    spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = False,
+    executor: dict[str, object] | None = None,
+) -> Path:
     """Run ``spec`` into a run directory with progress bars; returns the directory.
 
     Ctrl-C closes the directory cleanly (status ``interrupted``) and exits 130.
+    ``executor`` (``executor__*`` changes) also applies to a resumed run's saved spec:
+    where cells run never changes their numbers.
     """
     from engine.experiments import run
+    from engine.experiments.executors import check_executor
 
     if resume:
         if out is None:
@@ -111,11 +134,15 @@ def execute(spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = Fals
 
         if not (out / "spec.toml").is_file():
             die(f"invalid --out {str(out)!r}: a run directory to resume (it has spec.toml); start a new run without --resume")
-        spec = read_spec(out / "spec.toml")
+        spec = read_spec(out / "spec.toml").replace(**(executor or {}))
+    check_executor(spec.executor)
     path = out or default_run_dir(spec)
     store = RunStore(path, spec, resume=resume)  # refused here if another process writes it
     if resume:
-        err_console.print(f"resuming {out} with its saved spec.toml (other flags are ignored)", soft_wrap=True)
+        err_console.print(
+            f"resuming {out} with its saved spec.toml (other flags than the executor's are ignored)",
+            soft_wrap=True,
+        )
     for note in store.notes:
         err_console.print(f"note: {note}", highlight=False)
     failed: Failed | None = None
@@ -138,7 +165,15 @@ def execute(spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = Fals
         store.close("failed")
         raise
     if failed is not None:
-        die(f"{failed.message} (partial results kept in {path})", 130 if failed.error == "Cancelled" else 1)
+        if failed.error == "Cancelled":
+            die(f"{failed.message} in {path}; continue with: malleability headless --resume --out {path}", 130)
+        die(f"{failed.message} (partial results kept in {path})", 1)
+    if store.failed_cells:
+        if not quiet:
+            show_results(store.tables, store.summary)
+        bad = ", ".join(f"{c} ({e})" for c, e in store.failed_cells.items())
+        die(f"partial: {len(store.failed_cells)} cells failed: {bad}; rerun them with: "
+            f"malleability headless --resume --out {path}", 1)
     if not quiet:
         show_results(store.tables, store.summary)
     console.print(f"run directory: [bold]{path}[/]", highlight=False)
@@ -158,6 +193,14 @@ def show_results(tables: dict, summary: dict) -> None:
                 console.print(f"  {ln}", highlight=False)
 
 
+
+
+# The executor options, shared by headless and reproduce (README "Scale out").
+ExecutorOpt = Annotated[str | None, typer.Option("--executor", help="Where sweep cells run: local (default, in this process) or ray (parallel; README \"Scale out\").")]
+AddressOpt = Annotated[str | None, typer.Option("--address", help="Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.")]
+MaxParallelOpt = Annotated[int | None, typer.Option("--max-parallel", help="Cells in flight at once with --executor ray (default: as many as the CPUs allow).")]
+CpusPerCellOpt = Annotated[int | None, typer.Option("--cpus-per-cell", help="CPUs and torch threads per Ray cell (default 1).")]
+GpusPerCellOpt = Annotated[float | None, typer.Option("--gpus-per-cell", help="GPUs per Ray cell, fractions share one (default 0).")]
 
 
 def headless(
@@ -187,14 +230,20 @@ def headless(
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
     save_config: Annotated[Path | None, typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables; print only the run directory.")] = False,
+    executor: ExecutorOpt = None,
+    address: AddressOpt = None,
+    max_parallel: MaxParallelOpt = None,
+    cpus_per_cell: CpusPerCellOpt = None,
+    gpus_per_cell: GpusPerCellOpt = None,
 ) -> None:
     """Run experiments without the TUI and write a run directory of CSV/JSON."""
     with expected_errors():
+        ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
         spec = build_spec(
             dataset=dataset, experiment=experiment, config=config, classes=classes, n_train=n_train,
             n_test=n_test, widths=widths, seeds=seeds, epochs=epochs, lr=lr, optimizer=optimizer, device=device,
             data_dir=data_dir, quick=quick, attacks=attacks, eps=eps, rtol=rtol, models=models,
-            datasets=datasets, dtype=dtype, qkv_dk=qkv_dk, qkv_dk_sweep=qkv_dk_sweep,
+            datasets=datasets, dtype=dtype, qkv_dk=qkv_dk, qkv_dk_sweep=qkv_dk_sweep, executor=ex,
         )
         from engine.experiments.paths import check_file_target, check_folder_target
 
@@ -212,7 +261,7 @@ def headless(
         select(spec.experiment)
         if not resume:
             check_data(spec)
-        execute(spec, out, resume=resume, quiet=quiet)
+        execute(spec, out, resume=resume, quiet=quiet, executor=ex)
 
 
 def check_data(spec: RunSpec) -> None:
@@ -249,4 +298,5 @@ def experiments_cmd(
         console.print(f"[bold]{it['name']:<10}[/] {it['description']}", highlight=False)
 
 
-__all__ = ["build_spec", "execute", "experiments_cmd", "headless"]
+__all__ = [
+    "AddressOpt", "CpusPerCellOpt", "ExecutorOpt", "GpusPerCellOpt", "MaxParallelOpt", "build_spec", "execute", "executor_changes", "experiments_cmd", "headless"]

@@ -25,7 +25,15 @@ from malleability_tui.cli.common import (
     parse_ints,
     parse_names,
 )
-from malleability_tui.cli.headless import execute
+from malleability_tui.cli.headless import (
+    AddressOpt,
+    CpusPerCellOpt,
+    ExecutorOpt,
+    GpusPerCellOpt,
+    MaxParallelOpt,
+    execute,
+    executor_changes,
+)
 from malleability_tui.cli.render import fmt
 
 VERDICT_STYLE = {"holds": "green", "does not hold": "red", "inconclusive": "yellow", "no data": "dim"}
@@ -90,6 +98,11 @@ def reproduce(
     epochs: Annotated[int | None, typer.Option(help="Override the preset's training epochs.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")] = False,
     models: Annotated[str | None, typer.Option(help="Models (default relu,attn); add qkv for the v2 claim (checklist 7).")] = None,
+    executor: ExecutorOpt = None,
+    address: AddressOpt = None,
+    max_parallel: MaxParallelOpt = None,
+    cpus_per_cell: CpusPerCellOpt = None,
+    gpus_per_cell: GpusPerCellOpt = None,
 ) -> None:
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
     with expected_errors():
@@ -108,8 +121,14 @@ def reproduce(
             over["train__epochs"] = epochs
         if models is not None:
             over["model__kinds"] = parse_names(models)
+        ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
+        over.update(ex)  # every sub-run gets the same executor
         parts = plan(names, tables=tabs, seeds=sd, quick=quick,
                      data_dir=str(data_dir) if data_dir else None, device=device, overrides=over)
+        from engine.experiments.executors import check_executor
+
+        for part in parts[:1]:  # before any folder exists: Ray missing is one line
+            check_executor(part.spec.executor)
         path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
         if path.exists() and any(path.iterdir()) and not resume and not dry_run:
             die(f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)")
@@ -134,7 +153,8 @@ def reproduce(
                 runs[part.key] = {"missing": reason}
                 continue
             console.rule(f"{part.key}: {part.spec.experiment}")
-            execute(part.spec, sub, resume=resume and (sub / "events.jsonl").exists(), quiet=False)
+            execute(part.spec, sub, resume=resume and (sub / "events.jsonl").exists(), quiet=False,
+                    executor=ex)
             runs[part.key] = read_run(sub)
         comparison = compare(runs, parts)
         meta.update(end_time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), seconds=time.perf_counter() - t0)
@@ -180,6 +200,7 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
              "paper": fmt(c.get("paper")) or "-", "ours": _ours_flip(c),
              "ratio": fmt(c.get("ratio")), "paper ratio": fmt(c.get("paper_ratio")) or "-"}
             for c in cmp.get(f"table{n}", [])]))
+    out.append(("Claim 3 sensitivity: MLP-Attn / 2L-ReLU flip-rate ratio (pooled %, MLP-Attn vs 2L-ReLU) per protocol", grid_rows(cmp.get("flip_grid", []))))
     rows4 = []
     for c in cmp.get("table4", []):
         paper = f"{fmt(c.get('paper_standard'))} → {fmt(c.get('paper_adversarial'))}" if c.get("paper_standard") else "-"
@@ -202,6 +223,17 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
     return out
 
 
+def grid_rows(cells: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """One row per data set × task × ridge rule × ranking, one column per attack."""
+    out: dict[tuple[str, str, str, str], dict[str, str]] = {}
+    for c in cells:
+        key = (c["dataset"], c["task"], c["rule"], c["ranking"])
+        row = out.setdefault(key, {"dataset": c["dataset"], "task": c["task"], "ridge": c["ridge"], "ranking": c["ranking"]})
+        rates = f"{fmt(c['attn'])} vs {fmt(c['relu'])}" if c["attn"] is not None and c["relu"] is not None else "no data"
+        row[c["attack"]] = (f"×{c['ratio']:.2f} " if c["ratio"] is not None else "") + f"({rates})"
+    return list(out.values())
+
+
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     """Rich tables of ``comparison_rows``; verdicts coloured."""
     tables = []
@@ -221,4 +253,4 @@ def show_comparison(cmp: dict[str, Any]) -> None:
         console.print(t)
 
 
-__all__ = ["comparison_rows", "comparison_tables", "estimate_seconds", "reproduce", "show_comparison"]
+__all__ = ["comparison_rows", "comparison_tables", "estimate_seconds", "grid_rows", "reproduce", "show_comparison"]

@@ -1,4 +1,6 @@
-"""FlipsPanel: flip rate ± CI per data set × model × attack × ε × training, with the paper's."""
+"""FlipsPanel: flip rate [95% CI] per data set × model × attack × ε × training, with the paper's,
+for the run's default protocol (``flip.ridge``, ``flip.ranking``), and the sensitivity grid
+(MLP-Attn / 2L-ReLU ratio per ridge × ranking) when the run evaluated more than one."""
 
 from __future__ import annotations
 
@@ -9,8 +11,41 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from malleability_tui.format import FLIP_HEADERS, FlipRow, flip_rows
+from malleability_tui.format import FLIP_HEADERS, FlipRow, flip_rows, model_color
+from malleability_tui.plots import Axis
 from malleability_tui.state import RunState
+from malleability_tui.widgets.plot_view import Figure, PlotView
+
+GRID_HEADERS = ("ridge", "ranking", "attack", "ε", "MLP-Attn", "2L-ReLU", "Attn/ReLU")
+
+
+def default_protocol_rows(rows: list[dict], spec: dict) -> list[dict]:
+    """The rows of the spec's default protocol (all rows when they carry no protocol)."""
+    from engine.experiments.flip_summary import same_rule
+
+    if not any("ridge" in r for r in rows):
+        return rows
+    f = spec.get("flip") or {}
+    ridge, ranking = f.get("ridge", "objective"), f.get("ranking", "abs_signed_mean")
+    return [r for r in rows if same_rule(r.get("ridge", ""), ridge) and r.get("ranking") == ranking]
+
+
+def grid_cells(rows: list[dict]) -> list[tuple[str, ...]]:
+    """Table cells of the sensitivity grid (standard training); empty for one protocol."""
+    from engine.experiments.flip_summary import grid, protocols_in
+
+    std = [r for r in rows if (r.get("training") or "standard") == "standard"]
+    if len(protocols_in(std)) < 2:
+        return []
+    out = []
+    for c in grid(std):
+        a, b = c["MLP-Attn"], c["2L-ReLU"]
+        out.append((
+            str(c["ridge"]), str(c["ranking"]), str(c["attack"]).upper(), f"{c['eps']:g}",
+            f"{a['pooled']:.1f}%" if a else "–", f"{b['pooled']:.1f}%" if b else "–",
+            f"×{c['ratio']:.2f}" if c["ratio"] is not None else "–",
+        ))
+    return out
 
 
 def adversarial_lines(rows: list[FlipRow]) -> list[str]:
@@ -30,11 +65,38 @@ def adversarial_lines(rows: list[FlipRow]) -> list[str]:
     return out
 
 
+def flip_bars(rows: list[FlipRow]) -> Figure:
+    """Bars of the standard-training flip rate (%) per attack, one bar per model present,
+    for the first data set and the largest ε (the paper's tables use ε = 0.3)."""
+    std = [r for r in rows if r.training == "standard" and math.isfinite(r.flip)]
+    if not std:
+        return Figure(empty="no flip rates yet", title="flip rate %")
+    ds = std[0].dataset
+    eps = max(r.eps for r in std if r.dataset == ds)
+    sel = [r for r in std if r.dataset == ds and r.eps == eps]
+    attacks = list(dict.fromkeys(r.attack for r in sel))
+    models = list(dict.fromkeys(r.model for r in sel))
+    by = {(r.model, r.attack): 100 * r.flip for r in sel}
+    groups = tuple(
+        (m, tuple(by.get((m, a), math.nan) for a in attacks), model_color(m, models))
+        for m in models
+    )
+    return Figure(
+        bars=tuple(a.upper() for a in attacks),
+        bar_groups=groups,
+        y=Axis(label="flip %"),
+        title=f"flip rate, {ds} ε={eps:g}",
+    )
+
+
 class FlipsPanel(Vertical):
-    """The flip-rate table and the standard → adversarial training comparison."""
+    """The flip-rate table, a bar chart of it and the standard → adversarial comparison."""
 
     DEFAULT_CSS = """
-    FlipsPanel DataTable { height: 1fr; }
+    FlipsPanel DataTable { height: auto; max-height: 1fr; }
+    FlipsPanel #flip-bars { height: 1fr; min-height: 8; }
+    FlipsPanel #flip-grid { height: auto; max-height: 14; display: none; }
+    FlipsPanel #flip-grid.shown { display: block; }
     FlipsPanel #flip-notes { height: auto; max-height: 8; color: $text-muted; }
     """
 
@@ -44,25 +106,42 @@ class FlipsPanel(Vertical):
         table = DataTable(id="flip-table", zebra_stripes=True, cursor_type="row")
         table.add_columns(*FLIP_HEADERS)
         yield table
+        yield PlotView(id="flip-bars")
+        grid = DataTable(id="flip-grid", zebra_stripes=True, cursor_type="row")
+        grid.add_columns(*GRID_HEADERS)
+        yield grid
         yield Static("", id="flip-notes")
 
     def watch_state(self, st: RunState) -> None:
         if not self.is_mounted:
             return
         classes = (st.spec.get("data") or {}).get("classes")
-        rows = flip_rows(st.tables.get("flip_rates", []), classes)
+        all_rows = st.tables.get("flip_rates", [])
+        rows = flip_rows(default_protocol_rows(all_rows, st.spec), classes)
         table = self.query_one("#flip-table", DataTable)
         if table.row_count != len(rows) or getattr(self, "_last", None) != rows:
             table.clear()
             for r in rows:
                 table.add_row(*r.cells())
             self._last = rows
+        self.query_one("#flip-bars", PlotView).figure = flip_bars(rows)
+        cells = grid_cells(all_rows)
+        grid = self.query_one("#flip-grid", DataTable)
+        if getattr(self, "_last_grid", None) != cells:
+            grid.clear()
+            for c in cells:
+                grid.add_row(*c)
+            self._last_grid = cells
+        grid.set_class(bool(cells), "shown")
         notes = adversarial_lines(rows)
         if not rows:
             notes = ["No flip rates yet: run the flip (and advtrain) experiments."]
         else:
             notes.insert(
                 0,
-                "flip %: mean ± std over seeds [95% Wilson interval of the flips pooled over seeds] · ρ: Spearman of influence ranks · Attn/ReLU: ratio of mean flip rates · paper: PAPER.md v1 Tables 2–4",
+                "[lo, hi]: 95% Wilson interval of the flips pooled over seeds · ρ: Spearman of "
+                "influence ranks · ÷ReLU: mean flip rate over 2L-ReLU's · paper: v1 Tables 2–4",
             )
+            if cells:
+                notes.insert(1, "grid: pooled flip rates per ridge × ranking on the same models and attacked points (standard training)")
         self.query_one("#flip-notes", Static).update("\n".join(notes))

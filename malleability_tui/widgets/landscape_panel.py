@@ -8,7 +8,13 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from malleability_tui.format import landscape_curves, landscape_surfaces, sharpness_rows
+from malleability_tui.format import (
+    landscape_axes,
+    landscape_curves,
+    landscape_surfaces,
+    model_color,
+    sharpness_rows,
+)
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
 from malleability_tui.widgets.plot_view import Figure, PlotView
@@ -47,15 +53,15 @@ class LandscapePanel(Vertical):
             return
         rows = st.tables.get("landscape", [])
         curves = landscape_curves(rows)
-        palette = ("cyan", "magenta", "green", "yellow", "blue", "red")
+        models = [k.split(" ")[0] for k in curves]
         series = tuple(
-            Series(k, a, loss, color=palette[i % len(palette)])
-            for i, (k, (a, loss)) in enumerate(curves.items())
+            Series(k, a, loss, color=model_color(k.split(" ")[0], models))
+            for k, (a, loss) in curves.items()
         )
         self.query_one("#curve-plot", PlotView).figure = Figure(
             series,
-            x=Axis(label="α"),
-            y=Axis(log=True),
+            x=Axis(label="α (step along the direction)"),
+            y=Axis(log=True, label="loss"),
             title="1-D loss",
             empty="no landscape yet: run the landscape experiment",
         )
@@ -63,7 +69,14 @@ class LandscapePanel(Vertical):
         if surfaces:
             names = list(surfaces)
             name = names[self.surface_index % len(names)]
-            fig = Figure(grid=surfaces[name], log=True, title=f"2-D loss {name} (t: next)")
+            alphas, betas = landscape_axes(rows, name)
+            fig = Figure(
+                grid=surfaces[name],
+                x=Axis(ticks=alphas, label="α"),
+                y=Axis(ticks=betas, label="β"),
+                log=True,
+                title=f"2-D loss {name} (t: next)",
+            )
         else:
             fig = Figure(grid=[], title="2-D loss")
         self.query_one("#surface-plot", PlotView).figure = fig

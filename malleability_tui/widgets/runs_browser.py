@@ -34,6 +34,30 @@ def _summary(path: Path) -> dict:
     return d if isinstance(d, dict) else {}
 
 
+STALE_SECONDS = 300.0
+"""A run marked "running" whose event log has not moved for this long has lost its process
+(events arrive at least once an epoch). Until the store records its writer's pid (a lock
+file), this is the rule."""
+
+
+def shown_status(run: dict, live: str | None = None) -> str:
+    """The directory's status, with "interrupted" for a dead "running" run."""
+    import time
+
+    status = str(run.get("status", "?"))
+    if status != "running" or run.get("path") == live:
+        return status
+    try:
+        age = time.time() - (Path(run["path"]) / "events.jsonl").stat().st_mtime
+    except OSError:
+        return "interrupted"
+    return "interrupted" if age > STALE_SECONDS else status
+
+
+def resume_command(path: str) -> str:
+    return f"malleability headless --resume --out {path}"
+
+
 class RunsBrowser(Horizontal):
     """The app sets ``runs`` (from ``list_runs``); Enter posts ``OpenRun``, ``v`` posts ``CompareRuns``."""
 
@@ -67,6 +91,8 @@ class RunsBrowser(Horizontal):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.marked: list[str] = []
+        self.live: str | None = None
+        """The run directory of the app's own job (running for real)."""
 
     def compose(self) -> ComposeResult:
         t = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
@@ -82,7 +108,7 @@ class RunsBrowser(Horizontal):
         t.clear()
         for r in runs:
             mark = "✓" if r["path"] in self.marked else ""
-            t.add_row(mark, r["status"], r["experiment"], r["dataset"], r["name"], key=r["path"])
+            t.add_row(mark, shown_status(r, self.live), r["experiment"], r["dataset"], r["name"], key=r["path"])
         self._show_detail()
 
     def selected(self) -> str | None:
@@ -107,6 +133,10 @@ class RunsBrowser(Horizontal):
             return
         p = Path(path)
         lines = [f"[b]{p.name}[/b]"]
+        run = next((r for r in self.runs if r["path"] == path), {})
+        if shown_status(run, self.live) == "interrupted":
+            lines.append("[yellow]interrupted: its process died; continue it with[/yellow]")
+            lines.append(resume_command(path))
         lines += [f"{k}: {v}" for k, v in spec_brief(_spec_dict(p))]
         heads = headline_numbers(_summary(p))
         if heads:

@@ -7,7 +7,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from malleability_tui.format import num, spectrum_lines
+from malleability_tui.format import ORDERS_NOTE, num, spectrum_lines
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
 from malleability_tui.widgets.plot_view import Figure, PlotView
@@ -54,8 +54,8 @@ class SpectraPanel(Horizontal):
             )
         self.query_one("#eig-plot", PlotView).figure = Figure(
             series,
-            x=Axis(label="index"),
-            y=Axis(log=True),
+            x=Axis(label="index", integer=True),
+            y=Axis(log=True, label="eigenvalue"),
             title=f"eigenvalues {label}".strip(),
             empty="no spectrum yet: run the spectrum experiment",
         )
@@ -64,10 +64,13 @@ class SpectraPanel(Horizontal):
         if isinstance(sec, dict) and num(sec.get("largest_model_parameters")) > 0:
             largest = num(sec["largest_model_parameters"])
         parts = []
+        classes = (st.spec.get("data") or {}).get("classes")
         for row in st.tables.get("spectrum", []):
-            lines = spectrum_lines(row, largest)
+            lines = spectrum_lines(row, largest, classes)
             w = max(len(k) for k, _ in lines)
             parts.append("\n".join(f"[b]{k.ljust(w)}[/b]  {v}" for k, v in lines))
-        if not parts:
+        if parts:
+            parts.append(f"[dim]{ORDERS_NOTE}. paper: v1 κ, v1/v2 bounds (m ≫ …)[/dim]")
+        else:
             parts = ["[dim]κ(G), κ(G)³, κ(G³) and the width thresholds appear here.[/dim]"]
         self.query_one("#spec-stats", Static).update("\n\n".join(parts))

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from malleability_tui.format import duration, eta
+from malleability_tui.format import duration
 
 STATUS_STYLE = {
     "running": "bold yellow",
@@ -30,6 +30,9 @@ class StatusBar(Widget):
     run_name: reactive[str] = reactive("")
     progress: reactive[dict] = reactive(dict, always_update=True)
     elapsed: reactive[float | None] = reactive(None)
+    fraction: reactive[float | None] = reactive(None)
+    """Share of the whole run done (RunState.run_fraction), for the ETA."""
+    cell_unit: reactive[str] = reactive("epoch")
 
     def render(self) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -37,15 +40,24 @@ class StatusBar(Widget):
         if self.device:
             t.append(f"  {self.device}", style="cyan")
         p = self.progress
-        for task, short in (("experiments", "exp"), ("sweep", "cells"), ("cell", "ep")):
-            if task in p:
-                done, total, _msg = p[task]
-                t.append(f"  {short} {done}/{total}")
+        if "experiments" in p:
+            done, total, msg = p["experiments"]
+            now = f" {msg}" if msg and msg != "done" else ""
+            t.append(f"  experiment {min(done + 1, total)}/{total}{now}")
+        if "sweep" in p:
+            done, total, _msg = p["sweep"]
+            t.append(f"  cell {done}/{total}")
+            if p.get("in_flight", (0,))[0]:  # parallel cells (executor ray)
+                t.append(f" ({p['in_flight'][0]} in flight)")
+        if "cell" in p:
+            done, total, _msg = p["cell"]
+            unit = "epoch" if self.cell_unit == "epoch" else "step"
+            t.append(f" · its {unit} {done}/{total}")
         if self.elapsed is not None:
             t.append(f"  ⏱ {duration(self.elapsed)}")
-            if self.status == "running" and "sweep" in p:
-                done, total, _ = p["sweep"]
-                t.append(f"  ETA {duration(eta(self.elapsed, done, total))}")
+            f = self.fraction
+            if self.status == "running" and f is not None and f > 0:
+                t.append(f"  ETA {duration(self.elapsed * (1 - f) / f)}")
         if self.run_name:
             t.append(f"  {self.run_name}", style="dim")
         return t

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from malleability_tui.format import cell_label, fmt, metric_series, sweep_series
+from malleability_tui.format import (
+    MODEL_COLORS,
+    cell_label,
+    fmt,
+    guard_notes,
+    mean_pm,
+    metric_series,
+    model_color,
+    sweep_series,
+)
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
 from malleability_tui.widgets.plot_view import Figure, PlotView
+
+COLORS = MODEL_COLORS  # the legend colours per model (one table, in format.py)
 
 COLUMNS = (
     "ntk_distance",
@@ -20,7 +32,23 @@ COLUMNS = (
     "kernel_drift",
     "test_accuracy",
 )
-COLORS = {"2L-ReLU": "cyan", "MLP-Attn": "magenta", "QKV-Attn": "yellow"}
+
+
+def paper_line(data: dict, dataset: str) -> str:
+    """Ours beside the paper's Table 1 at its widths (16, 1024, 4096), where it has the data set."""
+    from engine.ntk.paper import paper_ntk_distances
+
+    parts = []
+    for model, (ws, mean, _std, _n) in data.items():
+        paper = paper_ntk_distances(model, dataset)
+        if not paper:
+            continue
+        cells = []
+        for w, pv in sorted(paper.items()):
+            ours = fmt(mean[ws.index(w)]) if w in ws else "not run"
+            cells.append(f"m={w} {ours} (paper {pv:g})")
+        parts.append(f"{model}: " + ", ".join(cells))
+    return ("Table 1 · " + " · ".join(parts)) if parts else ""
 
 
 class SweepPanel(Vertical):
@@ -58,25 +86,33 @@ class SweepPanel(Vertical):
             # No NTK experiment in this run: show what training measured.
             rows, column, source = st.tables["train"], "test_accuracy", "train"
         data = sweep_series(rows, column)
+        models = list(data)
         series = []
         for model, (ws, mean, std, _n) in data.items():
-            series.append(Series(model, ws, mean, std, color=COLORS.get(model, ""), points=True))
+            series.append(
+                Series(model, ws, mean, std, color=model_color(model, models), points=True)
+            )
         widths = sorted({w for ws, *_ in data.values() for w in ws})
         self.query_one("#sweep-plot", PlotView).figure = Figure(
             tuple(series),
             x=Axis(log2=True, ticks=widths or None, label="width m"),
-            y=Axis(),
+            y=Axis(label=column),
             title=f"{column} vs width (mean ± std over seeds)",
             empty="no sweep rows yet: run an experiment such as ntk or train",
         )
         note = []
         for model, (ws, mean, std, n) in data.items():
             if ws:
-                note.append(
-                    f"{model}: m={ws[-1]} {fmt(mean[-1])} ± {fmt(std[-1], 2)} ({n[-1]} seeds)"
-                )
-        src = f"[{source}.csv, m: next metric] " if source != "train" else "[train.csv] "
-        self.query_one("#sweep-note", Static).update(src + "   ".join(note))
+                note.append(f"{model}: m={ws[-1]} {mean_pm(mean[-1], std[-1], n[-1])}")
+        src = escape(f"[{source}.csv, m: next metric] " if source != "train" else "[train.csv] ")
+        lines = [src + "   ".join(note)]
+        dataset = str((st.spec.get("data") or {}).get("name", ""))
+        if column == "ntk_distance" and not (st.spec.get("data") or {}).get("classes"):
+            ref = paper_line(data, dataset)
+            if ref:
+                lines.append(ref)
+        lines += guard_notes(st.tables.get("train", []))
+        self.query_one("#sweep-note", Static).update("\n".join(lines))
         cell = st.live_cell()
         xs, ys = metric_series(st.metrics.get(cell, {}), "kernel_drift")
         label = cell_label(cell) if cell else ""
@@ -87,7 +123,8 @@ class SweepPanel(Vertical):
                 label = cell_label(st.artifacts["drift"][-1][0])
         self.query_one("#drift-plot", PlotView).figure = Figure(
             (Series(label or "drift", xs, ys, color="yellow"),) if xs else (),
-            x=Axis(label="epoch"),
+            x=Axis(label="epoch", integer=True),
+            y=Axis(label="drift"),
             title="kernel drift ‖Θt−Θ0‖/‖Θ0‖",
             empty="no kernel drift yet (ntk.drift_every > 0 records it while training)",
         )

@@ -58,19 +58,20 @@ class TrainingPanel(Vertical):
                 loss, acc = list(art.get("loss", [])), list(art.get("accuracy", []))
         title = f"cell: {cell_label(cell)}" if cell else "no cell trained yet"
         done = st.progress.get("cell")
-        if done:
-            title += f"  epoch {done[0]}/{done[1]}"
+        if done and st.progress_cell == cell and cell.startswith("train/"):
+            title += f"  epoch {done[0]}/{done[1]} of this cell"
         self.query_one("#train-title", Static).update(title)
         self.query_one("#loss-plot", PlotView).figure = Figure(
             (Series("loss", ex, loss, color="cyan"),) if ex else (),
-            x=Axis(label="epoch"),
-            y=Axis(log=True),
+            x=Axis(label="epoch", integer=True),
+            y=Axis(log=True, label="loss"),
             title="train loss",
             empty="waiting for a training cell…",
         )
         self.query_one("#acc-plot", PlotView).figure = Figure(
             (Series("accuracy", ax, acc, color="green"),) if ax else (),
-            x=Axis(label="epoch"),
+            x=Axis(label="epoch", integer=True),
+            y=Axis(label="accuracy"),
             title="train accuracy",
             empty="waiting for a training cell…",
         )

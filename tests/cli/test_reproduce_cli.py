@@ -40,7 +40,8 @@ def test_every_file_table_and_claim(repro: Path) -> None:
     for t in TABLES:
         rows = (multi / f"{t}.csv").read_text().splitlines()
         assert len(rows) > 1, t
-    assert len((repro / "digits-binary" / "flip_rates.csv").read_text().splitlines()) == 1 + 2 * 3
+    # models × attacks × the four protocols of the sensitivity grid
+    assert len((repro / "digits-binary" / "flip_rates.csv").read_text().splitlines()) == 1 + 2 * 3 * 4
     s = json.loads((repro / "summary.json").read_text())
     assert len(s["table1"]) == 6 and len(s["table2"]) == 6 and len(s["table3"]) == 6 and len(s["table4"]) == 2
     assert sorted(c["claim"] for c in s["checklist"]) == [1, 2, 3, 4, 5, 6, 7]

@@ -55,6 +55,9 @@ def _ntk_row(label: str, width: int, seed: int) -> dict:
         "kernel_drift": 0.01 * (seed + 1) * (64 / width),
         "train_loss": 0.1,
         "test_accuracy": 0.9,
+        "lin_distance": v / 10,
+        "lin_distance_rel": 0.1 if label == "2L-ReLU" else 0.8,
+        "lin_test_accuracy": 0.88,
     }
 
 
@@ -174,6 +177,13 @@ def canned_events(fail: str | None = None) -> list:
                                 "spearman": 0.9 - fr,
                                 "topk_overlap": 0.8,
                                 "n_selected": 10,
+                                # integer flips; their sums over seeds equal round(Σ fr · 10)
+                                "n_flipped": math.floor(fr * 10 + 0.49),
+                                "ridge": "objective:0.15",
+                                "ranking": "abs_signed_mean",
+                                "n_helpful": 6,
+                                "flipped_helpful": math.floor(fr * 10 + 0.49),
+                                "flipped_harmful": 0,
                             },
                             cell=cell,
                         )

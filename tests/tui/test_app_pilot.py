@@ -74,7 +74,7 @@ async def test_run_fills_every_panel(tmp_path):
 
         await pilot.press("6")
         await pilot.pause()
-        assert "epoch 5/5" in str(app.query_one("#train-title", Static).content)
+        assert "cell: MLP-Attn" in str(app.query_one("#train-title", Static).content)
         assert len(app.query_one("#log").lines) >= 2
 
         await pilot.press("7")

@@ -29,3 +29,17 @@ def test_panel_120x40(snap_compare, tmp_path, key):
         await pilot.pause()
 
     assert snap_compare(_app(tmp_path), terminal_size=(120, 40), run_before=before)
+
+
+@pytest.mark.parametrize("key", ["2", "3", "4", "5", "6"])
+def test_plot_panel_80x24(snap_compare, tmp_path, key):
+    """Every panel with plots also at the smallest supported terminal."""
+
+    async def before(pilot):
+        await pilot.pause()
+        await pilot.press(key)
+        await pilot.pause()
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(_app(tmp_path), terminal_size=(80, 24), run_before=before)

@@ -68,6 +68,12 @@ def test_ntk_rows_for_qkv_leave_f_ntk_empty(tmp_path) -> None:
     summary = next(e.data for e in events if isinstance(e, Summary) and e.section == "ntk")
     assert summary["models"]["QKV-Attn"]["f_ntk"] == NO_ANALYTIC
     assert any(NO_ANALYTIC in line for line in summary["headline"])
+    qkv_entry = summary["models"]["QKV-Attn"]
+    if any("lin_distance_rel" in r for r in qkv):  # the linearized twin (issue 12)
+        assert all(math.isfinite(r["lin_distance_rel"]) for r in qkv)
+        assert len(qkv_entry["mean_lin_distance_rel"]) == 2
+    else:
+        assert "not available" in qkv_entry["lin_distance"]
     dk = [e.row for e in events if isinstance(e, TableRow) and e.table == "qkv_dk"]
     assert [r["d_k"] for r in dk] == [4, 16] and all(r["width"] == 32 for r in dk)
     assert all(math.isfinite(r["kernel_drift"]) for r in dk)

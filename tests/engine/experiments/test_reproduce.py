@@ -45,16 +45,39 @@ def _ntk(relu_slope: float, attn_slope: float, widths=(4, 16, 64, 256, 1024)) ->
     return rows
 
 
-def _flips(attn: float, relu: float, relu_adv: float | None = None, n: int = 100) -> list[dict]:
+def _flips(attn: float, relu: float, relu_adv: float | None = None, n: int = 100,
+           ridge: str = "objective:0.5", ranking: str = "abs_signed_mean") -> list[dict]:
     rows = []
+    proto = {"ridge": ridge, "ranking": ranking}
     for a in ("fgsm", "pgd", "mim"):
         for model, r in (("MLP-Attn", attn), ("2L-ReLU", relu)):
             rows.append({"model": model, "attack": a, "eps": "0.3", "training": "standard", "seed": "0",
-                         "flip_rate": str(r), "n_selected": str(n)})
+                         "flip_rate": str(r), "n_selected": str(n), "n_flipped": str(round(r * n)), **proto})
     if relu_adv is not None:
         rows.append({"model": "2L-ReLU", "attack": "pgd", "eps": "0.3", "training": "adversarial", "seed": "0",
-                     "flip_rate": str(relu_adv), "n_selected": str(n)})
+                     "flip_rate": str(relu_adv), "n_selected": str(n), "n_flipped": str(round(relu_adv * n)), **proto})
     return rows
+
+
+def test_binary_parts_carry_the_grid_and_compare_reports_it() -> None:
+    parts = plan(("mnist",), tables=(3,))
+    binary = parts[1]
+    assert binary.spec.flip.protocols() == (
+        ("objective", "abs_signed_mean"), ("lambda", "abs_mean"), ("lambda", "abs_signed_mean"),
+        ("objective", "abs_mean"),
+    )
+    rows = (_flips(0.55, 0.15) + _flips(0.30, 0.50, ridge="lambda:0.001", ranking="abs_mean")
+            + _flips(0.60, 0.20, ridge="lambda:0.001") + _flips(0.5, 0.2, ranking="abs_mean"))
+    out = compare({binary.key: {"tables": {"flip_rates": rows}}}, parts)
+    # the default protocol (objective, abs_signed_mean) fills Table 3, the grid sits beside it
+    t3 = {(c["model"], c["attack"]): c for c in out["table3"]}
+    assert t3[("MLP-Attn", "PGD")]["pooled"] == pytest.approx(55.0) and t3[("2L-ReLU", "PGD")]["k"] == 15
+    grid = {(g["rule"], g["ranking"], g["attack"]): g["ratio"] for g in out["flip_grid"]}
+    assert len(grid) == 12
+    assert grid[("lambda", "abs_mean", "FGSM")] == pytest.approx(0.6)
+    assert grid[("objective", "abs_signed_mean", "MIM")] == pytest.approx(55 / 15)
+    c3 = next(c for c in out["checklist"] if c["claim"] == 3)
+    assert c3["verdict"] == HOLDS and "lambda/abs_mean" in c3["statistic"] and len(c3["grid"]) == 12
 
 
 def _verdicts(**stats) -> dict[int, str]:

@@ -52,3 +52,25 @@ def test_resume_skips_finished_cells_and_retrain_fails_cleanly():
     events = list(run(_spec("flip", attacks=("fgsm",), retrain=True)))
     failed = [e for e in events if isinstance(e, Failed)]
     assert failed and "flip.retrain" in failed[0].message
+
+
+def test_grid_rows_share_models_and_carry_protocol_columns():
+    grid = dict(ridges=("lambda", "objective"), rankings=("abs_mean", "abs_signed_mean"))
+    events = list(run(_spec("flip", attacks=("fgsm",), **grid)))
+    assert not [e for e in events if isinstance(e, Failed)]
+    rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "flip_rates"]
+    assert len(rows) == 2 * 4  # kinds × protocols, one cell per (kind, attack)
+    assert {(r["ridge"], r["ranking"]) for r in rows} == {
+        (rd, rk) for rd in ("lambda:0.001", "objective:0.02") for rk in ("abs_mean", "abs_signed_mean")
+    }
+    for r in rows:
+        assert isinstance(r["n_flipped"], int) and r["flip_rate"] == r["n_flipped"] / r["n_selected"]
+        assert r["flipped_helpful"] + r["flipped_harmful"] == r["n_flipped"] <= r["n_selected"]
+        assert 0 <= r["n_helpful"] <= r["n_selected"]
+    # one training per model: two train cells, not eight
+    trains = {e.cell for e in events if isinstance(e, CellFinished) and e.cell.startswith("train/")}
+    assert len(trains) <= 2
+    summ = {e.section: e.data for e in events if isinstance(e, Summary)}["flip"]
+    assert {c["ridge"] for c in summ["table"]} == {"objective:0.02"}  # the default protocol
+    assert {c["ranking"] for c in summ["table"]} == {"abs_signed_mean"}
+    assert len(summ["grid"]) == 4 and any("grid ridge=lambda:0.001" in s for s in summ["headline"])

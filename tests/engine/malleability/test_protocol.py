@@ -80,18 +80,21 @@ def test_protocol_never_mutates_the_model(setup):
     assert 0.0 <= r.flip_rate <= 1.0
 
 
-def test_selection_and_scores_match_a_manual_computation(setup):
+@pytest.mark.parametrize("ranking", ["abs_signed_mean", "abs_mean"])
+def test_selection_and_scores_match_a_manual_computation(setup, ranking):
     # transformed with a deterministic stand-in attack, recomputed by hand: the influences
-    # before, the top-10% by mean |I|, the new training set (C recomputed for MLP-Attn)
+    # before, the top-10% by the ranking, the new training set (C recomputed for MLP-Attn)
     model, x, y, xt, yt = setup
-    r = flip_rate(model, x, y, xt, yt, attack=noise_attack, eps=0.2, lam=1e-2)
+    r = flip_rate(model, x, y, xt, yt, attack=noise_attack, eps=0.2, ridge=1e-2, ranking=ranking)
     k = scalar_kernel(model, x)
     i0 = ntk_loo_influence(0.5 * (k + k.T), scalar_kernel(model, xt, x), y, yt, 1e-2, n_classes=3)
-    np.testing.assert_allclose(r.influence_before, i0.abs().mean(0).numpy(), rtol=1e-10)
-    top = torch.argsort(i0.abs().mean(0), descending=True)[:4]
+    score = i0.mean(0).abs() if ranking == "abs_signed_mean" else i0.abs().mean(0)
+    np.testing.assert_allclose(r.influence_before, score.numpy(), rtol=1e-10)
+    top = torch.argsort(score, descending=True)[:4]
     assert sorted(r.selected.tolist()) == sorted(top.tolist())
     x_new = x.clone()
-    x_new[r.selected] = noise_attack(None, x[r.selected], None, eps=0.2)
+    idx = np.sort(r.selected)  # the protocol attacks the selected points in index order
+    x_new[idx] = noise_attack(None, x[idx], None, eps=0.2)
     after = model if not hasattr(model, "set_context") else _with_context(model, x_new)
     k1 = scalar_kernel(after, x_new)
     i1 = ntk_loo_influence(
@@ -100,6 +103,11 @@ def test_selection_and_scores_match_a_manual_computation(setup):
     np.testing.assert_allclose(r.score_after, i1.mean(0).numpy(), rtol=1e-9, atol=1e-14)
     flips = np.sign(r.score_after[r.selected]) != np.sign(r.score_before[r.selected])
     assert r.n_flipped == int(flips.sum()) and r.flip_rate == pytest.approx(flips.mean())
+    helpful = r.score_before[r.selected] > 0
+    assert r.n_helpful == int(helpful.sum())
+    assert r.flipped_helpful == int((flips & helpful).sum())
+    assert r.flipped_helpful + r.flipped_harmful == r.n_flipped
+    assert r.ridge == 1e-2 and r.ridge_label == "0.01" and r.ranking == ranking
     assert r.ci_low <= r.flip_rate <= r.ci_high
 
 
@@ -113,7 +121,7 @@ def _with_context(model, x_new):
 
 def test_curated_removes_points_and_reports_nan_rate(setup):
     model, x, y, xt, yt = setup
-    r = flip_rate(model, x, y, xt, yt, intervention="curated", ranking="signed_mean", lam=1e-2)
+    r = flip_rate(model, x, y, xt, yt, intervention="curated", ranking="signed_mean", ridge=1e-2)
     assert math.isnan(r.flip_rate) and math.isnan(r.ci_low)
     assert np.isnan(r.influence_after[r.selected]).all()
     keep = np.setdiff1d(np.arange(40), r.selected)

@@ -52,6 +52,8 @@ def test_ntk_experiment_rows(tmp_path, classes, drift_every) -> None:
         ):
             assert math.isfinite(r[k]) and r[k] > 0
         assert r["kernel_drift"] >= 0
+        assert math.isfinite(r["lin_distance"]) and 0 <= r["lin_distance_rel"] < math.inf
+        assert 0 <= r["lin_test_accuracy"] <= 1
     # the init kernel is closer to Θ∞ at the larger width (Monte Carlo). Not asserted for
     # MLP-Attn: its features are nearly parallel, so Θ_0/Θ∞ is one binomial count ratio
     # and a lucky m = 8 can land on it.

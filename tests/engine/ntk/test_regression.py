@@ -88,3 +88,25 @@ def test_errors() -> None:
         kernel_regression(ktr, kte[:, :3], y, 0.1)
     with pytest.raises(ConfigError):
         kernel_regression(ktr, kte, y[:4], 0.1)
+
+
+def test_objective_ridge_is_the_minimiser_of_the_linearized_objective() -> None:
+    """Minimising (1/n)‖Jδ − r‖² + (λ/2)‖δ‖² in closed form equals kernel ridge with JJᵀ at
+    ρ = nλ/2 (``resolve_ridge("objective")``, the rule ``ntk.ridge`` uses), not at the bare λ."""
+    from engine.errors import ConfigError as CE
+    from engine.ridge import resolve_ridge
+
+    g = torch.Generator().manual_seed(0)
+    n, p, lam = 30, 50, 0.1
+    jac = torch.randn(n, p, generator=g, dtype=torch.float64)
+    r = torch.randn(n, generator=g, dtype=torch.float64)
+    delta = torch.linalg.solve(2 / n * jac.T @ jac + lam * torch.eye(p, dtype=torch.float64), 2 / n * jac.T @ r)
+    rho = resolve_ridge("objective", n=n, lam=lam).value
+    assert rho == pytest.approx(n * lam / 2)
+    k = jac @ jac.T
+    assert torch.allclose(kernel_regression(k, k, r, rho), jac @ delta, atol=1e-10)
+    assert not torch.allclose(kernel_regression(k, k, r, 1e-3), jac @ delta, atol=1e-3)
+    assert resolve_ridge("lambda", n=n, lam=1e-3).value == 1e-3
+    assert resolve_ridge(0.25, n=n, lam=lam).value == 0.25
+    with pytest.raises(CE):
+        resolve_ridge("nope", n=n, lam=lam)

@@ -1,0 +1,125 @@
+"""Cells, their outcomes and the driver loop ``run_cells`` shared by every executor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import Cancelled, ConfigError
+from engine.experiments.events import CellFailed, CellFinished, Event, Log, Progress
+
+if TYPE_CHECKING:
+    from engine.experiments.context import RunContext
+    from engine.experiments.spec import ExecutorSpec
+
+CellFn = Callable[..., Iterator[Event]]
+"""``fn(ctx, cell_id, *args)`` yields the cell's events (rows, artifacts, metrics).
+
+It must be a module-level function (Ray pickles it by reference) and depend only on
+``ctx.spec``, ``ctx.dataset(seed=data_seed)`` and ``args``: the executor may run it in
+another process, on another node, with a fresh ``RunContext``."""
+
+RAY_HINT = (
+    "Ray is not installed here; install it with: pip install -e '.[ray]'  (or: pip install ray)"
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One independent unit of a sweep, e.g. one (model, width, seed) of ``ntk``."""
+
+    id: str
+    """The resume marker, e.g. ``ntk/digits/relu/16/0``."""
+    fn: CellFn
+    args: tuple[Any, ...]
+    """Picklable inputs after ``(ctx, id)``: ints, strings, floats."""
+    data_seed: int
+    """The data subset the cell reads (``ctx.dataset(seed=data_seed)``)."""
+    label: str = ""
+    """Progress text."""
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What came back from one cell run remotely: its events, or its error."""
+
+    index: int
+    """Position of the cell in the plan."""
+    events: tuple[Event, ...] = ()
+    error: tuple[str, str] | None = None
+    """(exception class, message) when every attempt failed."""
+    seconds: float = 0.0
+    host: str = field(default="", compare=False)
+
+
+def check_executor(es: ExecutorSpec) -> None:
+    """Fail early (before a run directory exists) when the executor cannot run here."""
+    if es.kind == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ConfigError("executor", "ray", RAY_HINT) from None
+
+
+def make_executor(es: ExecutorSpec) -> Any:
+    """The executor object for ``es`` (None for ``local``: ``run_cells`` runs cells inline)."""
+    if es.kind == "local":
+        return None
+    check_executor(es)
+    from engine.experiments.executors.ray_executor import RayExecutor
+
+    return RayExecutor(es)
+
+
+def run_cells(ctx: RunContext, cells: list[Cell], *, task: str = "sweep") -> Iterator[Event]:
+    """Run ``cells`` (skipping those finished in the run being resumed) and yield events.
+
+    ``Progress(task, done, total, running=k)`` advances as cells complete; each cell's
+    events, then ``CellFinished`` (or ``CellFailed`` with its error), come out in plan
+    order. On cancellation (``ctx.cancel`` or Ctrl-C) outstanding cells are cancelled,
+    every cell that finished is still yielded, then ``Cancelled`` is raised.
+    """
+    total = len(cells)
+    todo = [(i, c) for i, c in enumerate(cells) if not ctx.is_done(c.id)]
+    executor = ctx.executor
+    if executor is None:  # local: today's behaviour, events streamed as they happen
+        for i, c in todo:
+            yield Progress(task, i, total, c.label)
+            ctx.check_cancel()
+            yield from c.fn(ctx, c.id, *c.args)
+            yield CellFinished(c.id)
+        yield Progress(task, total, total, "done")
+        return
+    done = total - len(todo)
+    yield Progress(task, done, total, f"{len(todo)} cells to run on {executor.describe()}")
+    order = [i for i, _ in todo]
+    buffered: dict[int, CellOutcome] = {}
+    pos = 0
+    try:
+        for out, running in executor.run(ctx, todo):
+            done += 1
+            buffered[out.index] = out
+            state = "failed" if out.error else f"{out.seconds:.1f} s"
+            msg = f"{cells[out.index].label}: {state}; {running} in flight"
+            yield Progress(task, done, total, msg, running=running)
+            while pos < len(order) and order[pos] in buffered:
+                yield from _emit(cells[order[pos]], buffered.pop(order[pos]))
+                pos += 1
+    except (Cancelled, KeyboardInterrupt):
+        for i in sorted(buffered):  # finished after a cell still running: keep them
+            yield from _emit(cells[i], buffered[i])
+        raise Cancelled(
+            f"the run was cancelled; {done} of {total} cells finished and are kept"
+        ) from None
+    yield Progress(task, total, total, "done")
+
+
+def _emit(cell: Cell, out: CellOutcome) -> Iterator[Event]:
+    if out.error is not None:
+        err, msg = out.error
+        yield Log(f"cell {cell.id} failed: {err}: {msg}", "warning")
+        yield CellFailed(cell.id, err, msg)
+        return
+    yield from out.events
+    yield CellFinished(cell.id)

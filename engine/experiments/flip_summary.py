@@ -1,0 +1,259 @@
+"""Summaries of ``flip_rates`` rows: pooled counts, the default protocol, the grid.
+
+Pure functions of the rows (the run directory's ``flip_rates.csv`` or the events), shared
+by the ``flip``/``advtrain`` experiments, ``reproduce`` and the TUI. A pooled rate is
+Σ n_flipped / Σ n_selected over seeds with the Wilson interval of those integers
+(never re-derived from the float ``flip_rate``); rows without an integer ``n_flipped``
+(written before the column existed) are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine.results import mean_std
+
+if TYPE_CHECKING:
+    from engine.experiments.spec import FlipSpec
+
+MODELS = ("2L-ReLU", "MLP-Attn")
+SCORE = {
+    "abs_signed_mean": "s_i = mean_t I[t, i], ranked by |s_i|, flip = sign change of s_i",
+    "abs_mean": "ranked by mean_t |I[t, i]|, flip = sign change of s_i = mean_t I[t, i]",
+    "signed_mean": "ranked by s_i = mean_t I[t, i] (most helpful first), flip = sign change of s_i",
+    "per_test": "top set per test point by |I[t, i]|, flips counted per (t, i) pair",
+}
+KERNEL = "empirical NTK of the trained model, weights frozen; multiclass: shared diagonal block, one-hot targets"
+
+
+def _f(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _count(v: Any) -> int | None:
+    """An integer count from a row value (int, integral float or numeric string), else None."""
+    x = _f(v)
+    return int(x) if math.isfinite(x) and x == int(x) else None
+
+
+def ridge_rule(label: Any) -> str | float:
+    """``objective:0.5`` → ``objective``; ``0.01`` → 0.01 (the rule of a ``ridge`` column)."""
+    s = str(label)
+    if ":" in s:
+        return s.split(":", 1)[0]
+    x = _f(s)
+    return x if math.isfinite(x) else s
+
+
+def same_rule(label: Any, rule: str | float) -> bool:
+    """Whether a row's ``ridge`` label was produced by ``rule`` (objective | lambda | number)."""
+    got = ridge_rule(label)
+    if isinstance(rule, str) or isinstance(got, str):
+        return got == rule
+    return math.isclose(got, float(rule), rel_tol=1e-9)
+
+
+def pooled(rows: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """Pool rows over seeds: rates in percent, the Wilson interval of Σk/Σn, the split.
+
+    None when no row has finite counts (e.g. the curated intervention).
+    """
+    from engine.malleability import wilson_interval
+
+    sel = []
+    for r in rows:
+        k, n = _count(r.get("n_flipped")), _count(r.get("n_selected"))
+        if k is not None and n and math.isfinite(_f(r.get("flip_rate"))):
+            sel.append((r, k, n))
+    if not sel:
+        return None
+    k = sum(x[1] for x in sel)
+    n = sum(x[2] for x in sel)
+    m, s, cnt = mean_std(100 * _f(r["flip_rate"]) for r, _, _ in sel)
+    lo, hi = wilson_interval(k, n)
+    split = {}
+    for key in ("n_helpful", "flipped_helpful", "flipped_harmful"):
+        vals = [_count(r.get(key)) for r, _, _ in sel]
+        split[key] = (
+            sum(v for v in vals if v is not None) if all(v is not None for v in vals) else None
+        )
+    return {
+        "mean": m,
+        "std": s,
+        "seeds": cnt,
+        "pooled": 100 * k / n,
+        "ci_low": 100 * lo,
+        "ci_high": 100 * hi,
+        "k": k,
+        "n": n,
+        **split,
+    }
+
+
+def split_text(p: dict[str, Any]) -> str:
+    """``helpful 60/80 flipped, harmful 2/20`` from a ``pooled`` dict ('' without the split)."""
+    nh, fh, fa = p.get("n_helpful"), p.get("flipped_helpful"), p.get("flipped_harmful")
+    if nh is None or fh is None or fa is None:
+        return ""
+    return f"helpful {fh}/{nh} flipped, harmful {fa}/{p['n'] - nh}"
+
+
+def protocols_in(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The distinct (ridge label, ranking) pairs of the rows, in first-seen order."""
+    return list(dict.fromkeys((str(r.get("ridge", "")), str(r.get("ranking", ""))) for r in rows))
+
+
+def grid(rows: list[dict[str, Any]], training: str = "standard") -> list[dict[str, Any]]:
+    """Per protocol × attack × ε: both models' pooled rates and the MLP-Attn / 2L-ReLU ratio."""
+    rows = [r for r in rows if r.get("training", "standard") == training]
+    out = []
+    for ridge, ranking in protocols_in(rows):
+        mine = [
+            r
+            for r in rows
+            if str(r.get("ridge", "")) == ridge and str(r.get("ranking", "")) == ranking
+        ]
+        for attack, eps in dict.fromkeys((str(r["attack"]), _f(r["eps"])) for r in mine):
+            cell: dict[str, Any] = {
+                "ridge": ridge,
+                "ranking": ranking,
+                "attack": attack,
+                "eps": eps,
+            }
+            for model in MODELS:
+                cell[model] = pooled(
+                    r
+                    for r in mine
+                    if r["model"] == model and r["attack"] == attack and _f(r["eps"]) == eps
+                )
+            a, b = cell["MLP-Attn"], cell["2L-ReLU"]
+            cell["ratio"] = a["pooled"] / b["pooled"] if a and b and b["pooled"] > 0 else None
+            out.append(cell)
+    return out
+
+
+def summarize(
+    rows: list[dict[str, Any]],
+    dataset: str,
+    classes: tuple[int, ...] | None,
+    training: str,
+    f: FlipSpec,
+) -> dict[str, Any]:
+    """The default protocol's flip rates (percent) beside the paper's, the MLP-Attn /
+    2L-ReLU ratios, and the same ratios for every protocol of the sensitivity grid."""
+    from engine.malleability import paper_rate_for_run, paper_table_for
+
+    base = [
+        r for r in rows if same_rule(r.get("ridge", ""), f.ridge) and r.get("ranking") == f.ranking
+    ]
+    table: list[dict[str, Any]] = []
+    lines = []
+    ratio: dict[str, dict[str, float | None]] = {}
+    for attack in f.attacks:
+        for eps in f.eps:
+            got: dict[str, float] = {}
+            for model in dict.fromkeys([*MODELS, *(str(r["model"]) for r in base)]):
+                sel = [
+                    r
+                    for r in base
+                    if r["model"] == model and r["attack"] == attack and _f(r["eps"]) == eps
+                ]
+                if not sel:
+                    continue
+                p = pooled(sel)
+                paper = (
+                    paper_rate_for_run(dataset, classes, training, model, attack)
+                    if eps == 0.3
+                    else None
+                )
+                nan = float("nan")
+                cell = {
+                    "model": model,
+                    "attack": attack,
+                    "eps": eps,
+                    "ridge": sel[0].get("ridge"),
+                    "ranking": f.ranking,
+                    "flip_rate": p["mean"] if p else nan,
+                    "std": p["std"] if p else nan,
+                    "seeds": p["seeds"] if p else 0,
+                    "pooled": p["pooled"] if p else nan,
+                    "ci_low": p["ci_low"] if p else nan,
+                    "ci_high": p["ci_high"] if p else nan,
+                    "n_flipped": p["k"] if p else None,
+                    "n_selected": p["n"] if p else None,
+                    "n_helpful": p.get("n_helpful") if p else None,
+                    "flipped_helpful": p.get("flipped_helpful") if p else None,
+                    "flipped_harmful": p.get("flipped_harmful") if p else None,
+                    "paper": paper,
+                    "spearman": mean_std(_f(r["spearman"]) for r in sel)[0],
+                    "topk_overlap": mean_std(_f(r["topk_overlap"]) for r in sel)[0],
+                }
+                table.append(cell)
+                if p is None:
+                    continue
+                got[model] = p["pooled"]
+                pp = f"{paper:.1f}%" if paper is not None else "n/a"
+                sp = split_text(p)
+                lines.append(
+                    f"{training} {model:8s} {attack.upper():4s} ε={eps:g}: {p['pooled']:5.1f}% "
+                    f"[{p['ci_low']:.1f}, {p['ci_high']:.1f}] ({p['k']}/{p['n']} over {p['seeds']} seed(s), "
+                    f"per-seed {p['mean']:.1f} ± {p['std']:.1f}){'; ' + sp if sp else ''}; paper {pp}"
+                )
+            r, a = got.get("2L-ReLU"), got.get("MLP-Attn")
+            pr = (
+                paper_rate_for_run(dataset, classes, training, "2L-ReLU", attack)
+                if eps == 0.3
+                else None
+            )
+            pa = (
+                paper_rate_for_run(dataset, classes, training, "MLP-Attn", attack)
+                if eps == 0.3
+                else None
+            )
+            ratio.setdefault(attack, {})[f"{eps:g}"] = (a / r) if a is not None and r else None
+            ratio[attack][f"paper_{eps:g}"] = pa / pr if pa and pr else None
+    for attack, v in ratio.items():
+        for key, val in v.items():
+            if not key.startswith("paper_"):
+                pv = v.get(f"paper_{key}")
+                ours = f"×{val:.2f}" if val is not None and math.isfinite(val) else "n/a"
+                lines.append(
+                    f"{training} MLP-Attn / 2L-ReLU {attack.upper()} ε={key}: {ours}"
+                    + (f" (paper ×{pv:.1f})" if pv else "")
+                )
+    g = grid(rows, training)
+    if len(protocols_in(r for r in rows if r.get("training", "standard") == training)) > 1:
+        for c in g:
+            rr = f"×{c['ratio']:.2f}" if c["ratio"] is not None else "n/a"
+            rates = " vs ".join(
+                f"{c[m]['pooled']:.1f}%" if c[m] else "n/a" for m in ("MLP-Attn", "2L-ReLU")
+            )
+            lines.append(
+                f"{training} grid ridge={c['ridge']} ranking={c['ranking']} {c['attack'].upper()} "
+                f"ε={c['eps']:g}: MLP-Attn vs 2L-ReLU {rates} ({rr})"
+            )
+    return {
+        "dataset": dataset,
+        "classes": list(classes) if classes else None,
+        "training": training,
+        "paper_table": paper_table_for(dataset, classes, training),
+        "width": f.width,
+        "protocol": {
+            "ranking": f.ranking,
+            "ridge": f.ridge,
+            "intervention": f.intervention,
+            "top_frac": f.top_frac,
+            "score": SCORE[f.ranking],
+            "kernel": KERNEL,
+            "loss": "squared error of the kernel predictor",
+        },
+        "table": table,
+        "ratio_attn_relu": ratio,
+        "grid": g,
+        "headline": lines,
+    }

@@ -1,0 +1,186 @@
+"""The Ray executor on a local Ray with 2 CPUs (one session for the module).
+
+Same rows as in-process (to 1e-5), a killed worker retried, a cell failing on every
+attempt recorded as failed (run ``partial``, ``--resume`` reruns it), cancel mid-run
+keeps the finished cells and a resume completes them with the same rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
+
+from engine.errors import Cancelled  # noqa: E402
+from engine.experiments import run  # noqa: E402
+from engine.experiments.context import RunContext  # noqa: E402
+from engine.experiments.events import CellFailed, CellFinished, Event, Finished, TableRow  # noqa: E402
+from engine.experiments.executors import Cell, run_cells  # noqa: E402
+from engine.experiments.spec import RunSpec  # noqa: E402
+from engine.experiments.store import RunStore, read_run  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+SWEEP = [
+    "--dataset", "digits", "--classes", "3,8", "--n-train", "60", "--n-test", "20",
+    "--experiment", "ntk", "--widths", "8,32", "--seeds", "0,1", "--epochs", "4",
+    "--device", "cpu", "--quiet",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_session() -> Iterator[None]:
+    """One local Ray with 2 CPUs for every test here; the executor joins it."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # test cells by value
+    from engine.experiments.executors.ray_executor import LOCAL_RAY_CONFIG
+
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=LOCAL_RAY_CONFIG
+    )
+    yield
+    ray.shutdown()
+
+
+def _headless(*args: str) -> None:
+    from typer.testing import CliRunner
+
+    from malleability_tui.cli.main import app
+
+    res = CliRunner().invoke(app, ["headless", *args])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.fixture(scope="module")
+def local_rows(tmp_path_factory) -> list[dict[str, str]]:
+    out = tmp_path_factory.mktemp("local") / "run"
+    _headless(*SWEEP, "--out", str(out))
+    return _rows(out)
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path / "ntk_distance.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _assert_same_rows(a: list[dict[str, str]], b: list[dict[str, str]]) -> None:
+    key = ("model", "width", "seed")
+    assert sorted(tuple(r[k] for k in key) for r in a) == sorted(
+        tuple(r[k] for k in key) for r in b
+    )
+    by_key = {tuple(r[k] for k in key): r for r in b}
+    for r in a:
+        s = by_key[tuple(r[k] for k in key)]
+        for k, v in r.items():
+            if k in key or k == "dataset":
+                assert v == s[k]
+            else:
+                assert float(s[k]) == pytest.approx(float(v), rel=1e-5, abs=1e-8), k
+
+
+def test_ntk_rows_match_in_process(tmp_path, local_rows) -> None:
+    out = tmp_path / "run"
+    _headless(*SWEEP, "--out", str(out), "--executor", "ray")
+    _assert_same_rows(local_rows, _rows(out))
+    assert [r["width"] for r in _rows(out)] == [r["width"] for r in local_rows]  # plan order
+    assert read_run(out)["spec"]["executor"]["kind"] == "ray"
+
+
+def flaky_cell(ctx: RunContext, cell: str, k: int, folder: str, mode: str) -> Iterator[Event]:
+    """A cell that records each attempt; ``kill``: its first attempt kills its own worker
+    mid-cell; ``raise``: every attempt raises; ``ok``: a plain row."""
+    n = len(list(Path(folder).glob(f"{k}-*")))
+    Path(folder, f"{k}-{n}").write_text(str(os.getpid()))
+    if mode == "kill" and n == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "raise" and not Path(folder, "fixed").exists():
+        raise RuntimeError(f"cell {k} is broken")
+    yield TableRow("squares", {"k": k, "k2": k * k}, cell=cell)
+
+
+def _ray_ctx(**kw) -> RunContext:
+    return RunContext(RunSpec(device="cpu").replace(executor__kind="ray"), **kw)
+
+
+def _plan(folder: Path, modes: list[str]) -> list[Cell]:
+    return [
+        Cell(f"sq/{k}", flaky_cell, (k, str(folder), m), 0, f"k={k}") for k, m in enumerate(modes)
+    ]
+
+
+def test_killed_worker_is_retried(tmp_path) -> None:
+    evs = list(run_cells(_ray_ctx(), _plan(tmp_path, ["ok", "kill", "ok"])))
+    rows = [e.row["k"] for e in evs if isinstance(e, TableRow)]
+    assert rows == [0, 1, 2]
+    pids = [Path(tmp_path, f"1-{i}").read_text() for i in range(2)]
+    assert pids[0] != pids[1]  # the second attempt ran in a new worker
+    assert not (tmp_path / "1-2").exists()
+
+
+def test_cell_failing_twice_is_recorded_and_resumed(tmp_path) -> None:
+    spec = RunSpec(device="cpu").replace(executor__kind="ray")
+    store = RunStore(tmp_path / "run", spec)
+    plan = _plan(tmp_path, ["ok", "raise", "ok"])
+    for ev in run_cells(_ray_ctx(), plan):
+        store.write(ev)
+    store.write(Finished({}))
+    assert len(list(tmp_path.glob("1-*"))) == 2  # max_retries = 1: two attempts
+    assert store.failed_cells == {"sq/1": "RuntimeError: cell 1 is broken"}
+    assert read_run(tmp_path / "run")["env"]["status"] == "partial"
+
+    (tmp_path / "fixed").write_text("")
+    store = RunStore(tmp_path / "run", spec, resume=True)
+    evs = list(run_cells(_ray_ctx(done_cells=store.done_cells), plan))
+    for ev in evs:
+        store.write(ev)
+    store.write(Finished({}))
+    assert [e.cell for e in evs if isinstance(e, CellFinished)] == ["sq/1"]  # only the failed one
+    assert not any(isinstance(e, CellFailed) for e in evs)
+    assert len(list(tmp_path.glob("0-*"))) == 1
+    run_ = read_run(tmp_path / "run")
+    assert run_["env"]["status"] == "finished"
+    assert sorted(int(r["k"]) for r in run_["tables"]["squares"]) == [0, 1, 2]
+
+
+def test_cancel_mid_run_then_resume(tmp_path, local_rows) -> None:
+    from malleability_tui.cli.headless import build_spec
+
+    spec = build_spec(
+        dataset="digits", experiment="ntk", config=None, classes="3,8", n_train=60, n_test=20,
+        widths="8,32", seeds="0,1", epochs=4, device="cpu", executor={"executor__kind": "ray"},
+    )  # fmt: skip
+    out = tmp_path / "run"
+    store = RunStore(out, spec)
+    cancel = threading.Event()
+    for ev in run(spec, cancel=cancel):
+        store.write(ev)
+        if isinstance(ev, CellFinished):
+            cancel.set()  # the rest are in flight or queued: cancelled
+    assert read_run(out)["env"]["status"] == "cancelled"
+    kept = set(store.done_cells)
+    assert 1 <= len(kept) < 8
+
+    store = RunStore(out, spec, resume=True)
+    assert store.done_cells == kept
+    previous = {t: [dict(r) for r in rows] for t, rows in store.tables.items()}
+    evs = list(run(spec, done_cells=frozenset(kept), previous_rows=previous))
+    for ev in evs:
+        store.write(ev)
+    assert not ({e.cell for e in evs if isinstance(e, CellFinished)} & kept)
+    assert read_run(out)["env"]["status"] == "finished"
+    _assert_same_rows(local_rows, _rows(out))
+    assert read_run(out)["summary"]["ntk"]["models"]["2L-ReLU"]["cells"] == 4
+
+
+def test_cancel_raises_cancelled_from_run_cells(tmp_path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(Cancelled):
+        list(run_cells(_ray_ctx(cancel=cancel), _plan(tmp_path, ["ok", "ok"])))
