@@ -13,7 +13,7 @@ from typing import Any
 from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
 from engine.models import MODEL_LABELS
-from engine.results import flip_text, mean_std, num, series_over_seeds
+from engine.results import mean_std, num, series_over_seeds
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
@@ -382,9 +382,7 @@ class FlipRow:
     eps: float
     training: str
     flip: float
-    std: float
-    lo: float
-    hi: float
+    ci: float
     spearman: float
     n: int
     ratio: float
@@ -406,7 +404,7 @@ class FlipRow:
             self.attack.upper(),
             fmt(self.eps, 2),
             self.training,
-            flip_text(self.flip, self.std, self.lo, self.hi),
+            pct,
             fmt(self.spearman, 2),
             fmt(self.ratio, 3) if math.isfinite(self.ratio) else "–",
             f"{self.paper:.1f}%" if self.paper is not None else "–",
