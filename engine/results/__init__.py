@@ -19,6 +19,7 @@ from engine.results.stats import (
     MeanStd,
     Pooled,
     Trend,
+    above_chance,
     clopper_pearson_interval,
     finite,
     mean_std,
@@ -31,6 +32,7 @@ from engine.results.stats import (
 )
 
 __all__ = [
+    "above_chance",
     "FlipStat",
     "Series",
     "flip_stat",

@@ -77,6 +77,21 @@ def clopper_pearson_interval(k: int, n: int, alpha: float = 0.05) -> tuple[float
     return lo, hi
 
 
+def above_chance(accuracy: float, n: int, chance: float, alpha: float = 0.05) -> bool:
+    """Whether a test accuracy on ``n`` points beats ``chance`` (the majority-class rate):
+    one-sided exact binomial test of round(accuracy·n) successes, p < ``alpha``.
+
+    The precondition for reading a trained cell's numbers as a result: a model at chance
+    has learned nothing the kernel comparisons or influences could stand for.
+    """
+    from scipy.stats import binomtest
+
+    if not (n > 0 and math.isfinite(accuracy) and 0.0 <= chance < 1.0):
+        return False
+    k = min(n, max(0, round(accuracy * n)))
+    return bool(binomtest(k, n, chance, alternative="greater").pvalue < alpha)
+
+
 def proportion_ci(k: int, n: int, method: str = "wilson") -> tuple[float, float]:
     """95% interval of k/n by ``method`` (wilson | clopper_pearson)."""
     if method == "wilson":

@@ -88,3 +88,40 @@ def test_ratio() -> None:
     assert ratio(6.0, 3.0) == 2.0
     for a, b in ((1.0, 0.0), (None, 1.0), (1.0, None), (float("nan"), 1.0), (1.0, float("inf"))):
         assert math.isnan(ratio(a, b))
+
+
+def test_above_chance_is_the_one_sided_binomial_test() -> None:
+    """Known answers: 10 of 10 beats a coin; 55 of 100 does not (p ≈ 0.18); 60 of 100 does
+    (p ≈ 0.028); a 10-class model at 0.10 on 200 points is at chance; bad inputs are not."""
+    from scipy.stats import binomtest
+
+    from engine.results import above_chance
+
+    assert above_chance(1.0, 10, 0.5)
+    assert not above_chance(0.55, 100, 0.5)
+    assert above_chance(0.60, 100, 0.5)
+    assert binomtest(60, 100, 0.5, alternative="greater").pvalue < 0.05
+    assert not above_chance(0.10, 200, 0.10)
+    assert not above_chance(float("nan"), 100, 0.5)
+    assert not above_chance(0.9, 0, 0.5)
+
+
+def test_train_summary_flags_models_at_chance() -> None:
+    """An untrained MLP-Attn (1 epoch on 10-class digits) is reported at chance; the
+    headline says so and summary.json lists its cells."""
+    from engine.experiments import RunSpec, run
+    from engine.experiments.events import Finished
+
+    spec = RunSpec.from_dict(
+        {
+            "experiment": "train",
+            "seeds": [0],
+            "data": {"name": "digits", "n_train": 100, "n_test": 100},
+            "model": {"kinds": ["attn"], "widths": [16]},
+            "train": {"epochs": 1},
+        }
+    )
+    fin = [e for e in run(spec) if isinstance(e, Finished)][0]
+    tr = fin.summary["train"]
+    assert tr["at_chance"]["MLP-Attn"] == ["m=16 seed=0"]
+    assert any("AT CHANCE" in line for line in tr["headline"])
