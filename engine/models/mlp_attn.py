@@ -9,7 +9,43 @@ from engine.models.attention import LinearizedAttention
 from engine.models.two_layer import TwoLayerNet
 
 
-class MLPAttn(nn.Module):
+class AttentionHead(nn.Module):
+    """An attention transform (``self.attention``: x [n, d] → features [n, d']) followed by
+    the two-layer head (``self.mlp``): the plumbing MLP-Attn and QKV-Attn share."""
+
+    attention: nn.Module
+    mlp: TwoLayerNet
+
+    @property
+    def head(self) -> TwoLayerNet:
+        """The two-layer network that follows the attention."""
+        return self.mlp
+
+    @property
+    def width(self) -> int:
+        return self.mlp.width
+
+    @property
+    def n_out(self) -> int:
+        return self.mlp.n_out
+
+    def set_context(self, context: torch.Tensor) -> None:
+        """Recompute the attention's C from a new context [n, d]."""
+        self.attention.set_context(context)  # type: ignore[operator]
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """x [n, d] → the first layer's input [n, d'] (the attention's output)."""
+        return self.attention(x)
+
+    def forward_features(self, xt: torch.Tensor) -> torch.Tensor:
+        return self.mlp.forward_features(xt)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [n, d] (raw pixels or unit-norm) → f [n, n_out]."""
+        return self.mlp.forward_features(self.features(x))
+
+
+class MLPAttn(AttentionHead):
     """f(x) = TwoLayerNet(Cx/‖Cx‖) with C = XᵀX of the context (training) set.
 
     Same parameters and initialisation as ``TwoLayerNet`` for the same seed, so the
@@ -41,23 +77,6 @@ class MLPAttn(nn.Module):
         )
 
     @property
-    def head(self) -> TwoLayerNet:
-        """The two-layer network that follows the attention."""
-        return self.mlp
-
-    @property
-    def width(self) -> int:
-        return self.mlp.width
-
-    @property
-    def n_out(self) -> int:
-        return self.mlp.n_out
-
-    def set_context(self, context: torch.Tensor) -> None:
-        """Recompute the attention's C from a new context [n, d]."""
-        self.attention.set_context(context)
-
-    @property
     def fixed_features(self) -> bool:
         """True: the attention's C is a buffer, so Cx̂/‖Cx̂‖ can be computed once per
         training run (until ``set_context`` changes C)."""
@@ -67,9 +86,3 @@ class MLPAttn(nn.Module):
         """x [n, d] → Cx̂/‖Cx̂‖ [n, d], the first layer's input."""
         return self.attention(x)
 
-    def forward_features(self, xt: torch.Tensor) -> torch.Tensor:
-        return self.mlp.forward_features(xt)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x [n, d] (raw pixels or unit-norm) → f [n, n_out]."""
-        return self.mlp.forward_features(self.features(x))

@@ -24,6 +24,7 @@ from torch import nn
 
 from engine.errors import ConfigError
 from engine.models.attention import LinearizedAttention
+from engine.models.mlp_attn import AttentionHead
 from engine.models.two_layer import TwoLayerNet, normalize_rows
 
 ATTENTION_SEED_OFFSET = 1_000_003
@@ -107,7 +108,7 @@ class QKVAttention(nn.Module):
         return f"d={self.d_in}, d_k={self.d_k}, init_std={self.init_std:.4g}"
 
 
-class QKVAttn(nn.Module):
+class QKVAttn(AttentionHead):
     """f(x) = TwoLayerNet(normalise(x̂ W_Q W_Kᵀ C W_V)), the head as in MLP-Attn.
 
     Trainable: W_Q, W_K, W_V [d, d_k] and the head's W [m, d_k] (and a when
@@ -119,6 +120,8 @@ class QKVAttn(nn.Module):
 
     fixed_features = False
     """The first layer's input changes during training (unlike 2L-ReLU and MLP-Attn)."""
+
+    attention: QKVAttention
 
     def __init__(
         self,
@@ -147,33 +150,10 @@ class QKVAttn(nn.Module):
         )
 
     @property
-    def head(self) -> TwoLayerNet:
-        """The two-layer network that follows the attention."""
-        return self.mlp
-
-    @property
-    def width(self) -> int:
-        return self.mlp.width
-
-    @property
-    def n_out(self) -> int:
-        return self.mlp.n_out
-
-    @property
     def d_k(self) -> int:
         return self.attention.d_k
-
-    def set_context(self, context: torch.Tensor) -> None:
-        """Recompute the attention's C from a new context [n, d]."""
-        self.attention.set_context(context)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """x [b, d] → z = normalise(x̂ W_Q M) [b, d_k], the head's input."""
         return self.attention(x)
 
-    def forward_features(self, z: torch.Tensor) -> torch.Tensor:
-        return self.mlp.forward_features(z)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x [b, d] (raw pixels or unit-norm) → f [b, n_out]."""
-        return self.mlp.forward_features(self.features(x))

@@ -4,11 +4,8 @@
 """
 
 from engine.results.rows import (
-    FlipStat,
     Series,
-    flip_stat,
     flip_text,
-    flipped_count,
     num,
     series_over_seeds,
 )
@@ -33,11 +30,8 @@ from engine.results.stats import (
 
 __all__ = [
     "above_chance",
-    "FlipStat",
     "Series",
-    "flip_stat",
     "flip_text",
-    "flipped_count",
     "num",
     "series_over_seeds",
     "CI_METHODS",

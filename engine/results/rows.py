@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from engine.results.stats import mean_std, pooled_rate
+from engine.results.stats import mean_std
 
 Row = Mapping[str, Any]
 
@@ -24,21 +24,6 @@ def num(v: Any) -> float:
         return float(str(v))
     except (TypeError, ValueError):
         return math.nan
-
-
-def flipped_count(row: Row) -> int:
-    """Flipped points of one ``flip_rates`` row: the ``n_flipped`` column, or (older runs
-    without it) flip_rate × n_selected rounded; 0 when the rate is missing."""
-    k = num(row.get("n_flipped"))
-    if math.isfinite(k):
-        return int(k)
-    rate, n = num(row.get("flip_rate")), num(row.get("n_selected"))
-    return round(rate * n) if math.isfinite(rate) and math.isfinite(n) else 0
-
-
-def _int(v: Any) -> int:
-    x = num(v)
-    return int(x) if math.isfinite(x) else 0
 
 
 class Series(NamedTuple):
@@ -66,44 +51,6 @@ def series_over_seeds(
         st = [mean_std(acc[key][v]) for v in xs]
         out[key] = Series(xs, [s.mean for s in st], [s.std for s in st], [s.n for s in st])
     return out
-
-
-class FlipStat(NamedTuple):
-    """Flip rates of one (model, attack, ε, training) group over seeds.
-
-    ``mean``/``std``: over the seeds' rates (fractions); ``rate``/``lo``/``hi``: the counts
-    pooled over seeds (``k`` flipped of ``n`` selected) with the 95% interval.
-    """
-
-    mean: float
-    std: float
-    seeds: int
-    k: int
-    n: int
-    rate: float
-    lo: float
-    hi: float
-    spearman: float
-    topk_overlap: float
-
-
-def flip_stat(rows: Iterable[Row], method: str = "wilson") -> FlipStat:
-    """``FlipStat`` of the ``flip_rates`` rows of one group (rows with no rate are skipped)."""
-    sel = [r for r in rows if math.isfinite(num(r.get("flip_rate")))]
-    m = mean_std(num(r.get("flip_rate")) for r in sel)
-    p = pooled_rate(((flipped_count(r), _int(r.get("n_selected"))) for r in sel), method)
-    return FlipStat(
-        m.mean,
-        m.std,
-        m.n,
-        p.k,
-        p.n,
-        p.rate,
-        p.lo,
-        p.hi,
-        mean_std(num(r.get("spearman")) for r in sel).mean,
-        mean_std(num(r.get("topk_overlap")) for r in sel).mean,
-    )
 
 
 def flip_text(mean: float, std: float, lo: float, hi: float, scale: float = 100.0) -> str:
