@@ -25,7 +25,10 @@ Table ``sharpness`` (model, seed, hessian_top_eig, hessian_trace): every seed.
 Summary ``landscape``: per model mean ± std over seeds of λ_max, tr H and the 1-D
 basin width (``curve_width`` with mode absolute: the α-interval around 0 where
 L ≤ L(0) + WIDTH_DELTA on the training curve), and which model is flatter by each
-measure with the ratio of means and the per-seed ratios (mean ± std).
+measure with the ratio of means and the per-seed ratios (mean ± std); ``interp_min_t``,
+the t of the lowest training loss on the init → trained interpolation (≈ 1 when training
+reached a minimum); each line marked with the cells that fail a guard
+(``engine.results.guards``; ``failed_guards``).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from engine.landscape import (
     surface_2d,
 )
 from engine.models import MODEL_LABELS
-from engine.results import mean_std
+from engine.results import cells_of, failed_cells, guard_note, marked, mean_std
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext, TrainedModel
@@ -100,7 +103,7 @@ def _measure(
     d1 = filter_normalized_direction(model, g)
     d2 = (filter_normalized_direction(model, g), filter_normalized_direction(model, g))
     steps, done = 3 * len(splits) + 2, 0
-    width_train = float("nan")
+    width_train = interp_min = float("nan")
     for split in splits:
         x, y = data[split]
         tag = "" if len(splits) == 1 else f":{split}"
@@ -116,6 +119,8 @@ def _measure(
         yield Progress("cell", done, steps, f"{label} 2-D {split}", cell=cell)
         ctx.check_cancel()
         ci = interpolate(model, tm.init_state, x, y, points=ls.points_1d)
+        if split == "train" or len(splits) == 1:
+            interp_min = float(ci.alphas[int(ci.losses.argmin())])
         done += 1
         yield Progress("cell", done, steps, f"{label} interpolation {split}", cell=cell)
         yield Artifact(
@@ -178,9 +183,10 @@ def _measure(
     )
     done += 1
     yield Progress("cell", done, steps, f"{label} tr H = {tr.value:.4g}", cell=cell)
+    guards = tm.guards()
     yield TableRow(
         "sharpness",
-        {"model": label, "seed": seed, "hessian_top_eig": eig.value, "hessian_trace": tr.value},
+        {"model": label, "seed": seed, "hessian_top_eig": eig.value, "hessian_trace": tr.value, **guards},
         cell=cell,
     )
     return {
@@ -192,7 +198,9 @@ def _measure(
         "hessian_trace": tr.value,
         "trace_stderr": tr.stderr,
         "width_1d": width_train,
+        "interp_min_t": interp_min,
         "train_loss": tm.train_loss,
+        **guards,
     }
 
 
@@ -220,9 +228,11 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
     """
     keys = ("hessian_top_eig", "hessian_trace", "width_1d")
     models: dict[str, Any] = {}
+    failed = failed_cells(results)
     for label in dict.fromkeys(r["model"] for r in results):
         mine = [r for r in results if r["model"] == label]
-        models[label] = {k: _mean_std([r[k] for r in mine]) for k in keys + ("train_loss",)}
+        models[label] = {k: _mean_std([r.get(k, math.nan) for r in mine]) for k in keys + ("train_loss", "interp_min_t")}
+        models[label]["guards"] = guard_note(failed, label, cells_of(mine))
         models[label]["eig_converged"] = all(r["eig_converged"] for r in mine)
         models[label]["seeds"] = [r["seed"] for r in mine]
     out: dict[str, Any] = {
@@ -230,6 +240,7 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
         "width": width,
         "width_delta": WIDTH_DELTA,
         "models": models,
+        "failed_guards": failed,
         "paper": "MLP-Attn finds wider, flatter minima than 2L-ReLU (claim 6; no numbers reported)",
     }
     relu, attn = MODEL_LABELS["relu"], MODEL_LABELS["attn"]
@@ -268,11 +279,15 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
             verdicts.pop() if len(verdicts) == 1 else "mixed" if verdicts else "tie"
         )
     out["headline"] = [
-        f"{label}: λ_max {m['hessian_top_eig']['mean']:.4g} ± {m['hessian_top_eig']['std']:.2g}, "
-        f"tr H {m['hessian_trace']['mean']:.4g} ± {m['hessian_trace']['std']:.2g}, "
-        f"train loss {m['train_loss']['mean']:.4g}"
+        marked(
+            f"{label}: λ_max {m['hessian_top_eig']['mean']:.4g} ± {m['hessian_top_eig']['std']:.2g}, "
+            f"tr H {m['hessian_trace']['mean']:.4g} ± {m['hessian_trace']['std']:.2g}, "
+            f"train loss {m['train_loss']['mean']:.4g}, init→trained minimum at t = {m['interp_min_t']['mean']:.2f}",
+            m["guards"],
+        )
         for label, m in models.items()
     ]
     if "flatter_model" in out:
-        out["headline"].append(f"flatter minimum: {out['flatter_model']}")
+        both = "; ".join(f"{label} {m['guards']}" for label, m in models.items() if m["guards"])
+        out["headline"].append(marked(f"flatter minimum: {out['flatter_model']}", both))
     return out
