@@ -140,7 +140,8 @@ def reproduce(
             return
         path.mkdir(parents=True, exist_ok=True)
         meta = {"datasets": list(names), "tables": list(tabs), "quick": quick,
-                "parts": [{"key": p.key, "dataset": p.dataset, "task": p.task, "spec": p.spec.to_dict()} for p in parts],
+                "parts": [{"key": p.key, "dataset": p.dataset, "task": p.task, "role": p.role, "spec": p.spec.to_dict()}
+                          for p in parts],
                 "estimated_seconds": est, "start_time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
         runs: dict[str, dict[str, Any]] = {}
@@ -234,6 +235,12 @@ def grid_rows(cells: list[dict[str, Any]]) -> list[dict[str, str]]:
     return list(out.values())
 
 
+def _styled(verdict: str) -> str:
+    """A verdict in its colour; "inconclusive: models not converged" takes inconclusive's."""
+    style = VERDICT_STYLE.get(verdict.split(":", 1)[0])
+    return f"[{style}]{verdict}[/]" if style else verdict
+
+
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     """Rich tables of ``comparison_rows``; verdicts coloured."""
     tables = []
@@ -242,7 +249,7 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
         for c in rows[0] if rows else ["(none)"]:
             t.add_column(c, overflow="fold")
         for r in rows:
-            cells = [f"[{VERDICT_STYLE[v]}]{v}[/]" if k == "verdict" and v in VERDICT_STYLE else v for k, v in r.items()]
+            cells = [_styled(v) if k == "verdict" else v for k, v in r.items()]
             t.add_row(*cells)
         tables.append(t)
     return tables
