@@ -41,6 +41,7 @@ from engine.experiments.events import (
 from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
+from engine.results import MARK
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext
@@ -183,5 +184,5 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
     previous = [r for r in ctx.previous_rows("flip_rates") if r["training"] == training]
     summary = summarize(previous + rows, name, classes, training, f)
     for line in summary["headline"]:
-        yield Log(line)
+        yield Log(line, "warning" if MARK in line else "info")
     yield Summary(prefix, summary)

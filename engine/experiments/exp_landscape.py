@@ -39,7 +39,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
+from engine.experiments.events import (
+    Artifact,
+    CellFinished,
+    Event,
+    Log,
+    Progress,
+    Summary,
+    TableRow,
+)
 from engine.experiments.registry import register
 from engine.landscape import (
     curve_width,
@@ -51,7 +59,7 @@ from engine.landscape import (
     surface_2d,
 )
 from engine.models import MODEL_LABELS
-from engine.results import cells_of, failed_cells, guard_note, marked, mean_std
+from engine.results import MARK, cells_of, failed_cells, guard_note, marked, mean_std
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext, TrainedModel
@@ -86,7 +94,11 @@ def run_landscape(ctx: RunContext) -> Iterator[Event]:
         results.append(res)
         yield CellFinished(cell)
     yield Progress("sweep", len(cells), len(cells), "landscape done")
-    yield Summary("landscape", summarize(results, name, ls.width))
+    summary = summarize(results, name, ls.width)
+    for line in summary["headline"]:
+        if MARK in line:
+            yield Log(line, "warning")
+    yield Summary("landscape", summary)
 
 
 def _measure(

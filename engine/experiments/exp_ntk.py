@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine import results
-from engine.experiments.events import Artifact, Event, Summary, TableRow
+from engine.experiments.events import Artifact, Event, Log, Summary, TableRow
 from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
@@ -88,7 +88,11 @@ def run_ntk(ctx: RunContext) -> Iterator[Event]:
         if isinstance(ev, TableRow) and ev.table == "ntk_distance":
             rows.append(ev.row)
         yield ev
-    yield Summary("ntk", summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp))
+    summary = summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp)
+    for line in summary["headline"]:
+        if results.MARK in line:
+            yield Log(line, "warning")
+    yield Summary("ntk", summary)
 
 
 def ntk_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> Iterator[Event]:

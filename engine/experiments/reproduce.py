@@ -52,7 +52,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from engine.experiments.presets import apply_quick
+from engine.experiments.presets import apply_quick, cap_sizes
 from engine.experiments.spec import DataSpec, RunSpec
 from engine.results import guard_verdict, mean_std, num, ratio, spearman
 
@@ -88,6 +88,8 @@ class Part:
     spec: RunSpec
     role: str = "main"
     """main, or gd: claim 1's full-batch GD sweep on the binary subset."""
+    note: str = ""
+    """One line when the subset sizes were capped to what the data set has (``cap_sizes``)."""
 
 
 def plan(
@@ -126,7 +128,7 @@ def plan(
         parts.append(Part(f"{name}-multiclass", name, "multiclass", base.replace(experiment=",".join(multi), data=data)))
         if 3 in tables:
             cls = BINARY_CLASSES.get(name, (0, 1))
-            n_tr, n_te = _binary_sizes(name, base.data.n_train, base.data.n_test)
+            n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
             bdata = DataSpec(
                 name=name, data_dir=data_dir, classes=cls, n_train=n_tr,
                 n_test=n_te, transductive=base.data.transductive,
@@ -134,35 +136,24 @@ def plan(
             bspec = base.replace(experiment="spectrum,flip", data=bdata)
             if not (base.flip.ridges or base.flip.rankings):  # the sensitivity grid (README claim 3)
                 bspec = bspec.replace(flip__ridges=GRID_RIDGES, flip__rankings=GRID_RANKINGS)
-            parts.append(Part(f"{name}-binary", name, "binary", bspec))
+            parts.append(Part(f"{name}-binary", name, "binary", bspec, note=note))
         if 1 in tables:  # claim 1 under full-batch GD beside the paper's Adam (README claim 1)
             cls = BINARY_CLASSES.get(name, (0, 1))
-            n_tr, n_te = _binary_sizes(name, base.data.n_train, base.data.n_test)
+            n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
             gdata = DataSpec(
                 name=name, data_dir=data_dir, classes=cls, n_train=n_tr,
                 n_test=n_te, transductive=base.data.transductive,
             )
             gspec = base.replace(experiment="ntk", data=gdata, **GD_SWEEP)
-            parts.append(Part(f"{name}-binary-gd", name, "binary", gspec, role="gd"))
+            parts.append(Part(f"{name}-binary-gd", name, "binary", gspec, role="gd", note=note))
     return parts
 
 
-def _binary_sizes(name: str, n_train: int, n_test: int) -> tuple[int, int]:
+def _binary_sizes(name: str, n_train: int, n_test: int) -> tuple[int, int, str]:
     """Two classes of a one-split data set (digits: ~180 images a class) cannot give the
-    10-class sizes: cap train + test at 85% of two classes' share, in the same ratio."""
-    try:
-        from engine.data import DATASETS
-
-        info = DATASETS[name]
-    except (ImportError, KeyError):
-        return n_train, n_test
-    if set(info.splits) != {"all"}:
-        return n_train, n_test
-    cap = int(0.85 * 2 * info.splits["all"] / max(len(info.class_names), 2))
-    if n_train + n_test <= cap:
-        return n_train, n_test
-    n_tr = max(2, cap * n_train // (n_train + n_test))
-    return n_tr, max(2, cap - n_tr)
+    10-class sizes: ``presets.cap_sizes`` for two classes (sizes and its one-line note)."""
+    s = cap_sizes(name, 2, n_train, n_test)
+    return s.n_train, s.n_test, s.note
 
 
 # -- statistics -------------------------------------------------------------------

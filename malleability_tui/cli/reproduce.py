@@ -89,7 +89,7 @@ def reproduce(
     dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Data set(s): mnist, cifar10, fashion-mnist, digits (repeat the option for several).")] = None,
     tables: Annotated[str, typer.Option(help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training).")] = "1,2,3,4",
     seeds: Annotated[str, typer.Option(help="Seeds (default 0,1,2; --quick uses 0).")] = "0,1,2",
-    quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256,1024, n_train 300, 30 epochs, one seed.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256,1024, n_train 300, 200 epochs at batch 32, one seed.")] = False,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files (or their parent).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
@@ -135,6 +135,9 @@ def reproduce(
         est = estimate_seconds(parts)
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
+        for p in parts:
+            if p.note:
+                err_console.print(f"note: {p.key}: {p.note}", highlight=False, markup=False)
         err_console.print(f"estimated run time ≈ {_hms(est)} on this machine", highlight=False)
         if dry_run:
             return

@@ -55,13 +55,16 @@ def test_initial_plateau_is_not_converged() -> None:
     assert not c.converged and c.reason == "never left its initial loss"
 
 
-def test_noise_around_a_limit_counts_as_settled() -> None:
-    """After a real decrease, noise larger than 1 % of it but no trend: settled."""
+def test_noise_around_a_limit_counts_as_settled_but_noise_does_not_hide_a_crawl() -> None:
+    """After a real decrease, small noise and no trend: settled. A slow crawl (0.1 % of the
+    loss an epoch) under noise of the same size is still falling: noise is no excuse."""
     import random
 
     rng = random.Random(1)
-    curve = _exp(40, 3.0) + [0.2 + 0.01 * rng.gauss(0, 1) for _ in range(60)]
+    curve = _exp(40, 3.0) + [0.2 + 0.002 * rng.gauss(0, 1) for _ in range(60)]
     assert converged(curve)
+    crawl = [1.0 - 0.001 * t + 0.01 * rng.gauss(0, 1) for t in range(50)]
+    assert convergence(crawl).reason == "still falling"
 
 
 def test_floor_too_few_epochs_and_non_finite() -> None:
