@@ -26,8 +26,9 @@ Summary ``landscape``: per model mean ± std over seeds of λ_max, tr H and the 
 basin width (``curve_width`` with mode absolute: the α-interval around 0 where
 L ≤ L(0) + WIDTH_DELTA on the training curve), and which model is flatter by each
 measure with the ratio of means and the per-seed ratios (mean ± std); ``interp_min_t``,
-the t of the lowest training loss on the init → trained interpolation (≈ 1 when training
-reached a minimum); each line marked with the cells that fail a guard
+the t of the lowest training objective (data loss + (λ/2)‖θ‖² on the training set) on the
+init → trained interpolation (1 when training reached the minimum along that line; NaN
+with split = test); each line marked with the cells that fail a guard
 (``engine.results.guards``; ``failed_guards``).
 """
 
@@ -131,8 +132,12 @@ def _measure(
         yield Progress("cell", done, steps, f"{label} 2-D {split}", cell=cell)
         ctx.check_cancel()
         ci = interpolate(model, tm.init_state, x, y, points=ls.points_1d)
-        if split == "train" or len(splits) == 1:
-            interp_min = float(ci.alphas[int(ci.losses.argmin())])
+        if split == "train":
+            # the objective the model minimised (data loss + (λ/2)‖θ‖²): its minimum along
+            # the line sits at t = 1 when training reached it; the data loss alone keeps
+            # falling past t = 1 under an L2 penalty (larger weights, sharper logits)
+            obj = interpolate(model, tm.init_state, x, y, points=ls.points_1d, l2=ctx.spec.train.l2)
+            interp_min = float(obj.alphas[int(obj.losses.argmin())])
         done += 1
         yield Progress("cell", done, steps, f"{label} interpolation {split}", cell=cell)
         yield Artifact(
