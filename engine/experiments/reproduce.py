@@ -331,6 +331,12 @@ def _kappa(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[st
 
 
 def _claim(n: int, claim: str, statistic: str, verdict: str, **values: Any) -> dict[str, Any]:
+    """One checklist item; a guarded verdict (``_guarded``) keeps the rule's own verdict
+    as ``rule_verdict`` and says it at the end of the statistic."""
+    rule = values.pop("rule_verdict", None)
+    if rule is not None and rule != verdict:
+        statistic += f" (the rule alone: {rule})"
+        values["rule_verdict"] = rule
     return {"claim": n, "title": claim, "statistic": statistic, "verdict": verdict, **values}
 
 
@@ -362,7 +368,8 @@ def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]
         col = "ntk_distance"  # a run without the linearized twin: the paper's column
     v, stat, x = _width_rule(rows, col, *MODELS)
     rr, pr, ra, pa = x["rho_ref"], x["p_ref"], x["rho_other"], x["p_other"]
-    return _claim(1, t, f"{col}: {stat}", v, dataset=ds, rho_relu=rr, p_relu=pr, rho_attn=ra, p_attn=pa, **extra)
+    return _claim(1, t, f"{col}: {stat}", v, dataset=ds, rho_relu=rr, p_relu=pr, rho_attn=ra, p_attn=pa,
+                  rule_verdict=x["rule_verdict"], **extra)
 
 
 def _guarded(verdict: str, rows: list[dict]) -> str:
@@ -404,7 +411,8 @@ def _width_rule(
     else:
         v = FAILS
     used = [r for r in rows if r["model"] in (ref, other)]
-    return _guarded(v, used), stat, {"rho_ref": rr, "p_ref": pr, "rho_other": ro, "p_other": po, "other_above": above}
+    return _guarded(v, used), stat, {"rho_ref": rr, "p_ref": pr, "rho_other": ro, "p_other": po,
+                                     "other_above": above, "rule_verdict": v}
 
 
 def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
@@ -465,11 +473,11 @@ def _claim3(
         return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds, grid=grid or [])
     r0 = rows[0]
     v = HOLDS if above == len(parts) else FAILS if below else INCONCLUSIVE
-    v = _guarded(v, [r for r in rows if r["training"] == "standard" and r["model"] in MODELS])
+    rule, v = v, _guarded(v, [r for r in rows if r["training"] == "standard" and r["model"] in MODELS])
     stat = f"{task}, ridge {r0.get('ridge')}, ranking {r0.get('ranking')}: " + "; ".join(parts)
     if side:
         stat += f" | grid (MLP-Attn/2L-ReLU): {side}"
-    return _claim(3, t, stat, v, dataset=ds, grid=grid or [])
+    return _claim(3, t, stat, v, dataset=ds, grid=grid or [], rule_verdict=rule)
 
 
 def _grid_text(grid: list[dict]) -> str:
@@ -534,4 +542,5 @@ def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
         v = FAILS
     else:
         v = INCONCLUSIVE
-    return _claim(6, t, stat, _guarded(v, [r for r in rows if r["model"] in MODELS]), dataset=ds, ratio=rt)
+    g = _guarded(v, [r for r in rows if r["model"] in MODELS])
+    return _claim(6, t, stat, g, dataset=ds, ratio=rt, rule_verdict=v)

@@ -174,6 +174,8 @@ def test_claim1_rule_on_the_linearized_twin() -> None:
     bad = {("MLP-Attn", 16): {"converged": "False", "above_chance": "True"}}
     g = _claim1("digits", _lin(falls, [1.0, 1.2, 0.9, 1.1], guards=bad))
     assert g["verdict"] == f"{INCONCLUSIVE}: models not converged" and "ρ 2L-ReLU" in g["statistic"]
+    assert g["statistic"].endswith("(the rule alone: holds)") and g["rule_verdict"] == HOLDS
+    assert "rule_verdict" not in c and "rule alone" not in c["statistic"]
     chance = {("2L-ReLU", 64): {"converged": "True", "above_chance": "False"}}
     assert _claim1("digits", _lin(falls, [1.0] * 4, guards=chance))["verdict"] == f"{INCONCLUSIVE}: models at chance"
     old = [{k: v for k, v in r.items() if k != "lin_distance_rel"} for r in _ntk(-1.0, 1.0)]
