@@ -50,6 +50,10 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "topk_overlap", "n_selected", "ridge", "ranking", "n_flipped", "n_helpful",
         "flipped_helpful", "flipped_harmful",
     ),
+    "influence_check": (
+        "model", "dataset", "seed", "width", "n_train", "context", "estimator", "ridge",
+        "spearman", "spearman_p", "sign_agreement", "n_points", "seconds",
+    ),
     "landscape": ("model", "direction", "alpha", "beta", "loss"),
     "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace"),
     "alignment": (

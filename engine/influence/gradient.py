@@ -150,12 +150,14 @@ def gradient_influence(
     generator: torch.Generator | None = None,
     chunk: int = 256,
 ) -> torch.Tensor:
-    """Influence I [n_test, n_train] = (1/n) ∇ℓ_tᵀ (H + λI)⁻¹ ∇ℓ_i (positive = helpful).
+    """Influence I [n_test, n_train] = (1/n) ∇ℓ_tᵀ H⁻¹ ∇ℓ_i (positive = helpful), with H = ∇²R
+    the Hessian of the whole training objective, the L2 term's λI included (module docstring).
 
     ``model`` maps x [n, d] → [n, K] (or [n]); its parameters with ``requires_grad`` are θ,
     buffers and frozen parameters stay constant; it is not modified. y: ±1 floats, int
     labels (one-hot) or float [n, K]; ``loss`` ``mse`` or ``ce`` (engine.influence.losses).
-    H is the Hessian of the mean training loss, λ the L2 coefficient (also the damping).
+    ``lam`` is the training L2 coefficient λ: H = (1/n) Σ_j ∇²ℓ_j + λI, so λ is also the
+    damping (no second damping term is added).
     ``method``: ``exact`` (dense Hessian, P ≲ a few thousand), ``cg`` (tolerance ``cg_tol``
     relative, at most ``cg_maxiter`` HVPs per test point, batched), ``lissa`` (``lissa_depth``
     steps h ← v + h − H_B h / s with s = ``lissa_scale`` (default 1.1 × top eigenvalue by

@@ -109,6 +109,7 @@ def train(
     generator: torch.Generator,
     perturb: Perturb | None = None,
     should_stop: Callable[[], bool] | None = None,
+    exclude: int | None = None,
 ) -> Iterator[EpochStats]:
     """Train ``model`` in place on x [n, d], y [n]; yields ``EpochStats`` after each epoch.
 
@@ -117,8 +118,16 @@ def train(
     returns True the loop raises ``Cancelled``. A non-finite loss, or an epoch mean loss
     above ``DIVERGE_FACTOR`` × max(first batch loss, 1), raises ``DivergedError`` naming the
     epoch. Batch order comes from ``generator`` (CPU).
+
+    ``exclude``: train without the point of that index, its weight in the objective set to
+    zero and everything else unchanged: the same batches in the same order (the batch that
+    holds it keeps its other points and its 1/|batch| normalisation), so the objective is
+    (1/n) Σ_{j≠i} ℓ_j + (λ/2)‖θ‖² for full-batch GD, the removal that influence functions
+    (ε = −1/n) and kernel LOO at the objective's ridge describe (``influence_check``).
     """
     n = x.shape[0]
+    if exclude is not None and not (0 <= exclude < n):
+        raise ConfigError("exclude", exclude, f"an index in 0..{n - 1} (the training set has {n} points)")
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
     opt = _optimizer(model, cfg)
     t0 = time.perf_counter()
@@ -140,12 +149,18 @@ def train(
                 xb = perturb(model, xb, yb).detach()
                 model.train()
             out = head(feats[idx]) if feats is not None and head is not None else model(xb)
-            loss = data_loss(out, yb)
+            if exclude is not None and bool((idx == exclude).any()):
+                keep = idx != exclude
+                loss = (data_loss(out, yb, reduction="none") * keep).sum() / idx.numel()
+                out, yb, idx = out[keep], yb[keep], idx[keep]  # the epoch statistics skip it
+                scale = (keep.numel() / idx.numel()) if idx.numel() else 0.0
+            else:
+                loss, scale = data_loss(out, yb), 1.0
             obj = loss + 0.5 * cfg.l2 * l2_penalty(model) if cfg.l2 > 0 else loss
             opt.zero_grad(set_to_none=True)
             obj.backward()
             opt.step()
-            lv = float(loss.detach())
+            lv = float(loss.detach()) * scale  # the mean over the batch's points that count
             if not math.isfinite(lv):
                 raise DivergedError(
                     f"training diverged at epoch {epoch} (loss={lv}); "
@@ -153,11 +168,12 @@ def train(
                 )
             if start_loss is None:
                 start_loss = lv
-            total += lv * idx.numel()
-            with torch.no_grad():
-                correct += accuracy(out.detach(), yb) * idx.numel()
-            seen += idx.numel()
-        mean = total / seen
+            if idx.numel():
+                total += lv * idx.numel()
+                with torch.no_grad():
+                    correct += accuracy(out.detach(), yb) * idx.numel()
+                seen += idx.numel()
+        mean = total / max(seen, 1)
         limit = DIVERGE_FACTOR * max(start_loss or 0.0, 1.0)
         if mean > limit:
             raise DivergedError(
