@@ -71,6 +71,8 @@ ESTIMATOR_LABELS = {
 }
 NOISE = "retrain_other_order"
 OTHER_ORDER = 1_000_003  # added to the batch seed for the noise-floor retraining
+CG_TOL = 1e-8
+"""Relative residual of the CG solves: far below the effects compared (ranks and signs)."""
 
 
 @register(
@@ -116,7 +118,7 @@ def _cell(
     sp, ic = ctx.spec, ctx.spec.influence_check
     width = ic.width
     tm = yield from ctx.train_model(kind, width, seed, dataset=ds)
-    estimates, seconds, ridges = _estimates(ctx, tm.model, ds)
+    estimates, seconds, ridges = _kernel_estimates(ctx, tm.model, ds)
 
     # the points: the default protocol's best-ranked, then random ones from the rest
     default = estimates[("kernel_loo", _ridge_key(sp.flip.ridge))]
@@ -127,6 +129,8 @@ def _cell(
     g = torch.Generator().manual_seed(int(seed))
     rand = rest[torch.randperm(rest.numel(), generator=g)[: ic.random]]
     indices = [int(i) for i in torch.cat([top, rand])]
+    estimates = {k: v[:, indices] for k, v in estimates.items()}
+    _gradient_estimates(ctx, tm.model, ds, indices, estimates, seconds, ridges)
 
     orders = [batch_seed(seed, width)] + ([batch_seed(seed, width) + OTHER_ORDER] if ic.noise_floor else [])
     steps = len(orders) * (len(indices) + 1)
@@ -156,13 +160,13 @@ def _cell(
     rows = []
     scores: dict[str, list[float]] = {"truth": truth.mean(0).tolist()}
     for key, est in estimates.items():
-        a = agreement(est[:, indices], truth)
+        a = agreement(est, truth)
         method, rule = key
         label = ridges[key]
         rows.append({**base, "estimator": method, "ridge": label, "spearman": a.spearman,
                      "spearman_p": a.spearman_p, "sign_agreement": a.sign_agreement, "n_points": a.n_points,
                      "seconds": round(seconds[key], 4)})
-        scores[f"{method} {label}"] = est[:, indices].mean(0).tolist()
+        scores[f"{method} {label}"] = est.mean(0).tolist()
     if ic.noise_floor:
         a = agreement(truths[1], truth)
         rows.append({**base, "estimator": NOISE, "ridge": "", "spearman": a.spearman,
@@ -185,15 +189,17 @@ def _ridge_key(rule: str | float) -> str:
     return rule if isinstance(rule, str) else f"{rule:g}"
 
 
-def _estimates(
+Estimates = dict[tuple[str, str], torch.Tensor]
+
+
+def _kernel_estimates(
     ctx: RunContext, model: nn.Module, ds: Dataset
-) -> tuple[dict[tuple[str, str], torch.Tensor], dict[tuple[str, str], float], dict[tuple[str, str], str]]:
-    """{(estimator, ridge rule): I [t, n]}, their seconds and ridge labels."""
-    from engine.influence import gradient_influence
+) -> tuple[Estimates, dict[tuple[str, str], float], dict[tuple[str, str], str]]:
+    """{("kernel_loo", ridge rule): I [t, n]}, their seconds and ridge labels."""
     from engine.malleability import model_kernel_influence
 
     sp, ic = ctx.spec, ctx.spec.influence_check
-    est: dict[tuple[str, str], torch.Tensor] = {}
+    est: Estimates = {}
     secs: dict[tuple[str, str], float] = {}
     labels: dict[tuple[str, str], str] = {}
     for rule in dict.fromkeys((*ic.ridges, sp.flip.ridge)):
@@ -203,10 +209,23 @@ def _estimates(
         ).values()
         key = ("kernel_loo", _ridge_key(rule))
         est[key], secs[key], labels[key] = infl, time.perf_counter() - t0, rho.label
-    if sp.train.l2 <= 0 or not ic.gradient:
-        if ic.gradient:
-            ctx.note("influence_check: gradient influence needs a positive damping; train.l2 is 0")
-        return est, secs, labels
+    return est, secs, labels
+
+
+def _gradient_estimates(
+    ctx: RunContext, model: nn.Module, ds: Dataset, indices: list[int], est: Estimates,
+    secs: dict[tuple[str, str], float], labels: dict[tuple[str, str], str],
+) -> None:
+    """Add ("gradient_cg" | "gradient_exact", "lambda"): I [t, k] for the removed points
+    (k Hessian solves, ``gradient_influence(train_indices=…)``), damped by the L2 λ."""
+    from engine.influence import gradient_influence
+
+    sp, ic = ctx.spec, ctx.spec.influence_check
+    if not ic.gradient:
+        return
+    if sp.train.l2 <= 0:
+        ctx.note("influence_check: gradient influence needs a positive damping; train.l2 is 0")
+        return
     m64 = _float64_copy(ctx, model, ds)
     n_params = sum(p.numel() for p in m64.parameters() if p.requires_grad)
     loss = "mse" if ds.task == "binary" else "ce"
@@ -221,11 +240,11 @@ def _estimates(
         t0 = time.perf_counter()
         infl = gradient_influence(
             m64, ds.x_train_raw.to(dev), ds.y_train.to(dev), ds.x_test_raw.to(dev),
-            ds.y_test.to(dev), lam=sp.train.l2, loss=loss, method=method,
+            ds.y_test.to(dev), lam=sp.train.l2, loss=loss, method=method, cg_tol=CG_TOL,
+            train_indices=indices,
         )
         key = (f"gradient_{method}", "lambda")
         est[key], secs[key], labels[key] = infl, time.perf_counter() - t0, f"lambda:{sp.train.l2:g}"
-    return est, secs, labels
 
 
 def _float64_copy(ctx: RunContext, model: nn.Module, ds: Dataset) -> nn.Module:
