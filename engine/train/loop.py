@@ -11,12 +11,28 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
-from engine.experiments.spec import TrainSpec
+
+
+class TrainSpec(Protocol):
+    """What the loop reads of a training configuration (``engine.experiments.spec.TrainSpec``
+    provides it; the numeric packages never import the experiment layer)."""
+
+    @property
+    def optimizer(self) -> str: ...
+    @property
+    def lr(self) -> float: ...
+    @property
+    def epochs(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def l2(self) -> float: ...
 
 Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
