@@ -63,9 +63,11 @@ class RunContext:
         done_cells: frozenset[str] | set[str] = frozenset(),
         cancel: threading.Event | None = None,
         previous_rows: dict[str, list[dict[str, Any]]] | None = None,
+        previous_artifacts: dict[str, list[Any]] | None = None,
     ) -> None:
         self.spec = spec
         self._previous = previous_rows or {}
+        self._previous_artifacts = previous_artifacts or {}
         self._notes: list[str] = []
         self._noted: set[str] = set()
         self.device = resolve_device(spec.device)
@@ -106,6 +108,10 @@ class RunContext:
             {k: float("nan") if v is None else v for k, v in r.items()}
             for r in self._previous.get(table, [])
         ]
+
+    def previous_artifacts(self, name: str) -> list[Any]:
+        """Data of artifact ``name`` from the finished cells of the run being resumed."""
+        return list(self._previous_artifacts.get(name, []))
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

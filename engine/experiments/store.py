@@ -124,6 +124,8 @@ class RunStore:
         self.tables: dict[str, list[dict[str, Any]]] = {}
         self.summary: dict[str, Any] = {}
         self.done_cells: set[str] = set()
+        self.previous_artifacts: dict[str, list[Any]] = {}
+        """Resume: artifact name → the data of the finished cells' artifacts (read back)."""
         self.failed_cells: dict[str, str] = {}
         self.status = "running"
         self._dirty: set[str] = set()
@@ -170,6 +172,8 @@ class RunStore:
             kept.append(e)
             if e["kind"] == "TableRow":
                 self.tables.setdefault(e["table"], []).append(e["row"])
+            elif e["kind"] == "Artifact" and cell:
+                self.previous_artifacts.setdefault(e["name"], []).append(e.get("data"))
         atomic_write(self.path / "events.jsonl", "".join(json.dumps(e) + "\n" for e in kept))
 
     # -- consuming events ----------------------------------------------------------

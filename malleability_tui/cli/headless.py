@@ -152,7 +152,10 @@ def execute(
     try:
         with ProgressRenderer(console, quiet=quiet) as pr:
             previous = {t: [dict(r) for r in rows] for t, rows in store.tables.items()}
-            for ev in run(spec, done_cells=frozenset(store.done_cells), previous_rows=previous):
+            for ev in run(
+                spec, done_cells=frozenset(store.done_cells), previous_rows=previous,
+                previous_artifacts=store.previous_artifacts,
+            ):
                 store.write(ev)
                 pr.show(ev)
                 if isinstance(ev, Failed):
