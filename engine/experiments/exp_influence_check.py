@@ -46,7 +46,6 @@ from torch import nn
 from engine.experiments.context import batch_seed
 from engine.experiments.events import (
     Artifact,
-    CellFinished,
     Event,
     Log,
     Progress,
@@ -79,34 +78,39 @@ CG_TOL = 1e-8
     "influence_check",
     "Influence estimators (kernel LOO at 3 ridges, gradient) vs retraining without each point",
     order=45,
+    cells=True,
     in_all=False,
     sizes=lambda sp: (sp.influence_check.n_train, sp.influence_check.n_test),
 )
 def run_influence_check(ctx: RunContext) -> Iterator[Event]:
+    from engine.experiments.executors import Cell, run_cells
+
     sp, ic = ctx.spec, ctx.spec.influence_check
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = ctx.previous_rows("influence_check")
     name = sp.data.name
-    total = len(sp.seeds) * len(sp.model.kinds)
-    done = 0
+    plan = []
     for seed in sp.seeds:
-        ds = ctx.dataset(seed=seed, n_train=ic.n_train, n_test=ic.n_test)
-        name = ds.name
+        name = ctx.dataset(seed=seed, n_train=ic.n_train, n_test=ic.n_test).name
         for kind in sp.model.kinds:
-            cell = f"influence_check/{ds.name}/{kind}/{seed}"
-            if ctx.is_done(cell):
-                done += 1
-                continue
-            ctx.check_cancel()
-            yield Progress("sweep", done, total, f"influence check {MODEL_LABELS[kind]} seed={seed}")
-            new = yield from _cell(ctx, cell, ds, kind, seed)
-            rows.extend(new)
-            yield CellFinished(cell)
-            done += 1
-    yield Progress("sweep", total, total, "influence check done")
-    summary = summarize(ctx.previous_rows("influence_check") + rows, name)
+            plan.append(Cell(
+                f"influence_check/{name}/{kind}/{seed}", check_cell, (kind, seed), seed,
+                f"influence check {MODEL_LABELS[kind]} seed={seed}",
+            ))
+    for ev in run_cells(ctx, plan):
+        if isinstance(ev, TableRow) and ev.table == "influence_check":
+            rows.append(ev.row)
+        yield ev
+    summary = summarize(rows, name)
     for line in summary["headline"]:
         yield Log(line)
     yield Summary("influence_check", summary)
+
+
+def check_cell(ctx: RunContext, cell: str, kind: str, seed: int) -> Iterator[Event]:
+    """One cell (any executor): train, estimate, retrain without each chosen point."""
+    ic = ctx.spec.influence_check
+    ds = ctx.dataset(seed=seed, n_train=ic.n_train, n_test=ic.n_test)
+    yield from _cell(ctx, cell, ds, kind, seed)
 
 
 def _cell(
@@ -130,7 +134,8 @@ def _cell(
     rand = rest[torch.randperm(rest.numel(), generator=g)[: ic.random]]
     indices = [int(i) for i in torch.cat([top, rand])]
     estimates = {k: v[:, indices] for k, v in estimates.items()}
-    _gradient_estimates(ctx, tm.model, ds, indices, estimates, seconds, ridges)
+    for note in _gradient_estimates(ctx, tm.model, ds, indices, estimates, seconds, ridges):
+        yield Log(note, "warning")  # an event, not ctx.note: the cell may run remotely
 
     orders = [batch_seed(seed, width)] + ([batch_seed(seed, width) + OTHER_ORDER] if ic.noise_floor else [])
     steps = len(orders) * (len(indices) + 1)
@@ -215,24 +220,25 @@ def _kernel_estimates(
 def _gradient_estimates(
     ctx: RunContext, model: nn.Module, ds: Dataset, indices: list[int], est: Estimates,
     secs: dict[tuple[str, str], float], labels: dict[tuple[str, str], str],
-) -> None:
+) -> list[str]:
     """Add ("gradient_cg" | "gradient_exact", "lambda"): I [t, k] for the removed points
-    (k Hessian solves, ``gradient_influence(train_indices=…)``), damped by the L2 λ."""
+    (k Hessian solves, ``gradient_influence(train_indices=…)``), damped by the L2 λ.
+    Returns notes for the log (what was skipped and why)."""
     from engine.influence import gradient_influence
 
     sp, ic = ctx.spec, ctx.spec.influence_check
+    notes: list[str] = []
     if not ic.gradient:
-        return
+        return notes
     if sp.train.l2 <= 0:
-        ctx.note("influence_check: gradient influence needs a positive damping; train.l2 is 0")
-        return
+        return ["influence_check: gradient influence skipped: it needs a positive damping; train.l2 is 0"]
     m64 = _float64_copy(ctx, model, ds)
     n_params = sum(p.numel() for p in m64.parameters() if p.requires_grad)
     loss = "mse" if ds.task == "binary" else "ce"
     dev = next(m64.parameters()).device
     for method in ic.gradient:
         if method == "exact" and n_params > ic.exact_max_params:
-            ctx.note(
+            notes.append(
                 f"influence_check: gradient (exact) skipped: {n_params} parameters > "
                 f"influence_check.exact_max_params = {ic.exact_max_params}"
             )
@@ -245,6 +251,7 @@ def _gradient_estimates(
         )
         key = (f"gradient_{method}", "lambda")
         est[key], secs[key], labels[key] = infl, time.perf_counter() - t0, f"lambda:{sp.train.l2:g}"
+    return notes
 
 
 def _float64_copy(ctx: RunContext, model: nn.Module, ds: Dataset) -> nn.Module:
