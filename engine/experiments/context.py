@@ -164,9 +164,14 @@ class RunContext:
                 self.note(note)
         return self._datasets[key]
 
-    def adopt_dataset(self, ds: Dataset, seed: int) -> None:
-        """Use ``ds`` as the subset for ``seed`` (a remote cell gets it from the driver)."""
-        self._datasets[(self.spec.data.name, seed)] = ds
+    def adopt_dataset(self, ds: Dataset, seed: int, sizes: tuple[int, int] | None = None) -> None:
+        """Use ``ds`` as the subset for ``seed`` (a remote cell gets it from the driver);
+        ``sizes``: the (n_train, n_test) it was drawn with when not the spec's."""
+        d = self.spec.data
+        key: tuple[Any, ...] = (d.name, seed)
+        if sizes is not None and tuple(sizes) != (d.n_train, d.n_test):
+            key = (d.name, seed, *sizes)
+        self._datasets[key] = ds
 
     def note(self, text: str) -> None:
         """A one-line note for the run's log (each text once per run)."""

@@ -94,7 +94,7 @@ def run_influence_check(ctx: RunContext) -> Iterator[Event]:
         for kind in sp.model.kinds:
             plan.append(Cell(
                 f"influence_check/{name}/{kind}/{seed}", check_cell, (kind, seed), seed,
-                f"influence check {MODEL_LABELS[kind]} seed={seed}",
+                f"influence check {MODEL_LABELS[kind]} seed={seed}", (ic.n_train, ic.n_test),
             ))
     for ev in run_cells(ctx, plan):
         if isinstance(ev, TableRow) and ev.table == "influence_check":
