@@ -74,7 +74,7 @@ class RayExecutor:
 
         self.ray = ray
         self.es = es
-        self._data: dict[tuple[str, int], Any] = {}
+        self._data: dict[tuple[Any, ...], Any] = {}
         self._remote: Any = None
 
     def describe(self) -> str:
