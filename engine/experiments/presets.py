@@ -26,13 +26,16 @@ QUICK = {
     "landscape__points_2d": 11,
     "landscape__hessian_iters": 30,
     "landscape__hutchinson_samples": 20,
+    "influence_check__top": 10,
+    "influence_check__random": 10,
     "seeds": (0,),
     "quick": True,
 }
 """The --quick preset (README "Presets"): n_train 300, n_test 100 (capped to what a
 one-split data set has, ``cap_sizes``), widths 16/64/256/1024, 200 epochs at batch 32
 (10 Adam steps an epoch, 2000 in all; the paper's lr 1e-3), one seed, width 256 for flip
-and landscape, PGD 10 steps (α = 2.5·ε/10), MIM 5 steps, coarser landscape grids.
+and landscape, PGD 10 steps (α = 2.5·ε/10), MIM 5 steps, coarser landscape grids;
+influence_check removes 10 top + 10 random points.
 
 MEASUREMENTS go here (filled in below once measured).
 """

@@ -96,7 +96,7 @@ def plan(
     datasets: tuple[str, ...],
     *,
     tables: tuple[int, ...] = (1, 2, 3, 4),
-    seeds: tuple[int, ...] = (0, 1, 2),
+    seeds: tuple[int, ...] | None = None,
     quick: bool = False,
     data_dir: str | None = None,
     device: str = "auto",
@@ -110,7 +110,7 @@ def plan(
     if quick:
         base = apply_quick(base)
     base = base.replace(device=device, **(overrides or {}))
-    if not (quick and seeds == (0, 1, 2)):
+    if seeds is not None:  # None: the preset's seeds (--quick: one), else the spec's
         base = base.replace(seeds=seeds)
     parts = []
     for name in datasets:
@@ -381,7 +381,7 @@ def _guarded(verdict: str, rows: list[dict]) -> str:
 
 def _width_rule(
     rows: list[dict], column: str, ref: str, other: str
-) -> tuple[str, str, dict[str, float]]:
+) -> tuple[str, str, dict[str, Any]]:
     """Claim 1's rule on ``column`` (module docstring): ``ref`` falls with log₂ m (ρ < 0,
     p < α) and ``other`` does not fall or stays above ``ref`` by more than the seed spread
     at every width → holds; fewer than 4 widths or NaN ρ → inconclusive; else does not
