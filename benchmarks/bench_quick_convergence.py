@@ -23,7 +23,7 @@ from engine.experiments.context import batch_seed
 from engine.experiments.presets import QUICK, cap_sizes
 from engine.experiments.spec import TrainSpec
 from engine.models import MODEL_LABELS, build_model
-from engine.results import above_chance, convergence, majority_rate
+from engine.results import above_chance, constant_loss, convergence, majority_rate
 from engine.train import evaluate, train
 
 ROOTS = {"mnist": "../shared/data/mnist", "cifar10": "../shared/data/cifar10"}
@@ -51,7 +51,8 @@ def main() -> None:
             ds = load_dataset(name, root=root, classes=classes, n_train=s.n_train, n_test=s.n_test, seed=0)
             steps = -(-ds.n_train // cfg.batch_size)
             chance = majority_rate(ds.y_test)
-            print(f"\n{ds.name}: n_train {ds.n_train}, n_test {ds.n_test}, {steps} steps an epoch, chance {chance:.2f}")
+            label = ds.name + (f" {classes[0]} vs {classes[1]}" if classes else " 10-class")
+            print(f"\n{label}: n_train {ds.n_train}, n_test {ds.n_test}, {steps} steps an epoch, chance {chance:.2f}")
             for kind in ("relu", "attn"):
                 for w in widths:
                     model = build_model(kind, ds.x_train, w, ds.n_out, seed=0)
@@ -65,7 +66,7 @@ def main() -> None:
                     _, acc = evaluate(model, ds.x_test_raw.float(), yt)
                     cells = []
                     for e in at:
-                        c = convergence(loss[:e])
+                        c = convergence(loss[:e], baseline=constant_loss(ds.y_train))
                         cells.append(f"E{e} {'C' if c.converged else '-'} L {loss[e - 1]:.3f} share {c.share:+.3f}")
                         ok = "above" if above_chance(acc, ds.n_test, chance) else "AT CHANCE"
                     print(f"  {MODEL_LABELS[kind]:8s} m={w:<5d} {sec:6.1f}s  " + " | ".join(cells) + f" | test {acc:.2f} {ok}")

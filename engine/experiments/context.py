@@ -55,9 +55,9 @@ class TrainedModel:
     @property
     def converged(self) -> bool:
         """Whether training settled (``engine.results.converged`` on the epoch losses)."""
-        from engine.results import converged
+        from engine.results import constant_loss, converged
 
-        return converged(h["loss"] for h in self.history)
+        return converged((h["loss"] for h in self.history), baseline=constant_loss(self.dataset.y_train))
 
     @property
     def above_chance(self) -> bool:

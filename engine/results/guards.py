@@ -9,8 +9,10 @@ checklist and the TUI:
   prev = mean of the w before them, and noise = 2·SE(prev − last) from the two windows'
   sample variances, a cell has **converged** when
 
-  1. the loss left its start: L_1 − last > max(``MIN_DROP``·L_1, noise) (a model still on
-     its initial plateau has not converged, however flat its curve), and
+  1. the loss left its start: with ref = min(L_1, the loss of the best constant predictor
+     when known, ``constant_loss``), ref − last > max(``MIN_DROP``·ref, noise) (a model
+     still on its initial plateau has not converged, however flat its curve; nor has one
+     that hovers at the constant predictor's loss after a first epoch above it), and
   2. it has settled: prev − last ≤ ``TOL``·(L_1 − last), i.e. the last 10 % of epochs made
      at most 1 % of the total decrease. For an exponential approach to a limit this needs
      about four time constants (the loss within ≈ 2 % of its limit). Batch noise is not
@@ -66,12 +68,14 @@ def _mean_var(v: list[float]) -> tuple[float, float]:
 def convergence(
     losses: Iterable[float],
     *,
+    baseline: float | None = None,
     window: float = WINDOW,
     tol: float = TOL,
     min_drop: float = MIN_DROP,
     floor: float = FLOOR,
 ) -> Convergence:
-    """The convergence rule of the module docstring on the epoch-mean losses [E]."""
+    """The convergence rule of the module docstring on the epoch-mean losses [E];
+    ``baseline``: the training loss of the best constant predictor (``constant_loss``)."""
     loss = [float(x) for x in losses]
     nan = float("nan")
     if not all(math.isfinite(x) for x in loss):
@@ -87,16 +91,33 @@ def convergence(
     share = (prev - last) / total if total > 0 else nan
     if last <= floor:
         return Convergence(True, "below floor", share)
-    if total <= max(min_drop * abs(loss[0]), noise):
+    ref = loss[0] if baseline is None or not math.isfinite(baseline) else min(loss[0], baseline)
+    if ref - last <= max(min_drop * abs(ref), noise):
         return Convergence(False, "never left its initial loss", share)
     if prev - last <= tol * total:
         return Convergence(True, "settled", share)
     return Convergence(False, "still falling", share)
 
 
-def converged(losses: Iterable[float], **kw: float) -> bool:
+def converged(losses: Iterable[float], **kw: Any) -> bool:
     """``convergence(losses, **kw).converged``."""
     return convergence(losses, **kw).converged
+
+
+def constant_loss(labels: Iterable[Any]) -> float:
+    """The training loss of the best constant predictor: for ±1 targets (floats) the MSE
+    of their mean, 1 − mean(y)²; for class indices (ints) the cross-entropy of the class
+    frequencies, their entropy (ln K when balanced). NaN for no labels."""
+    from collections import Counter
+
+    vals = labels.tolist() if hasattr(labels, "tolist") else list(labels)
+    if not vals:
+        return float("nan")
+    if all(isinstance(v, float) for v in vals):
+        m = math.fsum(vals) / len(vals)
+        return math.fsum((v - m) ** 2 for v in vals) / len(vals)
+    n = len(vals)
+    return -math.fsum(c / n * math.log(c / n) for c in Counter(vals).values())
 
 
 def majority_rate(labels: Iterable[Any]) -> float:

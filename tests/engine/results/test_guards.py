@@ -107,3 +107,20 @@ def test_failed_cells_note_and_verdict() -> None:
     assert guard_verdict(rows[:1]) is None
     assert guard_verdict([{"model": "a", "width": 4}]) is None  # older rows: unknown, not failed
     assert [w for _, w in GUARDS] == ["not converged", "at chance"]
+
+
+def test_constant_loss_and_the_baseline_start() -> None:
+    """The best constant predictor: MSE 1 − mean² for ±1 targets, the label entropy for
+    classes (ln 10 balanced). A curve whose first epoch sits above that loss and then
+    hovers at it has not left its start (MLP-Attn on CIFAR-10 3 vs 8)."""
+    from engine.results import constant_loss
+
+    assert constant_loss([1.0, -1.0, 1.0, -1.0]) == pytest.approx(1.0)
+    assert constant_loss([1.0, 1.0, 1.0, -1.0]) == pytest.approx(1 - 0.5**2)
+    assert constant_loss(list(range(10)) * 3) == pytest.approx(math.log(10))
+    assert math.isnan(constant_loss([]))
+    hover = [1.08, 1.05] + [1.0 + 0.002 * (-1) ** t for t in range(38)]
+    assert convergence(hover).converged  # against its own first epoch it "settled"
+    c = convergence(hover, baseline=1.0)
+    assert not c.converged and c.reason == "never left its initial loss"
+    assert converged(_exp(50, 10.0), baseline=1.0)  # a real decrease is unaffected
