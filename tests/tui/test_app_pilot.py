@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from conftest import canned_events, make_test_app, write_run
-from screen_text import screen_text
 from textual.widgets import DataTable, Input, Label, Static
+from tui_support import canned_events, make_test_app, run_dirs, screen_text, wait_job, write_run
 
 from engine.experiments.spec import RunSpec
 from malleability_tui.dialogs.error_dialog import ErrorDialog
@@ -15,19 +13,6 @@ from malleability_tui.runner import JobPulse, ReplayRunner
 from malleability_tui.screens.compare import CompareScreen
 from malleability_tui.screens.help import HelpScreen
 from malleability_tui.widgets.plot_view import PlotView
-
-
-async def wait_job(pilot, app, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        await pilot.pause(0.05)
-        if not app.runner.running and app.state.status != "running":
-            break
-    await pilot.pause(0.1)
-
-
-def run_dirs(tmp_path: Path) -> list[Path]:
-    root = tmp_path / "runs"
-    return sorted(p for p in root.iterdir() if (p / "spec.toml").exists()) if root.exists() else []
 
 
 async def test_run_fills_every_panel(tmp_path):

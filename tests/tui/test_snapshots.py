@@ -7,7 +7,7 @@ no clock. Update with ``pytest tests/tui/test_snapshots.py --snapshot-update``.
 from __future__ import annotations
 
 import pytest
-from conftest import make_test_app, write_run
+from tui_support import make_test_app, write_run
 
 
 def _app(tmp_path, open_run: bool = True):

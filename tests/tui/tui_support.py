@@ -1,11 +1,13 @@
-"""Canned events of a small but complete run, and helpers to build the app around them."""
+"""Canned events of a small but complete run, and helpers to build the app around them.
+
+Test modules import these as ``from tui_support import ...`` (a name of its own: ``from
+conftest import ...`` picks whichever conftest.py was imported last when several test
+folders run together, e.g. ``pytest tests/tui/test_format.py tests/reliability``)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-
-import pytest
 
 from engine.experiments.events import (
     Artifact,
@@ -264,6 +266,22 @@ def make_test_app(tmp_path: Path, runner=None, **kw):
     return make_app(s, runner if runner is not None else ReplayRunner(canned_events()))
 
 
-@pytest.fixture
-def canned() -> list:
-    return canned_events()
+def screen_text(app) -> str:
+    """The visible screen as lines of text (styles dropped)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip).rstrip() for strip in strips)
+
+
+async def wait_job(pilot, app, timeout: float = 10.0) -> None:
+    """Let the app's job run until it ends (or ``timeout`` seconds)."""
+    for _ in range(int(timeout / 0.05)):
+        await pilot.pause(0.05)
+        if not app.runner.running and app.state.status != "running":
+            break
+    await pilot.pause(0.1)
+
+
+def run_dirs(tmp_path: Path) -> list[Path]:
+    """The run directories under ``tmp_path/runs``, oldest first."""
+    root = tmp_path / "runs"
+    return sorted(p for p in root.iterdir() if (p / "spec.toml").exists()) if root.exists() else []
