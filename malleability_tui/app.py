@@ -16,6 +16,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 
 from engine.errors import EngineError
 from engine.experiments.spec import RunSpec
+from engine.experiments.store import RunStore
 from malleability_tui.dialogs.error_dialog import ErrorDialog
 from malleability_tui.dialogs.path_dialog import PathDialog
 from malleability_tui.format import error_text
@@ -303,23 +304,32 @@ class MalleabilityApp(App):
             return
         self.start_job(spec)
 
-    def start_job(self, spec: RunSpec) -> None:
-        """Start ``spec`` into a new run directory under the runs root."""
+    def start_job(self, spec: RunSpec, run_dir: Path | None = None, *, resume: bool = False) -> None:
+        """Start ``spec`` into a new run directory under the runs root, or (``resume``)
+        continue the run in ``run_dir``, skipping its finished cells."""
         from engine.experiments.store import default_run_dir
 
-        run_dir = default_run_dir(spec, self.settings.runs_root)
         self.action_show_tab("training")
+
+        def ready(store: RunStore) -> None:  # the directory is open; the job has not begun
+            if resume:  # the panels show the kept cells, then the new ones arrive
+                self.state = load_run_state(store.path)
+                self.state.status = "running"
+                self.state.log(f"resumed {store.path}: {len(store.done_cells)} finished cells kept and skipped")
+            else:
+                self.state = RunState(run_dir=str(store.path), spec=spec.to_dict(), status="running")
+                self.state.log(f"started {spec.experiment} on {spec.data.name} → {store.path}")
+            self.state.env = dict(store.env)
+
         try:
-            self.settings.runs_root.mkdir(parents=True, exist_ok=True)
-            self.runner.start(self, spec, run_dir)
+            if run_dir is None:
+                self.settings.runs_root.mkdir(parents=True, exist_ok=True)
+                run_dir = default_run_dir(spec, self.settings.runs_root)
+            self.runner.start(self, spec, run_dir, resume=resume, before=ready)
         except (EngineError, OSError) as e:
             self.show_error("Could not start the run", error_text(e))
             return
-        self.state = RunState(run_dir=str(run_dir), spec=spec.to_dict(), status="running")
-        store = getattr(self.runner, "store", None)
-        if store is not None:
-            self.state.env = dict(store.env)
-        self.state.log(f"started {spec.experiment} on {spec.data.name} → {run_dir}")
+        self.refresh_runs()
         self._job_t0 = time.monotonic()
         self._push_state(force=True)
 
@@ -440,6 +450,23 @@ class MalleabilityApp(App):
 
     def on_runs_browser_open_run(self, message: RunsBrowser.OpenRun) -> None:
         self.open_run(message.path)
+
+    def on_runs_browser_resume_run(self, message: RunsBrowser.ResumeRun) -> None:
+        self.resume_run(message.path)
+
+    def resume_run(self, path: str) -> None:
+        """Continue a run that did not finish, with its saved spec (``--resume``)."""
+        from engine.experiments.validate import read_spec
+
+        if self.runner.running:
+            self.notify("a job is running: cancel it (c) before resuming another run", severity="warning")
+            return
+        try:
+            spec = read_spec(Path(path) / "spec.toml")
+        except (EngineError, OSError) as e:
+            self.show_error("Could not resume the run", error_text(e))
+            return
+        self.start_job(spec, Path(path), resume=True)
 
     def open_run(self, path: str) -> None:
         """Fill every panel from a run directory on disk."""

@@ -34,24 +34,8 @@ def _summary(path: Path) -> dict:
     return d if isinstance(d, dict) else {}
 
 
-STALE_SECONDS = 300.0
-"""A run marked "running" whose event log has not moved for this long has lost its process
-(events arrive at least once an epoch). Until the store records its writer's pid (a lock
-file), this is the rule."""
-
-
-def shown_status(run: dict, live: str | None = None) -> str:
-    """The directory's status, with "interrupted" for a dead "running" run."""
-    import time
-
-    status = str(run.get("status", "?"))
-    if status != "running" or run.get("path") == live:
-        return status
-    try:
-        age = time.time() - (Path(run["path"]) / "events.jsonl").stat().st_mtime
-    except OSError:
-        return "interrupted"
-    return "interrupted" if age > STALE_SECONDS else status
+RESUMABLE = ("interrupted", "cancelled", "partial", "failed")
+"""Statuses a run can be continued from (its finished cells are kept and skipped)."""
 
 
 def resume_command(path: str) -> str:
@@ -59,7 +43,9 @@ def resume_command(path: str) -> str:
 
 
 class RunsBrowser(Horizontal):
-    """The app sets ``runs`` (from ``list_runs``); Enter posts ``OpenRun``, ``v`` posts ``CompareRuns``."""
+    """The app sets ``runs`` (from ``list_runs``, whose status is the run store's: a
+    ``running`` run without a live writer reads ``interrupted``); Enter posts ``OpenRun``,
+    ``u`` posts ``ResumeRun``, ``v`` posts ``CompareRuns``."""
 
     DEFAULT_CSS = """
     RunsBrowser #runs-table { width: 3fr; min-width: 36; }
@@ -68,12 +54,18 @@ class RunsBrowser(Horizontal):
     """
     BINDINGS = [
         Binding("enter", "open", "Open", show=True),
+        Binding("u", "resume", "Resume"),
         Binding("space", "mark", "Mark"),
         Binding("v", "compare", "Compare"),
         Binding("f5", "refresh_runs", "Refresh", show=False),
     ]
 
     class OpenRun(Message):
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
+    class ResumeRun(Message):
         def __init__(self, path: str) -> None:
             super().__init__()
             self.path = path
@@ -108,7 +100,7 @@ class RunsBrowser(Horizontal):
         t.clear()
         for r in runs:
             mark = "✓" if r["path"] in self.marked else ""
-            t.add_row(mark, shown_status(r, self.live), r["experiment"], r["dataset"], r["name"], key=r["path"])
+            t.add_row(mark, r["status"], r["experiment"], r["dataset"], r["name"], key=r["path"])
         self._show_detail()
 
     def selected(self) -> str | None:
@@ -134,8 +126,10 @@ class RunsBrowser(Horizontal):
         p = Path(path)
         lines = [f"[b]{p.name}[/b]"]
         run = next((r for r in self.runs if r["path"] == path), {})
-        if shown_status(run, self.live) == "interrupted":
-            lines.append("[yellow]interrupted: its process died; continue it with[/yellow]")
+        status = run.get("status", "?")
+        if status in RESUMABLE and path != self.live:
+            why = "its process died" if status == "interrupted" else f"it ended {status}"
+            lines.append(f"[yellow]{why}: u resumes it here (finished cells kept), or run[/yellow]")
             lines.append(resume_command(path))
         lines += [f"{k}: {v}" for k, v in spec_brief(_spec_dict(p))]
         heads = headline_numbers(_summary(p))
@@ -144,7 +138,7 @@ class RunsBrowser(Horizontal):
             lines.append("[b]headline[/b]")
             lines += heads
         lines.append("")
-        lines.append("[dim]enter: open · space: mark · v: compare two marked[/dim]")
+        lines.append("[dim]enter: open · u: resume · space: mark · v: compare two marked[/dim]")
         from rich.markup import escape
 
         det.update("\n".join(ln if ln.startswith("[") else escape(ln) for ln in lines))
@@ -153,6 +147,16 @@ class RunsBrowser(Horizontal):
         path = self.selected()
         if path:
             self.post_message(self.OpenRun(path))
+
+    def action_resume(self) -> None:
+        path = self.selected()
+        if not path:
+            return
+        status = next((r.get("status", "?") for r in self.runs if r["path"] == path), "?")
+        if status in RESUMABLE and path != self.live:
+            self.post_message(self.ResumeRun(path))
+        else:
+            self.app.notify(f"nothing to resume: this run is {status}", severity="warning")
 
     def action_mark(self) -> None:
         path = self.selected()

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from textual.widgets import DataTable, Input, Label, Static
-from tui_support import canned_events, make_test_app, run_dirs, screen_text, wait_job, write_run
+from tui_support import (
+    SPEC,
+    canned_events,
+    make_test_app,
+    run_dirs,
+    screen_text,
+    wait_job,
+    write_run,
+)
 
 from engine.experiments.spec import RunSpec
 from malleability_tui.dialogs.error_dialog import ErrorDialog
@@ -118,7 +127,7 @@ async def test_failure_shows_dialog_and_app_keeps_running(tmp_path):
 
 async def test_crash_in_runner_is_a_dialog(tmp_path):
     class Boom(ReplayRunner):
-        def _events(self, spec):
+        def _events(self, spec, **kw):
             yield canned_events()[0]
             raise RuntimeError("bug in a job")
 
@@ -257,6 +266,45 @@ async def test_help_palette_and_spec_files(tmp_path):
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(ErrorDialog).is_open
+
+
+def _interrupted_run(tmp_path: Path, cells: int = 2) -> Path:
+    """A run killed after ``cells`` finished cells (status interrupted, like SIGKILL)."""
+
+    from engine.experiments.store import RunStore
+
+    events = canned_events()
+    cut = [i for i, e in enumerate(events) if type(e).__name__ == "CellFinished"][cells - 1] + 5
+    store = RunStore(tmp_path / "runs" / "20250101-000000-all-digits", SPEC)
+    for e in events[:cut]:
+        store.write(e)
+    store.close("interrupted")
+    return store.path
+
+
+async def test_resume_interrupted_run_from_the_browser(tmp_path):
+    run = _interrupted_run(tmp_path)
+    runner = ReplayRunner(canned_events())
+    app = make_test_app(tmp_path, runner, spec=RunSpec())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("7")
+        await pilot.pause()
+        assert "u resumes it here" in screen_text(app)
+        await pilot.press("u")
+        await wait_job(pilot, app)
+        assert app.state.status == "finished"
+        assert runner.started_spec is not None and runner.started_spec.seeds == (0, 1)  # its spec
+        env = json.loads((run / "env.json").read_text())
+        assert env["status"] == "finished" and env["resumed"] is True
+        rows = (run / "ntk_distance.csv").read_text().splitlines()
+        assert len(rows) == 1 + 12 and len(set(rows)) == len(rows)  # the 2 kept cells once
+        assert run_dirs(tmp_path) == [run]  # continued in place, no new folder
+        assert "2 finished cells kept" in "\n".join(m for _, m in app.state.logs)
+        await pilot.press("7")
+        await pilot.pause()
+        await pilot.press("u")  # finished now: nothing to resume
+        await pilot.pause()
+        assert not runner.running and app.state.status == "finished"
 
 
 def test_pulses_coalesce():
