@@ -39,7 +39,13 @@ RESUMABLE = ("interrupted", "cancelled", "partial", "failed")
 
 
 def resume_command(path: str) -> str:
-    return f"malleability headless --resume --out {path}"
+    """The CLI's way to continue ``path`` (relative to the working folder when under it)."""
+    p = Path(path)
+    try:
+        p = p.resolve().relative_to(Path.cwd().resolve())
+    except (OSError, ValueError):
+        pass
+    return f"malleability headless --resume --out {p}"
 
 
 class RunsBrowser(Horizontal):
@@ -55,7 +61,7 @@ class RunsBrowser(Horizontal):
     BINDINGS = [
         Binding("enter", "open", "Open", show=True),
         Binding("u", "resume", "Resume"),
-        Binding("space", "mark", "Mark"),
+        Binding("space", "mark", "Mark", key_display="␣"),
         Binding("v", "compare", "Compare"),
         Binding("f5", "refresh_runs", "Refresh", show=False),
     ]
@@ -96,6 +102,7 @@ class RunsBrowser(Horizontal):
     def watch_runs(self, runs: list) -> None:
         if not self.is_mounted:
             return
+        self.refresh_bindings()
         t = self.query_one("#runs-table", DataTable)
         t.clear()
         for r in runs:
@@ -112,6 +119,7 @@ class RunsBrowser(Horizontal):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self._show_detail()
+        self.refresh_bindings()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -148,15 +156,24 @@ class RunsBrowser(Horizontal):
         if path:
             self.post_message(self.OpenRun(path))
 
+    def _resumable(self) -> bool:
+        path = self.selected()
+        status = next((r.get("status", "?") for r in self.runs if r["path"] == path), "?")
+        running = bool(getattr(getattr(self.app, "runner", None), "running", False))
+        return path is not None and status in RESUMABLE and path != self.live and not running
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        # Shown (and live) only where they apply, so the footer fits 80 columns.
+        if action == "resume":
+            return self._resumable() and len(self.marked) < 2
+        if action == "compare":
+            return len(self.marked) == 2
+        return True
+
     def action_resume(self) -> None:
         path = self.selected()
-        if not path:
-            return
-        status = next((r.get("status", "?") for r in self.runs if r["path"] == path), "?")
-        if status in RESUMABLE and path != self.live:
+        if path and self._resumable():
             self.post_message(self.ResumeRun(path))
-        else:
-            self.app.notify(f"nothing to resume: this run is {status}", severity="warning")
 
     def action_mark(self) -> None:
         path = self.selected()
@@ -170,12 +187,11 @@ class RunsBrowser(Horizontal):
         row = t.cursor_row
         self.runs = self.runs
         t.move_cursor(row=row)
+        self.refresh_bindings()
 
     def action_compare(self) -> None:
         if len(self.marked) == 2:
             self.post_message(self.CompareRuns(*self.marked))
-        else:
-            self.app.notify("mark two runs with space, then press v", severity="warning")
 
     def action_refresh_runs(self) -> None:
         self.post_message(self.Refresh())

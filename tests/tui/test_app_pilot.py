@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from textual.widgets import DataTable, Input, Label, Static
 from tui_support import (
-    SPEC,
     canned_events,
+    footer_text,
     make_test_app,
     run_dirs,
     screen_text,
     wait_job,
+    write_interrupted_run,
     write_run,
 )
 
@@ -268,28 +268,17 @@ async def test_help_palette_and_spec_files(tmp_path):
         assert app.query_one(ErrorDialog).is_open
 
 
-def _interrupted_run(tmp_path: Path, cells: int = 2) -> Path:
-    """A run killed after ``cells`` finished cells (status interrupted, like SIGKILL)."""
-
-    from engine.experiments.store import RunStore
-
-    events = canned_events()
-    cut = [i for i, e in enumerate(events) if type(e).__name__ == "CellFinished"][cells - 1] + 5
-    store = RunStore(tmp_path / "runs" / "20250101-000000-all-digits", SPEC)
-    for e in events[:cut]:
-        store.write(e)
-    store.close("interrupted")
-    return store.path
-
-
 async def test_resume_interrupted_run_from_the_browser(tmp_path):
-    run = _interrupted_run(tmp_path)
+    run = write_interrupted_run(tmp_path / "runs" / "20250101-000000-all-digits")
     runner = ReplayRunner(canned_events())
     app = make_test_app(tmp_path, runner, spec=RunSpec())
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("7")
         await pilot.pause()
-        assert "u resumes it here" in screen_text(app)
+        text = screen_text(app)
+        assert "u resumes it here" in text
+        footer = await footer_text(pilot, app)  # the footer fits: the Runs keys and the app's, whole
+        assert "u Resume" in footer and "q Quit" in footer and "c Cancel" not in footer
         await pilot.press("u")
         await wait_job(pilot, app)
         assert app.state.status == "finished"
@@ -302,7 +291,8 @@ async def test_resume_interrupted_run_from_the_browser(tmp_path):
         assert "2 finished cells kept" in "\n".join(m for _, m in app.state.logs)
         await pilot.press("7")
         await pilot.pause()
-        await pilot.press("u")  # finished now: nothing to resume
+        assert "u Resume" not in await footer_text(pilot, app)  # finished: nothing to resume
+        await pilot.press("u")
         await pilot.pause()
         assert not runner.running and app.state.status == "finished"
 

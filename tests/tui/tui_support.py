@@ -40,6 +40,8 @@ CHOICES = [
 ]
 EXPERIMENTS = ["train", "spectrum", "ntk", "flip", "landscape"]
 MODELS = (("relu", "2L-ReLU"), ("attn", "MLP-Attn"))
+FLOPS = 2e10
+"""A fixed matmul rate for run-time estimates (tests never time the machine)."""
 
 
 def _ntk_row(label: str, width: int, seed: int) -> dict:
@@ -252,6 +254,18 @@ def write_run(path: Path, events: list | None = None) -> Path:
     return path
 
 
+def write_interrupted_run(path: Path, cells: int = 2) -> Path:
+    """The canned run killed after ``cells`` finished cells (status interrupted, as after a
+    SIGKILL: the store reads a ``running`` run without a live writer that way)."""
+    events = canned_events()
+    cut = [i for i, e in enumerate(events) if isinstance(e, CellFinished)][cells - 1] + 5
+    store = RunStore(path, SPEC)
+    for e in events[:cut]:
+        store.write(e)
+    store.close("interrupted")
+    return path
+
+
 def make_test_app(tmp_path: Path, runner=None, **kw):
     s = Settings(
         runs_root=tmp_path / "runs",
@@ -261,6 +275,7 @@ def make_test_app(tmp_path: Path, runner=None, **kw):
         experiments=EXPERIMENTS,
         clock=False,
         refresh_interval=0.05,
+        flops_per_s=kw.pop("flops_per_s", FLOPS),
         **kw,
     )
     return make_app(s, runner if runner is not None else ReplayRunner(canned_events()))
@@ -285,3 +300,14 @@ def run_dirs(tmp_path: Path) -> list[Path]:
     """The run directories under ``tmp_path/runs``, oldest first."""
     root = tmp_path / "runs"
     return sorted(p for p in root.iterdir() if (p / "spec.toml").exists()) if root.exists() else []
+
+
+async def footer_text(pilot, app, timeout: float = 3.0) -> str:
+    """The footer's line once it has (re)drawn: it recomposes after the bindings change."""
+    line = ""
+    for _ in range(int(timeout / 0.05)):
+        await pilot.pause(0.05)
+        line = screen_text(app).splitlines()[-1]
+        if not line.lstrip().startswith("●"):  # the status bar's line: footer not drawn yet
+            return line
+    return line
