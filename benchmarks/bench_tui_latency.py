@@ -246,17 +246,18 @@ def main() -> None:
     idle = asyncio.run(measure_tui(n, None, ReplayRunner([]), tmp / "idle"))
 
     floor = stats(bare["tab"])[0]
-    print(f"\n{'scenario':<26} {'key':<5} {'n':>4} {'median ms':>10} {'p90 ms':>8} {'max ms':>8} {'× bare':>7}")
+    print(f"\n{'scenario':<30} {'key':<4} {'n':>4} {'median ms':>10} {'p90 ms':>8} {'max ms':>8} {'× bare':>7} {'lost':>5}")
     rows = [("bare app + sweep beside", "tab", bare["tab"]), (f"tui + its sweep ({a.runner})", "tab", tui["tab"]),
             (f"tui + its sweep ({a.runner})", "m", tui["m"]), ("tui idle", "tab", idle["tab"]), ("tui idle", "m", idle["m"])]  # fmt: skip
     for name, key, xs in rows:
         if not xs:
             continue
         med, p90, mx = stats(xs)
-        print(f"{name:<26} {key:<5} {len(xs):>4} {med:>10.1f} {p90:>8.1f} {mx:>8.1f} {med / floor:>7.2f}")
-    print(f"\n{'refresh cost':<26} {'frames/s':>9} {'UI CPU s/s':>11}")
+        lost = sum(x >= TIMEOUT for x in xs)  # no frame showed the key within TIMEOUT (counted as TIMEOUT)
+        print(f"{name:<30} {key:<4} {len(xs):>4} {med:>10.1f} {p90:>8.1f} {mx:>8.1f} {med / floor:>7.2f} {lost:>5}")
+    print(f"\n{'refresh cost':<30} {'frames/s':>9} {'UI CPU s/s':>11}")
     for name, r in (("bare app + sweep beside", bare), ("tui + its sweep", tui), ("tui idle", idle)):
-        print(f"{name:<26} {r['fps']:>9.1f} {r['cpu']:>11.2f}")
+        print(f"{name:<30} {r['fps']:>9.1f} {r['cpu']:>11.2f}")
     if bare["job_ended_early"] or tui["job_ended_early"]:
         print("note: a sweep ended before the presses did; raise --epochs for a fully loaded sample")
 

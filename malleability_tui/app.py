@@ -135,6 +135,8 @@ class MalleabilityApp(App):
         self.runner = runner or default_runner()
         self.state = RunState()
         self._shown_revision = -1
+        self._panel_shown: dict[str, tuple[RunState, int]] = {}
+        """Panel → (state, revision) it last got (see ``_give_state``)."""
         self._job_t0: float | None = None
         self._quitting = False
         self.valid_spec: RunSpec | None = self.settings.spec or RunSpec()
@@ -187,9 +189,18 @@ class MalleabilityApp(App):
         active = self._q(TabbedContent).active
         for tab in PANELS:
             if force or tab == active:
-                self._panel(tab).state = self.state
+                self._give_state(tab)
         self._shown_revision = self.state.revision
         self._update_status()
+
+    def _give_state(self, tab: str) -> None:
+        """Hand ``tab``'s panel the state unless it already shows this revision of it: a
+        panel rebuilds its charts on every hand-over, and a tab switch must not pay that."""
+        shown = self._panel_shown.get(tab)
+        if shown is not None and shown[0] is self.state and shown[1] == self.state.revision:
+            return
+        self._panel(tab).state = self.state
+        self._panel_shown[tab] = (self.state, self.state.revision)
 
     def _tick(self) -> None:
         if not self.screen_stack:
@@ -222,7 +233,7 @@ class MalleabilityApp(App):
         if not self.screen_stack:
             return  # shutting down
         if tab in PANELS:
-            self._panel(tab).state = self.state
+            self._give_state(tab)
         if tab:
             self.call_after_refresh(self._focus_pane, tab)
 
