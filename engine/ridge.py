@@ -21,7 +21,9 @@ K = J Jᵀ the NTK:
 So the minimiser of the linearized objective is kernel ridge regression with ridge
 ρ = nλ/2 (0.5 for n = 1000, λ = 1e-3), and predictions f(x) = k(x)ᵀ α. The bare λ
 (``"lambda"``) is the ridge of Σ_i(…)² + λ‖θ‖², a different objective: at λ = 1e-3 it
-leaves the surrogate almost interpolating (PAPER.md §6a).
+leaves the surrogate almost interpolating (PAPER.md §6a). ``"nlambda"`` (nλ) is the
+ridge of (1/n)Σ_i(…)² + λ‖θ‖² (the penalty without its ½), the other reading of §6a;
+``influence_check`` compares all three with retraining.
 
 Cross-entropy (the 10-class head): the minimiser of (1/n) Σ CE + (λ/2)‖θ‖² is not a
 kernel ridge solution (its representer coefficients are α_i = (t_i − p_i)/(nλ), with p
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 
 from engine.errors import ConfigError
 
-RIDGE_RULES = ("objective", "lambda")
+RIDGE_RULES = ("objective", "lambda", "nlambda")
 RIDGE_LOSSES = ("mse", "ce")
 
 
@@ -50,11 +52,12 @@ class Ridge:
 
     value: float
     rule: str
-    """objective | lambda | value (a number given directly)."""
+    """objective | lambda | nlambda | value (a number given directly)."""
 
     @property
     def label(self) -> str:
-        """``objective:0.5``, ``lambda:0.001`` or ``0.01`` (the run-directory spelling)."""
+        """``objective:0.5``, ``lambda:0.001``, ``nlambda:1`` or ``0.01`` (the run-directory
+        spelling)."""
         return f"{self.value:g}" if self.rule == "value" else f"{self.rule}:{self.value:g}"
 
 
@@ -74,7 +77,7 @@ def objective_ridge(n: int, lam: float, loss: str = "mse") -> float:
 
 
 def check_ridge_rule(value: object, field: str) -> str | float:
-    """Validate a ridge option: ``objective``, ``lambda`` or a positive number."""
+    """Validate a ridge option: ``objective``, ``lambda``, ``nlambda`` or a positive number."""
     if isinstance(value, str):
         v = value.strip().lower()
         if v in RIDGE_RULES:
@@ -82,18 +85,18 @@ def check_ridge_rule(value: object, field: str) -> str | float:
         try:
             value = float(v)
         except ValueError:
-            raise ConfigError(field, value, "objective, lambda or a positive number") from None
+            raise ConfigError(field, value, "objective, lambda, nlambda or a positive number") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(field, value, "objective, lambda or a positive number")
+        raise ConfigError(field, value, "objective, lambda, nlambda or a positive number")
     if not (math.isfinite(value) and value > 0):
-        raise ConfigError(field, value, "objective, lambda or a positive number")
+        raise ConfigError(field, value, "objective, lambda, nlambda or a positive number")
     return float(value)
 
 
 def resolve_ridge(
     rule: str | float, *, n: int, lam: float, loss: str = "mse", field: str = "ridge"
 ) -> Ridge:
-    """``rule`` (objective | lambda | a number) → ``Ridge`` for n training points, L2 λ.
+    """``rule`` (objective | lambda | nlambda | a number) → ``Ridge`` for n training points, L2 λ.
 
     Raises ``ConfigError`` naming ``field`` when the rule gives no positive ridge (e.g.
     ``objective`` or ``lambda`` with λ = 0: give a number then).
@@ -101,7 +104,10 @@ def resolve_ridge(
     r = check_ridge_rule(rule, field)
     if isinstance(r, float):
         return Ridge(r, "value")
-    value = objective_ridge(n, lam, loss) if r == "objective" else float(lam)
+    if r == "objective":
+        value = objective_ridge(n, lam, loss)
+    else:
+        value = float(lam) * (n if r == "nlambda" else 1)
     if not value > 0:
         raise ConfigError(field, rule, f"a positive number when the L2 coefficient λ is {lam:g}")
     return Ridge(value, r)

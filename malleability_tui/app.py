@@ -587,6 +587,7 @@ class MalleabilityApp(App):
                     ("train", "training"),
                     ("spectrum", "spectra"),
                     ("flip_rates", "flips"),
+                    ("influence_check", "flips"),
                     ("landscape", "landscape"),
                 )
                 if self.state.tables.get(t)
@@ -598,6 +599,7 @@ class MalleabilityApp(App):
             "train": "training",
             "spectrum": "spectra",
             "flip_rates": "flips",
+            "influence_check": "flips",
             "landscape": "landscape",
         }.get(first or "", "sweep")
         self.action_show_tab(tab)

@@ -130,7 +130,7 @@ class JobRunner:
 
     def _events(
         self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]],
+        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
     ) -> Iterator[Event]:  # pragma: no cover - abstract
         """The job's events (an ``engine.experiments.runner.EventSource``)."""
         raise NotImplementedError
@@ -177,11 +177,12 @@ class ThreadRunner(JobRunner):
 
     def _events(
         self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]],
+        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
     ) -> Iterator[Event]:
         from engine.experiments.runner import run
 
-        yield from run(spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows)
+        yield from run(spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows,
+                       previous_artifacts=previous_artifacts)
 
 
 class SubprocessRunner(JobRunner):
@@ -205,7 +206,7 @@ class SubprocessRunner(JobRunner):
 
     def _events(
         self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]],
+        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
     ) -> Iterator[Event]:
         import engine
 
@@ -225,7 +226,8 @@ class SubprocessRunner(JobRunner):
         )
         assert p.stdin and p.stdout and p.stderr
         threading.Thread(target=self._read_stderr, args=(p.stderr,), daemon=True).start()
-        req = {"spec": spec.to_dict(), "done_cells": sorted(done_cells), "previous_rows": previous_rows}
+        req = {"spec": spec.to_dict(), "done_cells": sorted(done_cells), "previous_rows": previous_rows,
+               "previous_artifacts": previous_artifacts}
         p.stdin.write(json.dumps(to_jsonable(req)) + "\n")
         p.stdin.flush()
         if self._cancel.is_set():

@@ -17,7 +17,10 @@ class Dataset:
     images in pixel space [0, 1] (for attacks). ``y_train`` / ``y_test``: for
     ``task == "binary"`` float64 targets ±1 (first class listed → +1); for
     ``task == "multiclass"`` int64 labels 0..K-1 in the order of ``classes``.
-    ``labels_*`` are the data set's original integer labels.
+    ``labels_*`` are the data set's original integer labels. ``pixel_mean`` [d]: with
+    ``data.center``, the training subset's per-pixel mean, subtracted from every image
+    (train, test, attacked) before the unit-norm scaling, so ``x_*`` are the centred unit
+    rows; None: the paper's preprocessing.
     """
 
     name: str
@@ -35,6 +38,7 @@ class Dataset:
     image_shape: tuple[int, ...]
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    pixel_mean: torch.Tensor | None = None
 
     @property
     def n_train(self) -> int:

@@ -46,6 +46,7 @@ def load_dataset(
     n_train: int,
     n_test: int,
     seed: int,
+    center: bool = False,
 ) -> Dataset:
     """A seeded, class-balanced, disjoint train/test subset of data set ``name``.
 
@@ -59,9 +60,10 @@ def load_dataset(
     ``Dataset.notes`` says so. Returns x_train [n_train, d] / x_test [n_test, d] with
     unit-norm rows and x_*_raw in [0, 1], float64. Raises DatasetError (missing or corrupt
     files, unknown name, impossible subset) or ConfigError (invalid n or seed).
+    ``center``: subtract the training subset's per-pixel mean first (``Dataset.pixel_mean``).
     """
     raw = load_raw(name, root)
-    return build_dataset(raw, classes=classes, n_train=n_train, n_test=n_test, seed=seed)
+    return build_dataset(raw, classes=classes, n_train=n_train, n_test=n_test, seed=seed, center=center)
 
 
 def subset_counts(name: str, root: str | os.PathLike | None = None) -> ClassCounts:

@@ -187,8 +187,10 @@ def build_dataset(
     n_train: int,
     n_test: int,
     seed: int,
+    center: bool = False,
 ) -> Dataset:
-    """The Dataset record for one seeded subset of ``raw`` (PAPER.md §2 preprocessing).
+    """The Dataset record for one seeded subset of ``raw`` (PAPER.md §2 preprocessing;
+    ``center``: minus the training subset's per-pixel mean before the unit-norm scaling).
 
     x_*_raw [n, d]: flattened pixels in [0, 1]; x_* [n, d]: the same rows at unit ℓ2 norm;
     float64 CPU tensors. Two classes → task "binary", y ±1 (first class +1); more → task
@@ -209,11 +211,12 @@ def build_dataset(
         y_tr = torch.from_numpy(np.array([pos[int(v)] for v in lab_tr], dtype=np.int64))
         y_te = torch.from_numpy(np.array([pos[int(v)] for v in lab_te], dtype=np.int64))
     notes = tuple(raw.notes) + ((note,) if note else ())
+    mean = xr_tr.mean(axis=0) if center else np.zeros(xr_tr.shape[1])
     return Dataset(
         name=raw.name,
-        x_train=torch.from_numpy(unit_rows(xr_tr)),
+        x_train=torch.from_numpy(unit_rows(xr_tr - mean)),
         y_train=y_tr,
-        x_test=torch.from_numpy(unit_rows(xr_te)),
+        x_test=torch.from_numpy(unit_rows(xr_te - mean)),
         y_test=y_te,
         x_train_raw=torch.from_numpy(xr_tr),
         x_test_raw=torch.from_numpy(xr_te),
@@ -225,4 +228,5 @@ def build_dataset(
         image_shape=tuple(raw.image_shape),
         source=raw.source,
         notes=notes,
+        pixel_mean=torch.from_numpy(mean) if center else None,
     )

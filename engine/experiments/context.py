@@ -63,16 +63,18 @@ class RunContext:
         done_cells: frozenset[str] | set[str] = frozenset(),
         cancel: threading.Event | None = None,
         previous_rows: dict[str, list[dict[str, Any]]] | None = None,
+        previous_artifacts: dict[str, list[Any]] | None = None,
     ) -> None:
         self.spec = spec
         self._previous = previous_rows or {}
+        self._previous_artifacts = previous_artifacts or {}
         self._notes: list[str] = []
         self._noted: set[str] = set()
         self.device = resolve_device(spec.device)
         self.dtype = DTYPES[spec.dtype]
         self.done_cells = frozenset(done_cells)
         self.cancel = cancel
-        self._datasets: dict[tuple[str, int], Dataset] = {}
+        self._datasets: dict[tuple[Any, ...], Dataset] = {}
         self._trained: dict[tuple[Any, ...], TrainedModel] = {}
         self._twins: dict[tuple[Any, ...], nn.Module] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
@@ -107,6 +109,10 @@ class RunContext:
             for r in self._previous.get(table, [])
         ]
 
+    def previous_artifacts(self, name: str) -> list[Any]:
+        """Data of artifact ``name`` from the finished cells of the run being resumed."""
+        return list(self._previous_artifacts.get(name, []))
+
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
 
@@ -117,21 +123,29 @@ class RunContext:
 
     # -- data --------------------------------------------------------------------
 
-    def dataset(self, name: str | None = None, seed: int | None = None) -> Dataset:
+    def dataset(
+        self, name: str | None = None, seed: int | None = None, *, n_train: int | None = None,
+        n_test: int | None = None,
+    ) -> Dataset:
         """The spec's data subset for ``seed`` (default: the first seed), cached.
 
         ``name`` loads another data set with the same subset options; its files are
-        looked for under ``data.data_dir`` first, then the usual places.
+        looked for under ``data.data_dir`` first, then the usual places. ``n_train`` /
+        ``n_test`` override the subset sizes (``influence_check``'s small subset).
         """
         from engine.data import load_dataset
 
         d = self.spec.data
         name = name or d.name
         seed = self.spec.seeds[0] if seed is None else seed
-        key = (name, seed)
+        ntr = d.n_train if n_train is None else n_train
+        nte = d.n_test if n_test is None else n_test
+        key = (name, seed) if (ntr, nte) == (d.n_train, d.n_test) else (name, seed, ntr, nte)
         if key not in self._datasets:
             def load(root: str | None) -> Dataset:
-                return load_dataset(name, root=root, classes=d.classes, n_train=d.n_train, n_test=d.n_test, seed=seed)
+                return load_dataset(
+                    name, root=root, classes=d.classes, n_train=ntr, n_test=nte, seed=seed, center=d.center
+                )
 
             try:
                 ds = load(d.data_dir)
@@ -144,23 +158,29 @@ class RunContext:
                 ds = load(None)
                 from engine.data import find_root
 
-                note = f"{name}: not in --data-dir {d.data_dir}; using {find_root(name) or 'the built-in copy'}"
-                if note not in self._noted:
-                    self._noted.add(note)
-                    self._notes.append(note)
+                self.note(f"{name}: not in --data-dir {d.data_dir}; using {find_root(name) or 'the built-in copy'}")
             self._datasets[key] = ds
             for note in ds.notes:  # the same note for every seed: report it once
-                if note not in self._noted:
-                    self._noted.add(note)
-                    self._notes.append(note)
+                self.note(note)
         return self._datasets[key]
 
-    def adopt_dataset(self, ds: Dataset, seed: int) -> None:
-        """Use ``ds`` as the subset for ``seed`` (a remote cell gets it from the driver)."""
-        self._datasets[(self.spec.data.name, seed)] = ds
+    def adopt_dataset(self, ds: Dataset, seed: int, sizes: tuple[int, int] | None = None) -> None:
+        """Use ``ds`` as the subset for ``seed`` (a remote cell gets it from the driver);
+        ``sizes``: the (n_train, n_test) it was drawn with when not the spec's."""
+        d = self.spec.data
+        key: tuple[Any, ...] = (d.name, seed)
+        if sizes is not None and tuple(sizes) != (d.n_train, d.n_test):
+            key = (d.name, seed, *sizes)
+        self._datasets[key] = ds
+
+    def note(self, text: str) -> None:
+        """A one-line note for the run's log (each text once per run)."""
+        if text not in self._noted:
+            self._noted.add(text)
+            self._notes.append(text)
 
     def drain_notes(self) -> list[str]:
-        """One-line data notes (e.g. "only the test split found") not yet reported."""
+        """One-line notes (e.g. "only the test split found") not yet reported."""
         out, self._notes = self._notes, []
         return out
 
@@ -179,6 +199,24 @@ class RunContext:
 
     # -- models ------------------------------------------------------------------
 
+    def new_model(
+        self, kind: str, width: int, seed: int, ds: Dataset, *, context: torch.Tensor | None = None,
+        d_k: int | None = None,
+    ) -> nn.Module:
+        """``kind`` at ``width``, initialised for ``seed``, on the run's device and dtype, as
+        ``train_model`` builds it; ``context``: the attention's context rows (default
+        ``context_rows(ds)``). The init of the weights depends on the seed alone."""
+        from engine.models import build_model
+
+        sp = self.spec
+        rows = self.context_rows(ds) if context is None else context
+        shift = None if ds.pixel_mean is None else ds.pixel_mean.to(self.device)
+        return build_model(
+            kind, rows, width, ds.n_out, sigma_w=sp.model.sigma_w,
+            train_output=sp.model.train_output, seed=seed, dtype=self.dtype,
+            d_k=d_k, init_std=sp.qkv.init_std or None, input_shift=shift,
+        ).to(self.device)
+
     def train_model(
         self, kind: str, width: int, seed: int, *, dataset: Dataset | None = None, adversarial: bool = False,
         d_k: int | None = None,
@@ -189,7 +227,6 @@ class RunContext:
         Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
         ``Progress('cell')`` events; returns the ``TrainedModel``.
         """
-        from engine.models import build_model
         from engine.train import evaluate, train
 
         ds = dataset if dataset is not None else self.dataset(seed=seed)
@@ -200,11 +237,7 @@ class RunContext:
             return self._trained[key]
         cell = f"train/{ds.name}/{kind}/{width}/{seed}" + ("/adversarial" if adversarial else "")
         cell += f"/dk{dk}" if d_k is not None else ""
-        model = build_model(
-            kind, self.context_rows(ds), width, ds.n_out, sigma_w=sp.model.sigma_w,
-            train_output=sp.model.train_output, seed=seed, dtype=self.dtype,
-            d_k=dk, init_std=sp.qkv.init_std or None,
-        ).to(self.device)
+        model = self.new_model(kind, width, seed, ds, d_k=dk)
         init_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)
         perturb = None

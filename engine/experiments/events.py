@@ -153,6 +153,31 @@ def to_jsonable(v: Any) -> Any:
     return v
 
 
+def encode_floats(v: Any) -> Any:
+    """Like ``to_jsonable`` but NaN and ±inf survive a JSON round trip (as
+    ``{"float": "inf"}``), for what a resumed run must read back exactly (``decode_floats``)."""
+    if isinstance(v, (np.ndarray, np.generic)):
+        return encode_floats(v.tolist())
+    if isinstance(v, float) and not np.isfinite(v):
+        return {"float": repr(v)}
+    if isinstance(v, dict):
+        return {str(k): encode_floats(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [encode_floats(x) for x in v]
+    return v
+
+
+def decode_floats(v: Any) -> Any:
+    """Inverse of ``encode_floats``."""
+    if isinstance(v, dict):
+        if set(v) == {"float"} and v["float"] in ("nan", "inf", "-inf"):
+            return float(v["float"])
+        return {k: decode_floats(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [decode_floats(x) for x in v]
+    return v
+
+
 def from_json(d: dict[str, Any]) -> Event:
     """Rebuild an event from ``Event.to_json()`` output (arrays come back as lists)."""
     d = dict(d)

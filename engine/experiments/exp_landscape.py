@@ -36,7 +36,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.experiments.events import Artifact, CellFinished, Event, Progress, Summary, TableRow
+from engine.experiments.events import (
+    Artifact,
+    CellFinished,
+    Event,
+    Progress,
+    Summary,
+    TableRow,
+    decode_floats,
+    encode_floats,
+)
 from engine.experiments.registry import register
 from engine.landscape import (
     curve_width,
@@ -67,7 +76,8 @@ def run_landscape(ctx: RunContext) -> Iterator[Event]:
     ls = sp.landscape
     splits = ("train", "test") if ls.split == "both" else (ls.split,)
     cells = [(s, k) for s in sp.seeds for k in sp.model.kinds]
-    results: list[dict[str, Any]] = []
+    # resumed cells: their results as the earlier run wrote them
+    results: list[dict[str, Any]] = [decode_floats(r) for r in ctx.previous_artifacts("landscape_result")]
     name = sp.data.name
     for i, (seed, kind) in enumerate(cells):
         ds = ctx.dataset(seed=seed)
@@ -81,8 +91,11 @@ def run_landscape(ctx: RunContext) -> Iterator[Event]:
         tm = yield from ctx.train_model(kind, ls.width, seed)
         res = yield from _measure(ctx, tm, splits, cell, rows=seed == sp.seeds[0])
         results.append(res)
+        yield Artifact("landscape_result", encode_floats(res), cell=cell)
         yield CellFinished(cell)
     yield Progress("sweep", len(cells), len(cells), "landscape done")
+    pos = {(s, MODEL_LABELS[k]): j for j, (s, k) in enumerate(cells)}
+    results.sort(key=lambda r: pos.get((r["seed"], r["model"]), len(pos)))
     yield Summary("landscape", summarize(results, name, ls.width))
 
 

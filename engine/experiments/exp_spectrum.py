@@ -39,6 +39,8 @@ from engine.experiments.events import (
     Progress,
     Summary,
     TableRow,
+    decode_floats,
+    encode_floats,
 )
 from engine.experiments.registry import register
 from engine.spectral import (
@@ -91,7 +93,10 @@ def run_spectrum(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
     names = list(dict.fromkeys([sp.data.name, *sp.spectrum.datasets]))
     seed = sp.seeds[0]
-    per_dataset: dict[str, Any] = {}
+    # resumed cells: their summary entries as the earlier run wrote them
+    per_dataset: dict[str, Any] = {
+        a["label"]: decode_floats(a["entry"]) for a in ctx.previous_artifacts("spectrum_entry")
+    }
     for i, name in enumerate(names):
         ds = ctx.dataset(name=name, seed=seed)
         label = _label(ds.name, sp.data.classes)
@@ -102,8 +107,11 @@ def run_spectrum(ctx: RunContext) -> Iterator[Event]:
         ctx.check_cancel()
         summary = yield from _cell(ctx, ds, label, cell, primary=i == 0)
         per_dataset[label] = summary
+        yield Artifact("spectrum_entry", {"label": label, "entry": encode_floats(summary)}, cell=cell)
         yield CellFinished(cell)
     yield Progress("sweep", len(names), len(names), "spectrum done")
+    order = [_label(ctx.dataset(name=n, seed=seed).name, sp.data.classes) for n in names]
+    per_dataset = {k: per_dataset[k] for k in order if k in per_dataset}
     yield Summary("spectrum", _summary(per_dataset, sp.data.classes))
 
 

@@ -19,12 +19,14 @@ QUICK = {
     "landscape__points_2d": 11,
     "landscape__hessian_iters": 30,
     "landscape__hutchinson_samples": 20,
+    "influence_check__top": 10,
+    "influence_check__random": 10,
     "seeds": (0,),
     "quick": True,
 }
 """The --quick preset (README "Presets"): n_train 300, n_test 100, widths 16/64/256/1024,
 30 epochs, one seed, width 256 for flip and landscape, PGD 10 steps, MIM 5 steps,
-coarser landscape grids."""
+coarser landscape grids; influence_check removes 10 top + 10 random points."""
 
 
 def apply_quick(spec: RunSpec) -> RunSpec:

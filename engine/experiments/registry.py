@@ -13,6 +13,7 @@ from engine.errors import ConfigError
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext
     from engine.experiments.events import Event
+    from engine.experiments.spec import RunSpec
 
 ExperimentFn = Callable[["RunContext"], Iterator["Event"]]
 
@@ -27,18 +28,24 @@ class Experiment:
     order: int = 100
     cells: bool = False
     """Its sweep is split into cells (``executors.run_cells``): they run on any executor."""
+    in_all: bool = True
+    """Part of ``--experiment all`` (False: only when named, e.g. the retraining check)."""
+    sizes: Callable[[RunSpec], tuple[int, int]] | None = None
+    """(n_train, n_test) of the subset it draws, when not ``data.n_train`` / ``data.n_test``."""
 
 
 _REGISTRY: dict[str, Experiment] = {}
 
 
 def register(
-    name: str, description: str, *, order: int = 100, cells: bool = False
+    name: str, description: str, *, order: int = 100, cells: bool = False, in_all: bool = True,
+    sizes: Callable[[RunSpec], tuple[int, int]] | None = None,
 ) -> Callable[[ExperimentFn], ExperimentFn]:
-    """Decorator: register ``fn`` as experiment ``name`` (``cells``: split into cells)."""
+    """Decorator: register ``fn`` as experiment ``name`` (``cells``: split into cells;
+    ``in_all``: run by ``--experiment all``; ``sizes``: its own subset sizes)."""
 
     def deco(fn: ExperimentFn) -> ExperimentFn:
-        _REGISTRY[name] = Experiment(name, description, fn, order, cells)
+        _REGISTRY[name] = Experiment(name, description, fn, order, cells, in_all, sizes)
         return fn
 
     return deco
@@ -62,12 +69,21 @@ def select(names: str) -> list[Experiment]:
     """``all`` or a comma-separated list of names → experiments in run order."""
     known = experiments()
     if names == "all":
-        return list(known.values())
+        return [e for e in known.values() if e.in_all]
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     bad = [n for n in wanted if n not in known]
     if bad or not wanted:
         raise ConfigError("experiment", names, f"all or a comma-separated list of: {', '.join(known)}")
     return sorted((known[n] for n in dict.fromkeys(wanted)), key=lambda e: (e.order, e.name))
+
+
+def subset_sizes(spec: RunSpec) -> list[tuple[int, int]]:
+    """The (n_train, n_test) subsets the run's experiments draw from ``data.name``."""
+    out = [
+        e.sizes(spec) if e.sizes is not None else (spec.data.n_train, spec.data.n_test)
+        for e in select(spec.experiment)
+    ]
+    return list(dict.fromkeys(out))
 
 
 def describe() -> list[dict[str, Any]]:

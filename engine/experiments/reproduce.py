@@ -80,7 +80,7 @@ def plan(
     datasets: tuple[str, ...],
     *,
     tables: tuple[int, ...] = (1, 2, 3, 4),
-    seeds: tuple[int, ...] = (0, 1, 2),
+    seeds: tuple[int, ...] | None = None,
     quick: bool = False,
     data_dir: str | None = None,
     device: str = "auto",
@@ -94,7 +94,7 @@ def plan(
     if quick:
         base = apply_quick(base)
     base = base.replace(device=device, **(overrides or {}))
-    if not (quick and seeds == (0, 1, 2)):
+    if seeds is not None:  # None: the preset's seeds (--quick: one), else the spec's
         base = base.replace(seeds=seeds)
     parts = []
     for name in datasets:

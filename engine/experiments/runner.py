@@ -22,6 +22,7 @@ def run(
     done_cells: frozenset[str] | set[str] = frozenset(),
     cancel: threading.Event | None = None,
     previous_rows: dict[str, list[dict[str, Any]]] | None = None,
+    previous_artifacts: dict[str, list[Any]] | None = None,
 ) -> Iterator[Event]:
     """Run ``spec.experiment`` (or all) and yield its events.
 
@@ -29,13 +30,17 @@ def run(
     run, cancellation), ``Failed(error, message)``; never raises an ``EngineError``.
     ``done_cells`` (from a run being resumed) are skipped; ``cancel`` is checked
     between events; ``previous_rows`` (table → rows of those cells) let summaries cover
-    them too.
+    them too, as do ``previous_artifacts`` (name → data of those cells' artifacts) for
+    summaries that need more than the rows.
     """
     summary: dict[str, Any] = {}
     yield Started(spec.experiment, spec.to_dict())
     try:
         exps = select(spec.experiment)
-        ctx = RunContext(spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows)
+        ctx = RunContext(
+            spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows,
+            previous_artifacts=previous_artifacts,
+        )
         yield Log(f"device: {ctx.device}, dtype: {spec.dtype}")
         if spec.executor.kind != "local":
             local = [e.name for e in exps if not e.cells]
@@ -75,6 +80,7 @@ class EventSource(Protocol):
         done_cells: frozenset[str],
         cancel: threading.Event | None,
         previous_rows: dict[str, list[dict[str, Any]]],
+        previous_artifacts: dict[str, list[Any]],
     ) -> Iterator[Event]: ...
 
 
@@ -101,7 +107,10 @@ def execute(
     previous = {t: [dict(r) for r in rows] for t, rows in st.tables.items()}
     src: EventSource = source if source is not None else run
     try:
-        for ev in src(spec, done_cells=frozenset(st.done_cells), cancel=cancel, previous_rows=previous):
+        for ev in src(
+            spec, done_cells=frozenset(st.done_cells), cancel=cancel, previous_rows=previous,
+            previous_artifacts=st.previous_artifacts,
+        ):
             st.write(ev)
             if on_event is not None:
                 on_event(ev)

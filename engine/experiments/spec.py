@@ -66,6 +66,8 @@ class DataSpec:
     """Test examples, class-balanced (ours)."""
     transductive: bool = False
     """Include the test points in the attention context C (default: training set only)."""
+    center: bool = False
+    """Subtract the training set's per-pixel mean before the unit-norm scaling, for train, test and attacked inputs (paper: false)."""
 
     def __post_init__(self) -> None:
         _check(isinstance(self.name, str) and bool(self.name), "data.name", self.name, "a data set name")
@@ -262,6 +264,52 @@ class FlipSpec:
         return tuple(dict.fromkeys([(self.ridge, self.ranking), *grid]))
 
 
+INFLUENCE_CONTEXTS = ("refit", "fixed")
+GRADIENT_METHODS = ("cg", "exact")
+
+
+@dataclass(frozen=True)
+class InfluenceCheckSpec:
+    """Ground truth by retraining (``influence_check``, PAPER.md §6a): every influence
+    estimator against the true effect of removing a training point."""
+
+    n_train: int = 200
+    """Training points of the check's subset (ours; each removed point costs a retraining)."""
+    n_test: int = 100
+    """Test points whose loss changes are measured (ours)."""
+    width: int = 256
+    """Width of the networks retrained (ours)."""
+    top: int = 20
+    """Points removed: the ``top`` best-ranked by the default flip protocol (flip.ridge, flip.ranking) …"""
+    random: int = 20
+    """… and ``random`` more drawn uniformly from the rest (seeded with the run seed)."""
+    ridges: tuple[str | float, ...] = ("lambda", "objective", "nlambda")
+    """Ridges of the kernel LOO estimator (engine.ridge rules or numbers)."""
+    gradient: tuple[str, ...] = GRADIENT_METHODS
+    """Gradient-influence methods (cg, exact; exact only up to ``exact_max_params``)."""
+    exact_max_params: int = 4096
+    """Largest parameter count for which the dense Hessian (exact) is formed."""
+    context: str = "refit"
+    """MLP-Attn's C when a point is removed: refit (C = XᵀX of the remaining points, what retraining on the smaller set means) or fixed (C of the full set, what the estimators hold fixed)."""
+    noise_floor: bool = True
+    """Also retrain with another batch order and report how well that agrees with the truth (the resolution of the ground truth)."""
+
+    def __post_init__(self) -> None:
+        _check(_pos_int(self.n_train) and self.n_train >= 4, "influence_check.n_train", self.n_train, "an integer ≥ 4")
+        _check(_pos_int(self.n_test), "influence_check.n_test", self.n_test, "a positive integer")
+        _check(_pos_int(self.width), "influence_check.width", self.width, "a positive integer")
+        _check(isinstance(self.top, int) and not isinstance(self.top, bool) and self.top >= 0, "influence_check.top", self.top, "an integer ≥ 0")
+        _check(isinstance(self.random, int) and not isinstance(self.random, bool) and self.random >= 0, "influence_check.random", self.random, "an integer ≥ 0")
+        _check(self.top + self.random >= 3, "influence_check.top", self.top, "top + random ≥ 3 points (a rank correlation needs three)")
+        ridges = tuple(check_ridge_rule(r, "influence_check.ridges") for r in self.ridges)
+        object.__setattr__(self, "ridges", tuple(dict.fromkeys(ridges)))
+        grad = tuple(self.gradient)
+        _check(all(g in GRADIENT_METHODS for g in grad), "influence_check.gradient", self.gradient, "a list of cg, exact (or empty)")
+        object.__setattr__(self, "gradient", tuple(dict.fromkeys(grad)))
+        _check(_pos_int(self.exact_max_params), "influence_check.exact_max_params", self.exact_max_params, "a positive integer")
+        _check(self.context in INFLUENCE_CONTEXTS, "influence_check.context", self.context, "refit or fixed")
+
+
 @dataclass(frozen=True)
 class LandscapeSpec:
     """Loss landscape and sharpness (PAPER.md §7)."""
@@ -361,6 +409,7 @@ class RunSpec:
     ntk: NTKSpec = field(default_factory=NTKSpec)
     spectrum: SpectrumSpec = field(default_factory=SpectrumSpec)
     flip: FlipSpec = field(default_factory=FlipSpec)
+    influence_check: InfluenceCheckSpec = field(default_factory=InfluenceCheckSpec)
     landscape: LandscapeSpec = field(default_factory=LandscapeSpec)
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     qkv: QKVSpec = field(default_factory=QKVSpec)
@@ -386,6 +435,10 @@ class RunSpec:
             "device", self.device, "auto, cpu or cuda",
         )
         _check(self.dtype in ("float32", "float64"), "dtype", self.dtype, "float32 or float64")
+        _check(
+            not (self.data.center and "qkv" in self.model.kinds), "data.center", True,
+            "false while QKV-Attn is among the models (centring is supported for relu and attn)",
+        )
 
     # -- serialisation ---------------------------------------------------------
 
@@ -452,6 +505,7 @@ SECTIONS = {
     "ntk": NTKSpec,
     "spectrum": SpectrumSpec,
     "flip": FlipSpec,
+    "influence_check": InfluenceCheckSpec,
     "landscape": LandscapeSpec,
     "executor": ExecutorSpec,
     "qkv": QKVSpec,

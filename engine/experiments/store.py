@@ -50,6 +50,10 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "topk_overlap", "n_selected", "ridge", "ranking", "n_flipped", "n_helpful",
         "flipped_helpful", "flipped_harmful",
     ),
+    "influence_check": (
+        "model", "dataset", "seed", "width", "n_train", "context", "estimator", "ridge",
+        "spearman", "spearman_p", "sign_agreement", "n_points", "seconds",
+    ),
     "landscape": ("model", "direction", "alpha", "beta", "loss"),
     "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace"),
     "alignment": (
@@ -120,6 +124,8 @@ class RunStore:
         self.tables: dict[str, list[dict[str, Any]]] = {}
         self.summary: dict[str, Any] = {}
         self.done_cells: set[str] = set()
+        self.previous_artifacts: dict[str, list[Any]] = {}
+        """Resume: artifact name → the data of the finished cells' artifacts (read back)."""
         self.failed_cells: dict[str, str] = {}
         self.status = "running"
         self._dirty: set[str] = set()
@@ -166,6 +172,8 @@ class RunStore:
             kept.append(e)
             if e["kind"] == "TableRow":
                 self.tables.setdefault(e["table"], []).append(e["row"])
+            elif e["kind"] == "Artifact" and cell:
+                self.previous_artifacts.setdefault(e["name"], []).append(e.get("data"))
         atomic_write(self.path / "events.jsonl", "".join(json.dumps(e) + "\n" for e in kept))
 
     # -- consuming events ----------------------------------------------------------

@@ -5,7 +5,9 @@ point i is removed, so positive = helpful.
 
 - ``ntk_loo_influence``: kernel leave-one-out on a (empirical) NTK, no retraining.
 - ``refit_loo``: the same quantity by actually refitting kernel ridge (ground truth).
-- ``gradient_influence``: Koh & Liang's (1/n) ∇ℓ_tᵀ(H + λI)⁻¹∇ℓ_i (exact / CG / LiSSA).
+- ``gradient_influence``: Koh & Liang's (1/n) ∇ℓ_tᵀH⁻¹∇ℓ_i, H the Hessian of the training
+  objective with its λI (exact / CG / LiSSA).
+- ``retrain``: the ground truth by retraining and the agreement of an estimator with it.
 """
 
 from engine.influence.gradient import METHODS, conjugate_gradient, gradient_influence

@@ -149,18 +149,24 @@ def gradient_influence(
     lissa_batch: int | None = None,
     generator: torch.Generator | None = None,
     chunk: int = 256,
+    train_indices: torch.Tensor | list[int] | None = None,
 ) -> torch.Tensor:
-    """Influence I [n_test, n_train] = (1/n) ∇ℓ_tᵀ (H + λI)⁻¹ ∇ℓ_i (positive = helpful).
+    """Influence I [n_test, n_train] = (1/n) ∇ℓ_tᵀ H⁻¹ ∇ℓ_i (positive = helpful), with H = ∇²R
+    the Hessian of the whole training objective, the L2 term's λI included (module docstring).
 
     ``model`` maps x [n, d] → [n, K] (or [n]); its parameters with ``requires_grad`` are θ,
     buffers and frozen parameters stay constant; it is not modified. y: ±1 floats, int
     labels (one-hot) or float [n, K]; ``loss`` ``mse`` or ``ce`` (engine.influence.losses).
-    H is the Hessian of the mean training loss, λ the L2 coefficient (also the damping).
+    ``lam`` is the training L2 coefficient λ: H = (1/n) Σ_j ∇²ℓ_j + λI, so λ is also the
+    damping (no second damping term is added).
     ``method``: ``exact`` (dense Hessian, P ≲ a few thousand), ``cg`` (tolerance ``cg_tol``
     relative, at most ``cg_maxiter`` HVPs per test point, batched), ``lissa`` (``lissa_depth``
     steps h ← v + h − H_B h / s with s = ``lissa_scale`` (default 1.1 × top eigenvalue by
     power iteration) and H_B on a random mini-batch of ``lissa_batch`` points drawn with
     ``generator`` (None: full batch, deterministic)). Runs on the parameters' device/dtype.
+    ``train_indices``: only those training points' columns, [n_test, k]: H is symmetric, so
+    the k systems H x = ∇ℓ_i are solved instead of the n_test systems H x = ∇ℓ_t (cheaper
+    when k < n_test; the same numbers up to the solver's tolerance).
     """
     check_loss(loss)
     if method not in METHODS:
@@ -178,17 +184,20 @@ def gradient_influence(
     g_test = _per_example_grads(flat, xte, tte, loss, chunk)
     r = _objective(flat, xtr, ttr, loss, lam)
     n = xtr.shape[0]
+    if train_indices is not None:
+        idx = torch.as_tensor(train_indices, dtype=torch.long, device=dev)
+        rhs, other = g_train[idx], g_test  # solve for the chosen training points
+    else:
+        rhs, other = g_test, g_train
 
     if method == "exact":
         h = hessian(r)(flat.theta)
-        s = torch.linalg.solve(0.5 * (h + h.T), g_test.T).T
+        s = torch.linalg.solve(0.5 * (h + h.T), rhs.T).T
     elif method == "cg":
-        s, _ = conjugate_gradient(_hvp_fn(r, flat.theta), g_test, tol=cg_tol, maxiter=cg_maxiter)
+        s, _ = conjugate_gradient(_hvp_fn(r, flat.theta), rhs, tol=cg_tol, maxiter=cg_maxiter)
     else:
-        s = _lissa(
-            flat, xtr, ttr, loss, lam, g_test, lissa_depth, lissa_scale, lissa_batch, generator
-        )
-    return s @ g_train.T / n
+        s = _lissa(flat, xtr, ttr, loss, lam, rhs, lissa_depth, lissa_scale, lissa_batch, generator)
+    return (other @ s.T / n) if train_indices is not None else (s @ other.T / n)
 
 
 def _lissa(

@@ -15,6 +15,7 @@ from engine.malleability.protocol import (
     FlipResult,
     flip_rate,
     flip_rates,
+    model_kernel_influence,
     scalar_kernel,
 )
 from engine.malleability.ranking import RANKINGS, Selection, count_flips, select
@@ -36,6 +37,7 @@ __all__ = [
     "count_flips",
     "flip_rate",
     "flip_rates",
+    "model_kernel_influence",
     "paper_flip_rate",
     "paper_rate_for_run",
     "paper_table_for",

@@ -135,6 +135,64 @@ def scalar_kernel(
     return torch.stack(blocks).mean(0)
 
 
+def _with_context(
+    k64: nn.Module, x_new: torch.Tensor, xte64: torch.Tensor, transductive: bool
+) -> nn.Module:
+    """``k64`` (float64) with the attention's C from the training inputs ``x_new`` (a copy;
+    models without a context are returned as they are)."""
+    if not callable(getattr(k64, "set_context", None)):
+        return k64
+    m = copy.deepcopy(k64)
+    embed = getattr(m, "embed", None)
+    rows = embed if callable(embed) else normalize_rows  # data.center: centred, then unit rows
+    ctx = rows(x_new)
+    m.set_context(torch.cat([ctx, rows(xte64)]) if transductive else ctx)  # type: ignore[operator]
+    return m
+
+
+def _loo(
+    kk: tuple[torch.Tensor, torch.Tensor], y: torch.Tensor, y_te: torch.Tensor, rho: Ridge,
+    loss: str, n_classes: int | None,
+) -> torch.Tensor:
+    from engine.influence import ntk_loo_influence
+
+    return ntk_loo_influence(kk[0], kk[1], y, y_te, rho.value, loss=loss, n_classes=n_classes)
+
+
+def model_kernel_influence(
+    model: nn.Module,
+    data: Any,
+    ridges: Sequence[str | float],
+    *,
+    l2: float,
+    loss: str = "mse",
+    transductive: bool = False,
+    ntk_method: str = "auto",
+) -> dict[str | float, tuple[Ridge, torch.Tensor]]:
+    """Step 1 of the protocol alone: the kernel LOO influence I [n_test, n_train] of the
+    trained ``model`` at each ridge rule of ``ridges`` (``engine.ridge``), in float64, with
+    the attention's C recomputed in float64, exactly as ``flip_rates`` computes it before
+    the intervention. ``data`` as in ``flip_rates``. Returns {rule: (Ridge, I)}."""
+    x_tr, y_tr, x_te, y_te = _unpack(data, None, None, None)
+    work = copy.deepcopy(model).eval()
+    ref = next(iter(work.parameters()), None)
+    dev = ref.device if ref is not None else x_tr.device
+    f64 = torch.float64
+    x64, xte64 = x_tr.to(dev, f64), x_te.to(dev, f64)
+    y_tr, y_te = y_tr.to(dev), y_te.to(dev)
+    k64 = work.to(f64)
+    with torch.no_grad():
+        k_out = int(k64(x64[:1]).reshape(1, -1).shape[1])
+    n_classes = None if y_tr.is_floating_point() else k_out
+    train_loss = "mse" if y_tr.is_floating_point() else "ce"
+    kk = _kernels(_with_context(k64, x64, xte64, transductive), x64, xte64, ntk_method)
+    out: dict[str | float, tuple[Ridge, torch.Tensor]] = {}
+    for r in dict.fromkeys(ridges):
+        rho = resolve_ridge(r, n=x64.shape[0], lam=l2, loss=train_loss, field="ridge")
+        out[r] = (rho, _loo(kk, y_tr, y_te, rho, loss, n_classes))
+    return out
+
+
 def _kernels(model: nn.Module, xtr, xte, method: str) -> tuple[torch.Tensor, torch.Tensor]:
     k = scalar_kernel(model, xtr, method=method).to(torch.float64)
     kt = scalar_kernel(model, xte, xtr, method=method).to(torch.float64)
@@ -251,17 +309,10 @@ def flip_rates(
     k64 = copy.deepcopy(work).to(f64)
 
     def with_context(x_new: torch.Tensor) -> nn.Module:
-        m = k64
-        if callable(getattr(m, "set_context", None)):
-            m = copy.deepcopy(k64)
-            ctx = normalize_rows(x_new)
-            m.set_context(torch.cat([ctx, normalize_rows(xte64)]) if transductive else ctx)  # type: ignore[operator]
-        return m
+        return _with_context(k64, x_new, xte64, transductive)
 
     def infl(kk: tuple[torch.Tensor, torch.Tensor], y: torch.Tensor, rho: Ridge) -> torch.Tensor:
-        from engine.influence import ntk_loo_influence
-
-        return ntk_loo_influence(kk[0], kk[1], y, y_te, rho.value, loss=loss, n_classes=n_classes)
+        return _loo(kk, y, y_te, rho, loss, n_classes)
 
     x64 = x_tr.to(f64)
     k_before = _kernels(with_context(x64), x64, xte64, ntk_method)

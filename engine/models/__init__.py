@@ -27,20 +27,24 @@ def build_model(
     dtype: torch.dtype = torch.float32,
     d_k: int | None = None,
     init_std: float | None = None,
+    input_shift: torch.Tensor | None = None,
 ) -> nn.Module:
     """Build ``relu`` (2L-ReLU), ``attn`` (MLP-Attn) or ``qkv`` (QKV-Attn) for training
     data ``context`` [n, d]. ``d_k`` and ``init_std`` apply to ``qkv`` only (None: d_k = d,
-    std 1/√d)."""
+    std 1/√d). ``input_shift`` [d]: the per-pixel mean subtracted before the unit-norm
+    scaling (``data.center``; relu and attn), with ``context`` rows already centred."""
     if kind == "relu":
         return TwoLayerNet(
             context.shape[1], width, n_out, sigma_w=sigma_w, train_output=train_output,
-            seed=seed, dtype=dtype,
+            seed=seed, dtype=dtype, input_shift=input_shift,
         )
     if kind == "attn":
         return MLPAttn(
             context, width, n_out, sigma_w=sigma_w, train_output=train_output, seed=seed,
-            dtype=dtype,
+            dtype=dtype, input_shift=input_shift,
         )
+    if input_shift is not None and kind == "qkv":
+        raise ConfigError("data.center", True, "false for QKV-Attn (centring is not supported there yet)")
     if kind == "qkv":
         return QKVAttn(
             context, width, n_out, d_k=d_k, init_std=init_std, sigma_w=sigma_w,

@@ -18,10 +18,20 @@ class LinearizedAttention(nn.Module):
     """
 
     C: torch.Tensor
+    input_shift: torch.Tensor | None
 
-    def __init__(self, context: torch.Tensor) -> None:
+    def __init__(self, context: torch.Tensor, input_shift: torch.Tensor | None = None) -> None:
         super().__init__()
         self.register_buffer("C", self._gram(context))
+        from engine.models.two_layer import _shift
+
+        shift = None if input_shift is None else _shift(input_shift, context.shape[1], context.dtype)
+        self.register_buffer("input_shift", shift)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """x [n, d] (pixels) → x̂ [n, d]: minus ``input_shift`` (data.center), unit rows. The
+        context rows of ``set_context`` are embedded rows (the data set's ``x_train``)."""
+        return normalize_rows(x if self.input_shift is None else x - self.input_shift)
 
     @staticmethod
     def _gram(context: torch.Tensor) -> torch.Tensor:
@@ -39,7 +49,7 @@ class LinearizedAttention(nn.Module):
 
     def transform(self, x: torch.Tensor) -> torch.Tensor:
         """x [n, d] → C x̂ [n, d] before the final normalisation."""
-        return normalize_rows(x) @ self.C
+        return self.embed(x) @ self.C
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [n, d] → normalise(C x̂) [n, d]."""

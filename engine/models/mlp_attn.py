@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from engine.models.attention import LinearizedAttention
-from engine.models.two_layer import TwoLayerNet
+from engine.models.two_layer import TwoLayerNet, normalize_rows
 
 
 class AttentionHead(nn.Module):
@@ -30,8 +30,13 @@ class AttentionHead(nn.Module):
         return self.mlp.n_out
 
     def set_context(self, context: torch.Tensor) -> None:
-        """Recompute the attention's C from a new context [n, d]."""
+        """Recompute the attention's C from a new context [n, d] (embedded rows, ``embed``)."""
         self.attention.set_context(context)  # type: ignore[operator]
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Pixels [n, d] → the rows a context is made of (unit norm; data.center: centred)."""
+        embed = getattr(self.attention, "embed", None)
+        return embed(x) if callable(embed) else normalize_rows(x)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """x [n, d] → the first layer's input [n, d'] (the attention's output)."""
@@ -62,9 +67,10 @@ class MLPAttn(AttentionHead):
         train_output: bool = False,
         seed: int = 0,
         dtype: torch.dtype = torch.float32,
+        input_shift: torch.Tensor | None = None,
     ) -> None:
         super().__init__()
-        self.attention = LinearizedAttention(context.to(dtype))
+        self.attention = LinearizedAttention(context.to(dtype), input_shift)
         self.mlp = TwoLayerNet(
             context.shape[1],
             width,

@@ -15,6 +15,14 @@ def normalize_rows(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(eps)
 
 
+def _shift(shift: torch.Tensor, d: int, dtype: torch.dtype) -> torch.Tensor:
+    """A per-pixel shift [d] (``data.center``), validated."""
+    s = shift.detach().reshape(-1)
+    if s.numel() != d:
+        raise ConfigError("input_shift", tuple(shift.shape), f"[{d}] (one value per input pixel)")
+    return s.to(dtype).clone()
+
+
 class TwoLayerNet(nn.Module):
     """f(x) = m^{-1/2} Σ_r a_r ReLU(w_rᵀ x̃), x̃ = x/‖x‖ (PAPER.md §2).
 
@@ -36,6 +44,7 @@ class TwoLayerNet(nn.Module):
         normalize_input: bool = True,
         seed: int = 0,
         dtype: torch.dtype = torch.float32,
+        input_shift: torch.Tensor | None = None,
     ) -> None:
         super().__init__()
         if int(d_in) < 1:
@@ -54,6 +63,10 @@ class TwoLayerNet(nn.Module):
         w = torch.randn(self.width, self.d_in, generator=g, dtype=torch.float64) * self.sigma_w
         a = torch.randint(0, 2, (self.width, self.n_out), generator=g).to(torch.float64) * 2 - 1
         self.weight = nn.Parameter(w.to(dtype))
+        # data.center: the training set's per-pixel mean, subtracted before the unit-norm
+        # scaling (None: the paper's preprocessing, x/‖x‖)
+        self.input_shift: torch.Tensor | None
+        self.register_buffer("input_shift", None if input_shift is None else _shift(input_shift, self.d_in, dtype))
         if self.train_output:
             self.output = nn.Parameter(a.to(dtype))
         else:
@@ -71,7 +84,9 @@ class TwoLayerNet(nn.Module):
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """x [n, d] → x̃ [n, d], the first layer's input."""
-        return normalize_rows(x) if self.normalize_input else x
+        if not self.normalize_input:
+            return x
+        return normalize_rows(x if self.input_shift is None else x - self.input_shift)
 
     def forward_features(self, xt: torch.Tensor) -> torch.Tensor:
         """x̃ [n, d] → f [n, n_out]."""

@@ -49,6 +49,7 @@ def build_spec(
     qkv_dk: int | None = None,
     qkv_dk_sweep: str | None = None,
     executor: dict[str, object] | None = None,
+    center: bool | None = None,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
     spec = RunSpec.load(config) if config else RunSpec()
@@ -63,6 +64,8 @@ def build_spec(
         ch["data__data_dir"] = str(data_dir)
     if classes is not None:
         ch["data__classes"] = None if classes.lower() in ("all", "") else parse_ints(classes, "--classes")
+    if center is not None:
+        ch["data__center"] = center
     if n_train is not None:
         ch["data__n_train"] = n_train
     if n_test is not None:
@@ -221,6 +224,7 @@ def headless(
     datasets: Annotated[str | None, typer.Option(help="Extra data sets for spectrum, e.g. mnist,cifar10.")] = None,
     device: Annotated[str | None, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = None,
     dtype: Annotated[str | None, typer.Option(help="float32 (default) or float64.")] = None,
+    center: Annotated[bool | None, typer.Option("--center/--no-center", help="Subtract the training set's per-pixel mean before the unit-norm scaling (default: no, as the paper).")] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-<experiment>-<dataset>).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Small preset: n_train 300, widths 16,64,256,1024, 30 epochs, one seed.")] = False,
@@ -240,7 +244,7 @@ def headless(
             dataset=dataset, experiment=experiment, config=config, classes=classes, n_train=n_train,
             n_test=n_test, widths=widths, seeds=seeds, epochs=epochs, lr=lr, optimizer=optimizer, device=device,
             data_dir=data_dir, quick=quick, attacks=attacks, eps=eps, rtol=rtol, models=models,
-            datasets=datasets, dtype=dtype, qkv_dk=qkv_dk, qkv_dk_sweep=qkv_dk_sweep, executor=ex,
+            datasets=datasets, dtype=dtype, qkv_dk=qkv_dk, qkv_dk_sweep=qkv_dk_sweep, executor=ex, center=center,
         )
         from engine.experiments.paths import check_file_target, check_folder_target
 
@@ -276,9 +280,11 @@ def check_data(spec: RunSpec) -> None:
     # Data-dependent errors (an unknown class, n_train larger than a class holds) are
     # found here, before a run directory exists, not as an empty "failed" run.
     from engine.data import load_dataset
+    from engine.experiments.registry import subset_sizes
 
     dd = spec.data
-    load_dataset(dd.name, root=d, classes=dd.classes, n_train=dd.n_train, n_test=dd.n_test, seed=spec.seeds[0])
+    for n_train, n_test in subset_sizes(spec):
+        load_dataset(dd.name, root=d, classes=dd.classes, n_train=n_train, n_test=n_test, seed=spec.seeds[0])
 
 
 def experiments_cmd(

@@ -55,7 +55,7 @@ def _available(part: Part) -> str | None:
 def reproduce(
     dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Data set(s): mnist, cifar10, fashion-mnist, digits (repeat the option for several).")] = None,
     tables: Annotated[str, typer.Option(help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training).")] = "1,2,3,4",
-    seeds: Annotated[str, typer.Option(help="Seeds (default 0,1,2; --quick uses 0).")] = "0,1,2",
+    seeds: Annotated[str | None, typer.Option(help="Seeds (default 0,1,2; --quick: 0).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256,1024, n_train 300, 30 epochs, one seed.")] = False,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files (or their parent).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce).")] = None,
@@ -80,7 +80,7 @@ def reproduce(
         from engine.data import canonical_name
 
         names = tuple(canonical_name(n) for n in names)
-        sd = parse_ints(seeds, "--seeds") or (0,)
+        sd = None if seeds is None else parse_ints(seeds, "--seeds")
         over: dict[str, Any] = {}
         if widths is not None:
             over["model__widths"] = parse_ints(widths, "--widths")

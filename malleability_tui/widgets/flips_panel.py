@@ -1,6 +1,7 @@
 """FlipsPanel: flip rate [95% CI] per data set × model × attack × ε × training, with the paper's,
 for the run's default protocol (``flip.ridge``, ``flip.ranking``), and the sensitivity grid
-(MLP-Attn / 2L-ReLU ratio per ridge × ranking) when the run evaluated more than one."""
+(MLP-Attn / 2L-ReLU ratio per ridge × ranking) when the run evaluated more than one, and
+the influence estimators against retraining when the run holds ``influence_check``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,32 @@ from malleability_tui.state import RunState
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 GRID_HEADERS = ("ridge", "ranking", "attack", "ε", "MLP-Attn", "2L-ReLU", "Attn/ReLU")
+CHECK_HEADERS = ("model", "estimator", "ridge", "ρ vs retraining", "sign agrees", "points", "seeds")
+
+
+def check_cells(rows: list[dict], dataset: str = "") -> tuple[list[tuple[str, ...]], list[str]]:
+    """Table cells of ``influence_check`` (``engine``'s summary: mean over seeds, best
+    first per model) and its headline lines; empty without rows."""
+    from engine.experiments.exp_influence_check import ESTIMATOR_LABELS, summarize
+
+    if not rows:
+        return [], []
+    s = summarize(rows, dataset)
+    out = []
+    for model, m in s["models"].items():
+        ests = sorted(
+            m["estimators"],
+            key=lambda t: (t["estimator"] == "retrain_other_order", -(t["spearman"] if math.isfinite(t["spearman"]) else -2)),
+        )
+        for t in ests:
+            best = m["closest"] is not None and (t["estimator"], t["ridge"]) == (m["closest"]["estimator"], m["closest"]["ridge"])
+            out.append((
+                model, ESTIMATOR_LABELS.get(t["estimator"], t["estimator"]) + (" ★" if best else ""),
+                t["ridge"] or "–", f"{t['spearman']:.2f}" if math.isfinite(t["spearman"]) else "n/a",
+                f"{100 * t['sign_agreement']:.0f}%" if math.isfinite(t["sign_agreement"]) else "n/a",
+                str(t["n_points"]), str(t["seeds"]),
+            ))
+    return out, list(s["headline"])
 
 
 def default_protocol_rows(rows: list[dict], spec: dict) -> list[dict]:
@@ -97,6 +124,8 @@ class FlipsPanel(Vertical):
     FlipsPanel #flip-bars { height: 1fr; min-height: 8; }
     FlipsPanel #flip-grid { height: auto; max-height: 14; display: none; }
     FlipsPanel #flip-grid.shown { display: block; }
+    FlipsPanel #flip-check { height: auto; max-height: 16; display: none; }
+    FlipsPanel #flip-check.shown { display: block; }
     FlipsPanel #flip-notes { height: auto; max-height: 8; color: $text-muted; }
     """
 
@@ -110,6 +139,9 @@ class FlipsPanel(Vertical):
         grid = DataTable(id="flip-grid", zebra_stripes=True, cursor_type="row")
         grid.add_columns(*GRID_HEADERS)
         yield grid
+        check = DataTable(id="flip-check", zebra_stripes=True, cursor_type="row")
+        check.add_columns(*CHECK_HEADERS)
+        yield check
         yield Static("", id="flip-notes")
 
     def watch_state(self, st: RunState) -> None:
@@ -133,9 +165,17 @@ class FlipsPanel(Vertical):
                 grid.add_row(*c)
             self._last_grid = cells
         grid.set_class(bool(cells), "shown")
+        ccells, clines = check_cells(st.tables.get("influence_check", []), str((st.spec.get("data") or {}).get("name", "")))
+        check = self.query_one("#flip-check", DataTable)
+        if getattr(self, "_last_check", None) != ccells:
+            check.clear()
+            for c in ccells:
+                check.add_row(*c)
+            self._last_check = ccells
+        check.set_class(bool(ccells), "shown")
         notes = adversarial_lines(rows)
         if not rows:
-            notes = ["No flip rates yet: run the flip (and advtrain) experiments."]
+            notes = [] if ccells else ["No flip rates yet: run the flip (and advtrain) experiments."]
         else:
             notes.insert(
                 0,
@@ -144,4 +184,7 @@ class FlipsPanel(Vertical):
             )
             if cells:
                 notes.insert(1, "grid: pooled flip rates per ridge × ranking on the same models and attacked points (standard training)")
+        if ccells:
+            notes.append("influence check: ρ = Spearman of each estimator's s_i with retraining without i (★ closest)")
+            notes.extend(clines)
         self.query_one("#flip-notes", Static).update("\n".join(notes))

@@ -61,3 +61,11 @@ def test_zero_l2_needs_a_number():
         resolve_ridge("objective", n=100, lam=0.0, field="flip.ridge")
     with pytest.raises(ConfigError, match="loss"):
         objective_ridge(10, 1e-3, "hinge")
+
+
+def test_nlambda_is_n_times_lambda_and_labelled():
+    from engine.ridge import resolve_ridge
+
+    r = resolve_ridge("nlambda", n=200, lam=1e-3)
+    assert r.value == pytest.approx(0.2) and r.label == "nlambda:0.2"
+    assert resolve_ridge("objective", n=200, lam=1e-3).value == pytest.approx(r.value / 2)

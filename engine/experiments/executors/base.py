@@ -38,6 +38,8 @@ class Cell:
     """The data subset the cell reads (``ctx.dataset(seed=data_seed)``)."""
     label: str = ""
     """Progress text."""
+    sizes: tuple[int, int] | None = None
+    """(n_train, n_test) of the subset when not the spec's (``ctx.dataset(seed, n_train=…)``)."""
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ def run_cell_remote(
     data_seed: int,
     dataset: Dataset,
     threads: int,
+    sizes: tuple[int, int] | None = None,
 ) -> tuple[list[Event], float, str]:
     """Body of one Ray task: run ``fn`` in a fresh context on ``dataset``.
 
@@ -60,7 +61,7 @@ def run_cell_remote(
     torch.set_num_threads(threads)  # one cell's numbers must not depend on its neighbours
     t0 = time.perf_counter()
     ctx = RunContext(spec.replace(executor__kind="local"))
-    ctx.adopt_dataset(dataset, data_seed)
+    ctx.adopt_dataset(dataset, data_seed, sizes)
     events = [ev for ev in fn(ctx, cell_id, *args) if not isinstance(ev, Progress)]
     return events, time.perf_counter() - t0, socket.gethostname()
 
@@ -73,7 +74,7 @@ class RayExecutor:
 
         self.ray = ray
         self.es = es
-        self._data: dict[tuple[str, int], Any] = {}
+        self._data: dict[tuple[Any, ...], Any] = {}
         self._remote: Any = None
 
     def describe(self) -> str:
@@ -109,10 +110,11 @@ class RayExecutor:
         cap = max(1, int(self._cpus() // self.es.cpus_per_cell))
         return min(cap, self.es.max_parallel) if self.es.max_parallel else cap
 
-    def _dataset_ref(self, ctx: RunContext, seed: int) -> Any:
-        key = (ctx.spec.data.name, seed)
+    def _dataset_ref(self, ctx: RunContext, seed: int, sizes: tuple[int, int] | None = None) -> Any:
+        key = (ctx.spec.data.name, seed, sizes)
         if key not in self._data:
-            self._data[key] = self.ray.put(ctx.dataset(seed=seed))
+            n_train, n_test = sizes if sizes is not None else (None, None)
+            self._data[key] = self.ray.put(ctx.dataset(seed=seed, n_train=n_train, n_test=n_test))
         return self._data[key]
 
     def run(
@@ -135,8 +137,9 @@ class RayExecutor:
                         c.args,
                         ctx.spec,
                         c.data_seed,
-                        self._dataset_ref(ctx, c.data_seed),
+                        self._dataset_ref(ctx, c.data_seed, c.sizes),
                         self.es.cpus_per_cell,
+                        c.sizes,
                     )
                     inflight[ref] = (i, time.perf_counter())
                 ready, _ = ray.wait(list(inflight), num_returns=1, timeout=POLL_S)

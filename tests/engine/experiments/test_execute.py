@@ -43,7 +43,7 @@ def test_resume_skips_done_cells_and_passes_their_rows(tmp_path):
     assert _status(run) == "interrupted"
     got = {}
 
-    def second(spec, *, done_cells, cancel, previous_rows):
+    def second(spec, *, done_cells, cancel, previous_rows, previous_artifacts):
         got.update(done=done_cells, rows=previous_rows)
         yield TableRow("train", _row(8), cell="b")
         yield CellFinished("b")

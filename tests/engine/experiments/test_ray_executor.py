@@ -184,3 +184,28 @@ def test_cancel_raises_cancelled_from_run_cells(tmp_path) -> None:
     cancel.set()
     with pytest.raises(Cancelled):
         list(run_cells(_ray_ctx(cancel=cancel), _plan(tmp_path, ["ok", "ok"])))
+
+
+def test_influence_check_cells_give_the_same_rows_on_ray() -> None:
+    from engine.experiments.spec import ExecutorSpec, InfluenceCheckSpec
+
+    spec = RunSpec.from_dict({
+        "experiment": "influence_check", "seeds": [0], "device": "cpu", "dtype": "float64",
+        "data": {"name": "digits", "classes": [3, 8]},
+        "model": {"kinds": ["relu", "attn"]},
+        "train": {"epochs": 3, "batch_size": 10},
+    }).replace(influence_check=InfluenceCheckSpec(n_train=30, n_test=10, width=8, top=2, random=2))
+
+    def rows(s: RunSpec) -> dict[tuple[str, str, str], float]:
+        evs = list(run(s))
+        assert isinstance(evs[-1], Finished), evs[-1]
+        return {
+            (e.row["model"], e.row["estimator"], e.row["ridge"]): e.row["spearman"]
+            for e in evs if isinstance(e, TableRow) and e.table == "influence_check"
+        }
+
+    local = rows(spec)
+    remote = rows(spec.replace(executor=ExecutorSpec(kind="ray")))
+    assert local.keys() == remote.keys() and len(local) >= 8
+    for k, v in local.items():
+        assert remote[k] == pytest.approx(v, abs=1e-9, nan_ok=True), k

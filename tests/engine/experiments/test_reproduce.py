@@ -30,6 +30,13 @@ def test_plan_parts_and_experiments() -> None:
     assert plan(("cifar10",), tables=(3,))[1].spec.data.classes == (1, 0)
 
 
+def test_explicit_seeds_win_over_the_quick_preset() -> None:
+    """--quick runs one seed unless --seeds says otherwise, even --seeds 0,1,2."""
+    assert plan(("digits",), tables=(1,), quick=True)[0].spec.seeds == (0,)
+    assert plan(("digits",), tables=(1,), quick=True, seeds=(0, 1, 2))[0].spec.seeds == (0, 1, 2)
+    assert plan(("digits",), tables=(1,))[0].spec.seeds == (0, 1, 2)
+
+
 def test_wilson_and_mean_std() -> None:
     lo, hi = wilson_interval(10, 100)
     assert lo < 0.1 < hi and lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)

@@ -36,6 +36,18 @@ def test_exact_equals_cg_binary_mse(data):
         assert torch.equal(v, before[k])
 
 
+@pytest.mark.parametrize("method", ["exact", "cg"])
+def test_train_indices_solve_for_the_training_side_and_give_the_same_columns(data, method):
+    x, xt, _ = data
+    net = TwoLayerNet(5, 8, sigma_w=1.0, seed=2, dtype=DT)
+    y, yt = torch.sign(x[:, 0] - 0.5), torch.sign(xt[:, 0] - 0.5)
+    full = gradient_influence(net, x, y, xt, yt, lam=1e-2, method=method, cg_tol=1e-13)
+    idx = [3, 0, 17]
+    part = gradient_influence(net, x, y, xt, yt, lam=1e-2, method=method, cg_tol=1e-13, train_indices=idx)
+    assert part.shape == (6, 3)
+    torch.testing.assert_close(part, full[:, idx], atol=1e-8 * float(full.abs().max()), rtol=1e-6)
+
+
 def test_exact_equals_cg_and_lissa_multiclass_ce(data):
     x, xt, g = data
     net = TwoLayerNet(5, 6, n_out=3, sigma_w=1.0, train_output=True, seed=4, dtype=DT)

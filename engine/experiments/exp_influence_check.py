@@ -1,0 +1,361 @@
+"""Experiment ``influence_check``: every influence estimator against retraining (PAPER.md §6a).
+
+The flip protocol trusts an estimator of "what removing training point i does to the test
+loss". This experiment measures that quantity directly on a small subset
+(``influence_check.n_train`` points, width ``influence_check.width``) and asks which
+estimator, at which ridge, stands for the trained network:
+
+1. train the network as every experiment does (``ctx.train_model``: the run's loss,
+   optimiser, L2, epochs, batch order);
+2. estimators on the trained weights: kernel LOO on its empirical NTK at each ridge of
+   ``influence_check.ridges`` (``lambda`` = λ, ``objective`` = nλ/2, ``nlambda`` = nλ;
+   ``engine.ridge``), exactly as the flip protocol computes it before an attack; gradient
+   influence (Koh & Liang) with conjugate gradients and, up to
+   ``influence_check.exact_max_params`` parameters, the dense Hessian, damped by λ, on the
+   network's own training loss (float64 copies of the model);
+3. remove K points (the ``top`` best-ranked by the default protocol, ``flip.ridge`` and
+   ``flip.ranking``, and ``random`` more drawn from the rest) one at a time and retrain from
+   the same initialisation on the same batches with the point's weight zeroed
+   (``engine.train.train``, ``exclude``); MLP-Attn's C is recomputed without the point
+   (``influence_check.context = "refit"``) or kept (``"fixed"``, what the estimators hold
+   fixed). The true effect is Δ[t, i] = loss_t(retrained without i) − loss_t(retrained on
+   all), the network's own per-example loss (squared error, or cross-entropy for K classes);
+4. compare per point through s_i = mean_t (``engine.influence.retrain.agreement``):
+   Spearman ρ and the fraction of points whose sign agrees.
+
+``influence_check.noise_floor`` also retrains everything with another batch order and
+compares those effects with the truth (estimator ``retrain_other_order``): the best any
+estimator can hope for when the effect of one point is partly the chaos of training
+(1.0 for full-batch GD, where batch order does not exist).
+
+One cell per (seed, model). Rows go to ``influence_check`` (one per estimator and ridge);
+the summary names, per model, the estimator closest to retraining. Only when asked:
+``--experiment all`` leaves it out (it retrains K + 1 times per model and seed).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from engine.experiments.context import batch_seed
+from engine.experiments.events import (
+    Artifact,
+    Event,
+    Log,
+    Progress,
+    Summary,
+    TableRow,
+)
+from engine.experiments.registry import register
+from engine.models import MODEL_LABELS
+from engine.results import mean_std, num
+
+if TYPE_CHECKING:
+    from engine.data.dataset import Dataset
+    from engine.experiments.context import RunContext
+
+__all__ = ["ESTIMATOR_LABELS", "run_influence_check", "summarize"]
+
+ESTIMATOR_LABELS = {
+    "kernel_loo": "kernel LOO",
+    "gradient_cg": "gradient (CG)",
+    "gradient_exact": "gradient (exact)",
+    "retrain_other_order": "retraining, another batch order",
+}
+NOISE = "retrain_other_order"
+OTHER_ORDER = 1_000_003  # added to the batch seed for the noise-floor retraining
+CG_TOL = 1e-8
+"""Relative residual of the CG solves: far below the effects compared (ranks and signs)."""
+
+
+@register(
+    "influence_check",
+    "Influence estimators (kernel LOO at 3 ridges, gradient) vs retraining without each point",
+    order=45,
+    cells=True,
+    in_all=False,
+    sizes=lambda sp: (sp.influence_check.n_train, sp.influence_check.n_test),
+)
+def run_influence_check(ctx: RunContext) -> Iterator[Event]:
+    from engine.experiments.executors import Cell, run_cells
+
+    sp, ic = ctx.spec, ctx.spec.influence_check
+    rows: list[dict[str, Any]] = ctx.previous_rows("influence_check")
+    name = sp.data.name
+    plan = []
+    for seed in sp.seeds:
+        name = ctx.dataset(seed=seed, n_train=ic.n_train, n_test=ic.n_test).name
+        for kind in sp.model.kinds:
+            plan.append(Cell(
+                f"influence_check/{name}/{kind}/{seed}", check_cell, (kind, seed), seed,
+                f"influence check {MODEL_LABELS[kind]} seed={seed}", (ic.n_train, ic.n_test),
+            ))
+    for ev in run_cells(ctx, plan):
+        if isinstance(ev, TableRow) and ev.table == "influence_check":
+            rows.append(ev.row)
+        yield ev
+    summary = summarize(rows, name)
+    for line in summary["headline"]:
+        yield Log(line)
+    yield Summary("influence_check", summary)
+
+
+def check_cell(ctx: RunContext, cell: str, kind: str, seed: int) -> Iterator[Event]:
+    """One cell (any executor): train, estimate, retrain without each chosen point."""
+    ic = ctx.spec.influence_check
+    ds = ctx.dataset(seed=seed, n_train=ic.n_train, n_test=ic.n_test)
+    yield from _cell(ctx, cell, ds, kind, seed)
+
+
+def _cell(
+    ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int
+) -> Generator[Event, None, list[dict[str, Any]]]:
+    from engine.influence.retrain import agreement, retraining_effects
+    from engine.malleability.ranking import ranking_score, top_indices
+
+    sp, ic = ctx.spec, ctx.spec.influence_check
+    width = ic.width
+    tm = yield from ctx.train_model(kind, width, seed, dataset=ds)
+    estimates, seconds, ridges = _kernel_estimates(ctx, tm.model, ds)
+
+    # the points: the default protocol's best-ranked, then random ones from the rest
+    default = estimates[("kernel_loo", _ridge_key(sp.flip.ridge))]
+    score = ranking_score(default, sp.flip.ranking)
+    n = ds.n_train
+    top = top_indices(score, min(ic.top, n)).cpu()
+    rest = torch.tensor([i for i in range(n) if i not in set(top.tolist())], dtype=torch.long)
+    g = torch.Generator().manual_seed(int(seed))
+    rand = rest[torch.randperm(rest.numel(), generator=g)[: ic.random]]
+    indices = [int(i) for i in torch.cat([top, rand])]
+    estimates = {k: v[:, indices] for k, v in estimates.items()}
+    for note in _gradient_estimates(ctx, tm.model, ds, indices, estimates, seconds, ridges):
+        yield Log(note, "warning")  # an event, not ctx.note: the cell may run remotely
+
+    orders = [batch_seed(seed, width)] + ([batch_seed(seed, width) + OTHER_ORDER] if ic.noise_floor else [])
+    steps = len(orders) * (len(indices) + 1)
+    truths = []
+    t_truth = 0.0
+    for j, order in enumerate(orders):
+        t0 = time.perf_counter()
+        gen = retraining_effects(_fitter(ctx, ds, kind, width, seed, order), indices)
+        while True:
+            ctx.check_cancel()
+            try:
+                k = next(gen)
+            except StopIteration as stop:
+                truths.append(stop.value)
+                break
+            yield Progress(
+                "cell", j * (len(indices) + 1) + k + 1, steps,
+                f"retraining {MODEL_LABELS[kind]} without point {k} of {len(indices)}", cell=cell,
+            )
+        t_truth += time.perf_counter() - t0
+    truth = truths[0]
+
+    base = {
+        "model": MODEL_LABELS[kind], "dataset": ds.name, "seed": seed, "width": width,
+        "n_train": n, "context": ic.context if kind != "relu" else "none",
+    }
+    rows = []
+    scores: dict[str, list[float]] = {"truth": truth.mean(0).tolist()}
+    for key, est in estimates.items():
+        a = agreement(est, truth)
+        method, rule = key
+        label = ridges[key]
+        rows.append({**base, "estimator": method, "ridge": label, "spearman": a.spearman,
+                     "spearman_p": a.spearman_p, "sign_agreement": a.sign_agreement, "n_points": a.n_points,
+                     "seconds": round(seconds[key], 4)})
+        scores[f"{method} {label}"] = est.mean(0).tolist()
+    if ic.noise_floor:
+        a = agreement(truths[1], truth)
+        rows.append({**base, "estimator": NOISE, "ridge": "", "spearman": a.spearman,
+                     "spearman_p": a.spearman_p, "sign_agreement": a.sign_agreement, "n_points": a.n_points,
+                     "seconds": round(t_truth / len(orders), 4)})
+        scores[NOISE] = truths[1].mean(0).tolist()
+    yield Artifact(
+        "influence_check_scores",
+        {"indices": indices, "n_top": int(top.numel()), "scores": scores,
+         "train_loss": tm.train_loss, "train_accuracy": tm.train_accuracy,
+         "test_accuracy": tm.test_accuracy, "truth_seconds": t_truth},
+        cell=cell,
+    )
+    for r in rows:
+        yield TableRow("influence_check", r, cell=cell)
+    return rows
+
+
+def _ridge_key(rule: str | float) -> str:
+    return rule if isinstance(rule, str) else f"{rule:g}"
+
+
+Estimates = dict[tuple[str, str], torch.Tensor]
+
+
+def _kernel_estimates(
+    ctx: RunContext, model: nn.Module, ds: Dataset
+) -> tuple[Estimates, dict[tuple[str, str], float], dict[tuple[str, str], str]]:
+    """{("kernel_loo", ridge rule): I [t, n]}, their seconds and ridge labels."""
+    from engine.malleability import model_kernel_influence
+
+    sp, ic = ctx.spec, ctx.spec.influence_check
+    est: Estimates = {}
+    secs: dict[tuple[str, str], float] = {}
+    labels: dict[tuple[str, str], str] = {}
+    for rule in dict.fromkeys((*ic.ridges, sp.flip.ridge)):
+        t0 = time.perf_counter()
+        ((rho, infl),) = model_kernel_influence(
+            model, ds, [rule], l2=sp.train.l2, transductive=sp.data.transductive
+        ).values()
+        key = ("kernel_loo", _ridge_key(rule))
+        est[key], secs[key], labels[key] = infl, time.perf_counter() - t0, rho.label
+    return est, secs, labels
+
+
+def _gradient_estimates(
+    ctx: RunContext, model: nn.Module, ds: Dataset, indices: list[int], est: Estimates,
+    secs: dict[tuple[str, str], float], labels: dict[tuple[str, str], str],
+) -> list[str]:
+    """Add ("gradient_cg" | "gradient_exact", "lambda"): I [t, k] for the removed points
+    (k Hessian solves, ``gradient_influence(train_indices=…)``), damped by the L2 λ.
+    Returns notes for the log (what was skipped and why)."""
+    from engine.influence import gradient_influence
+
+    sp, ic = ctx.spec, ctx.spec.influence_check
+    notes: list[str] = []
+    if not ic.gradient:
+        return notes
+    if sp.train.l2 <= 0:
+        return ["influence_check: gradient influence skipped: it needs a positive damping; train.l2 is 0"]
+    m64 = _float64_copy(ctx, model, ds)
+    n_params = sum(p.numel() for p in m64.parameters() if p.requires_grad)
+    loss = "mse" if ds.task == "binary" else "ce"
+    dev = next(m64.parameters()).device
+    for method in ic.gradient:
+        if method == "exact" and n_params > ic.exact_max_params:
+            notes.append(
+                f"influence_check: gradient (exact) skipped: {n_params} parameters > "
+                f"influence_check.exact_max_params = {ic.exact_max_params}"
+            )
+            continue
+        t0 = time.perf_counter()
+        infl = gradient_influence(
+            m64, ds.x_train_raw.to(dev), ds.y_train.to(dev), ds.x_test_raw.to(dev),
+            ds.y_test.to(dev), lam=sp.train.l2, loss=loss, method=method, cg_tol=CG_TOL,
+            train_indices=indices,
+        )
+        key = (f"gradient_{method}", "lambda")
+        est[key], secs[key], labels[key] = infl, time.perf_counter() - t0, f"lambda:{sp.train.l2:g}"
+    return notes
+
+
+def _float64_copy(ctx: RunContext, model: nn.Module, ds: Dataset) -> nn.Module:
+    """A float64 copy with the attention's C recomputed in float64 (as the kernels' is)."""
+    import copy
+
+    m = copy.deepcopy(model).to(torch.float64).eval()
+    if callable(getattr(m, "set_context", None)):
+        m.set_context(ctx.context_rows(ds).to(torch.float64))  # type: ignore[operator]
+    return m
+
+
+def _fitter(ctx: RunContext, ds: Dataset, kind: str, width: int, seed: int, order: int):
+    """fit(exclude) → the retrained network's per-test losses [t] (module docstring, 3)."""
+    from engine.train import data_loss, train
+
+    sp = ctx.spec
+    x, y = ctx.to_device(ds.x_train_raw), ctx.to_device(ds.y_train)
+    xt, yt = ctx.to_device(ds.x_test_raw), ctx.to_device(ds.y_test)
+    rows = ctx.context_rows(ds)
+    refit = sp.influence_check.context == "refit" and kind != "relu"
+
+    def fit(exclude: int | None) -> torch.Tensor:
+        context = None
+        if refit and exclude is not None:
+            keep = torch.ones(rows.shape[0], dtype=torch.bool, device=rows.device)
+            keep[exclude] = False  # a training row (test rows, when transductive, come after)
+            context = rows[keep]
+        model = ctx.new_model(kind, width, seed, ds, context=context)
+        gen = torch.Generator().manual_seed(order)
+        for _ in train(model, x, y, sp.train, generator=gen, should_stop=ctx.cancelled, exclude=exclude):
+            pass
+        model.eval()
+        with torch.no_grad():
+            return data_loss(model(xt), yt, reduction="none").reshape(xt.shape[0], -1).sum(1)
+
+    return fit
+
+
+# -- summary -----------------------------------------------------------------------
+
+
+def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
+    """Per model: every estimator's mean Spearman ρ and sign agreement over seeds, the one
+    closest to retraining, and whether retraining resolves one point's effect at all.
+
+    Resolved: retraining with another batch order agrees with the truth, ρ > 0 at
+    p < 0.05, in every seed (``noise_floor``); otherwise the truth is the chaos of training
+    and the ranking of the estimators is not a result ("inconclusive"). Without the noise
+    floor the resolution is "not measured".
+    """
+    by: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
+    for r in rows:
+        by.setdefault(str(r["model"]), {}).setdefault((str(r["estimator"]), str(r["ridge"] or "")), []).append(r)
+    models: dict[str, Any] = {}
+    headline: list[str] = []
+    for model, ests in by.items():
+        table: list[dict[str, Any]] = []
+        for (est, ridge), rs in ests.items():
+            rho = mean_std(num(r["spearman"]) for r in rs)
+            sign = mean_std(num(r["sign_agreement"]) for r in rs)
+            signif = sum(1 for r in rs if num(r.get("spearman_p")) < 0.05 and num(r["spearman"]) > 0)
+            table.append({
+                "estimator": est, "ridge": ridge, "spearman": rho.mean, "spearman_std": rho.std,
+                "significant_seeds": signif, "sign_agreement": sign.mean,
+                "n_points": int(sum(int(num(r["n_points"])) for r in rs)), "seeds": len(rs),
+                "seconds": mean_std(num(r["seconds"]) for r in rs).mean,
+            })
+        cands = [t for t in table if t["estimator"] != NOISE and math.isfinite(t["spearman"])]
+        cands.sort(key=lambda t: (t["spearman"], t["sign_agreement"]), reverse=True)
+        noise = next((t for t in table if t["estimator"] == NOISE), None)
+        resolved = None if noise is None else noise["significant_seeds"] == noise["seeds"]
+        best = cands[0] if cands and resolved is not False else None
+        models[model] = {"estimators": table, "closest": best, "noise_floor": noise, "resolved": resolved}
+        listing = "; ".join(f"{_name(t)} ρ {t['spearman']:.2f}, sign {100 * t['sign_agreement']:.0f} %" for t in cands)
+        if resolved is False:
+            assert noise is not None
+            headline.append(
+                f"{model}: INCONCLUSIVE: retraining does not resolve one point's effect (another batch "
+                f"order agrees with the truth at ρ {noise['spearman']:.2f}, significant in "
+                f"{noise['significant_seeds']} of {noise['seeds']} seeds), so no estimator can be "
+                f"judged; estimators: {listing}"
+            )
+            continue
+        if not cands:
+            headline.append(f"{model}: no estimator gives a finite rank correlation with retraining")
+            continue
+        assert best is not None
+        line = (
+            f"{model}: closest to retraining: {_name(best)} (Spearman ρ {best['spearman']:.2f}, "
+            f"p < 0.05 in {best['significant_seeds']} of {best['seeds']} seeds, sign agreement "
+            f"{100 * best['sign_agreement']:.0f} % over {best['n_points']} removed points)"
+        )
+        if len(cands) > 1:
+            line += "; then " + listing.split("; ", 1)[1]
+        line += (
+            "; ground truth not checked for resolution (influence_check.noise_floor = false)"
+            if noise is None
+            else f"; ground truth resolved: another batch order agrees at ρ {noise['spearman']:.2f}"
+        )
+        headline.append(line)
+    return {"headline": headline, "dataset": dataset, "models": models}
+
+
+def _name(t: dict[str, Any]) -> str:
+    label = ESTIMATOR_LABELS.get(t["estimator"], t["estimator"])
+    return f"{label} {t['ridge']}" if t["ridge"] else label

@@ -1,0 +1,141 @@
+"""The ``influence_check`` experiment: rows, selection, the noise floor, and ``all``."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.experiments import run
+from engine.experiments.events import Artifact, Failed, Summary, TableRow
+from engine.experiments.exp_influence_check import summarize
+from engine.experiments.registry import select, subset_sizes
+from engine.experiments.spec import (
+    DataSpec,
+    InfluenceCheckSpec,
+    ModelSpec,
+    NTKSpec,
+    RunSpec,
+    TrainSpec,
+)
+from engine.experiments.store import TABLE_COLUMNS, RunStore
+
+
+def _spec(**ic) -> RunSpec:
+    return RunSpec(
+        experiment="influence_check",
+        data=DataSpec(name="digits", classes=(3, 8)),
+        model=ModelSpec(kinds=("relu", "attn"), widths=(8,)),
+        train=TrainSpec(epochs=4, batch_size=10),
+        ntk=NTKSpec(drift_every=0),
+        influence_check=InfluenceCheckSpec(
+            **{"n_train": 30, "n_test": 10, "width": 8, "top": 3, "random": 3, **ic}
+        ),
+        seeds=(0,),
+        device="cpu",
+        dtype="float64",
+    )
+
+
+def _run(spec: RunSpec, tmp_path):
+    store = RunStore(tmp_path / "run", spec)
+    events = []
+    for ev in run(spec):
+        store.write(ev)
+        events.append(ev)
+    store.close("finished")
+    assert not [e for e in events if isinstance(e, Failed)]
+    return events, tmp_path / "run"
+
+
+def test_rows_cover_every_estimator_and_model(tmp_path):
+    events, out = _run(_spec(), tmp_path)
+    rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "influence_check"]
+    got = {(r["model"], r["estimator"], r["ridge"]) for r in rows}
+    for model in ("2L-ReLU", "MLP-Attn"):
+        for ridge in ("lambda:0.001", "objective:0.015", "nlambda:0.03"):
+            assert (model, "kernel_loo", ridge) in got
+        assert (model, "gradient_cg", "lambda:0.001") in got
+        assert (model, "gradient_exact", "lambda:0.001") in got  # 8 × 64 parameters ≤ 4096
+        assert (model, "retrain_other_order", "") in got
+    for r in rows:
+        assert r["n_points"] == 6 and r["n_train"] == 30
+        assert -1 <= r["spearman"] <= 1 or r["spearman"] != r["spearman"]
+        assert 0 <= r["sign_agreement"] <= 1
+    with open(out / "influence_check.csv", newline="") as f:
+        header = next(csv.reader(f))
+    assert tuple(header) == TABLE_COLUMNS["influence_check"]
+    art = [e for e in events if isinstance(e, Artifact) and e.name == "influence_check_scores"]
+    assert len(art) == 2 and len(art[0].data["indices"]) == 6 and art[0].data["n_top"] == 3
+    assert len(set(art[0].data["indices"])) == 6  # the random points are not the top ones
+    summ = [e for e in events if isinstance(e, Summary) and e.section == "influence_check"][0]
+    assert len(summ.data["headline"]) == 2
+    assert all("closest to retraining" in h or "INCONCLUSIVE" in h for h in summ.data["headline"])
+
+
+def test_exact_gradient_is_skipped_above_its_parameter_cap(tmp_path):
+    events, _ = _run(_spec(exact_max_params=100, noise_floor=False), tmp_path)
+    rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "influence_check"]
+    assert not [r for r in rows if r["estimator"] == "gradient_exact"]
+    assert not [r for r in rows if r["estimator"] == "retrain_other_order"]
+    logs = " ".join(getattr(e, "message", "") for e in events)
+    assert "gradient (exact) skipped" in logs
+
+
+def test_full_batch_gd_has_no_batch_order_noise(tmp_path):
+    """Full-batch GD draws no batches: retraining with "another order" is the same
+    retraining, so it agrees with the truth exactly (the noise floor's known answer)."""
+    spec = _spec(gradient=()).replace(train__optimizer="gd", train__lr=0.5, model__kinds=("relu",))
+    events, _ = _run(spec, tmp_path)
+    noise = [e.row for e in events if isinstance(e, TableRow) and e.row.get("estimator") == "retrain_other_order"]
+    assert noise and noise[0]["spearman"] == pytest.approx(1.0) and noise[0]["sign_agreement"] == 1.0
+
+
+def test_all_leaves_it_out_and_its_subset_is_checked():
+    assert "influence_check" not in [e.name for e in select("all")]
+    assert [e.name for e in select("influence_check")] == ["influence_check"]
+    spec = _spec()
+    assert subset_sizes(spec) == [(30, 10)]
+    assert subset_sizes(spec.replace(experiment="train,influence_check")) == [(1000, 200), (30, 10)]
+
+
+def test_bad_options_are_config_errors():
+    with pytest.raises(ConfigError, match="influence_check.context"):
+        InfluenceCheckSpec(context="frozen")
+    with pytest.raises(ConfigError, match="influence_check.gradient"):
+        InfluenceCheckSpec(gradient=("lissa",))
+    with pytest.raises(ConfigError, match="influence_check.top"):
+        InfluenceCheckSpec(top=1, random=1)
+    with pytest.raises(ConfigError, match="influence_check.ridges"):
+        InfluenceCheckSpec(ridges=("half",))
+
+
+def test_summary_names_the_estimator_with_the_highest_rank_correlation():
+    base = {"model": "2L-ReLU", "n_points": 40, "seconds": 0.1}
+    rows = [
+        {**base, "estimator": "kernel_loo", "ridge": "lambda:0.001", "spearman": 0.2, "sign_agreement": 0.6, "seed": 0},
+        {**base, "estimator": "kernel_loo", "ridge": "objective:0.1", "spearman": 0.7, "sign_agreement": 0.8, "seed": 0},
+        {**base, "estimator": "kernel_loo", "ridge": "objective:0.1", "spearman": 0.5, "sign_agreement": 0.9, "seed": 1},
+        {**base, "estimator": "retrain_other_order", "ridge": "", "spearman": 0.95, "spearman_p": 1e-9, "sign_agreement": 1.0, "seed": 0},
+        {**base, "estimator": "retrain_other_order", "ridge": "", "spearman": 0.9, "spearman_p": 1e-8, "sign_agreement": 1.0, "seed": 1},
+    ]
+    s = summarize(rows, "digits")
+    best = s["models"]["2L-ReLU"]["closest"]
+    assert (best["estimator"], best["ridge"]) == ("kernel_loo", "objective:0.1")
+    assert best["spearman"] == pytest.approx(0.6) and best["n_points"] == 80 and best["seeds"] == 2
+    assert "kernel LOO objective:0.1" in s["headline"][0] and "resolved" in s["headline"][0]
+    assert s["models"]["2L-ReLU"]["resolved"] is True
+
+
+def test_summary_is_inconclusive_when_retraining_is_chaotic():
+    """When another batch order does not reproduce the effects, ranking estimators
+    against them is not a result."""
+    base = {"model": "MLP-Attn", "n_points": 40, "seconds": 0.1, "seed": 0}
+    rows = [
+        {**base, "estimator": "kernel_loo", "ridge": "objective:0.1", "spearman": 0.4, "spearman_p": 0.01, "sign_agreement": 0.8},
+        {**base, "estimator": "retrain_other_order", "ridge": "", "spearman": -0.5, "spearman_p": 0.001, "sign_agreement": 0.4},
+    ]
+    s = summarize(rows, "digits")
+    assert s["models"]["MLP-Attn"]["resolved"] is False and s["models"]["MLP-Attn"]["closest"] is None
+    assert s["headline"][0].startswith("MLP-Attn: INCONCLUSIVE")
