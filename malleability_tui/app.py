@@ -28,6 +28,7 @@ from malleability_tui.screens.help import HelpScreen
 from malleability_tui.state import RunState, load_run_state
 from malleability_tui.widgets.flips_panel import FlipsPanel
 from malleability_tui.widgets.landscape_panel import LandscapePanel
+from malleability_tui.widgets.panel_tabs import PanelTabs
 from malleability_tui.widgets.runs_browser import RunsBrowser
 from malleability_tui.widgets.setup_form import DataChoice, SetupForm, data_choices
 from malleability_tui.widgets.spectra_panel import SpectraPanel
@@ -58,8 +59,10 @@ class Settings:
     data_root: str | None = None
     data_choices: list[DataChoice] | None = None
     experiments: list[str] | None = None
-    refresh_interval: float = 0.2
-    """Seconds between panel redraws while events arrive."""
+    refresh_interval: float = 0.5
+    """Seconds between panel redraws (and status-clock updates) while events arrive. A
+    redraw of the live panel costs ~20 ms of UI CPU; at 0.2 s that took ~0.2 of a core
+    from training on 2 cores, at 0.5 s ~0.08 (benchmarks/bench_tui_latency.py)."""
     clock: bool = True
     """Show elapsed time / ETA (off in snapshot tests, which must not depend on time)."""
     open_run: str | None = None
@@ -150,7 +153,7 @@ class MalleabilityApp(App):
         spec = s.spec or _first_spec(s.runs_root)
         choices = s.data_choices if s.data_choices is not None else data_choices(s.data_root)
         exps = s.experiments if s.experiments is not None else _experiment_names()
-        with TabbedContent(id="tabs"):
+        with PanelTabs(id="tabs"):
             for tab, title in zip(TABS, TAB_TITLES):
                 with TabPane(title, id=tab):
                     if tab == "setup":
@@ -253,7 +256,9 @@ class MalleabilityApp(App):
         target = {"setup": "#setup-form", "runs": "#runs-table", "flips": "#flip-table"}.get(
             tab, f"#{tab}-panel"
         )
-        self._q(target).focus()
+        # set_focus now, not Widget.focus() (deferred): a panel key handled in between would
+        # see this focus land in the pane it just left, which switched back to it.
+        self.screen_stack[0].set_focus(self._q(target))
 
     # -- job messages (posted by the runner's thread) ---------------------------------------------------
 

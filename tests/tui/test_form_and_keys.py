@@ -232,3 +232,19 @@ async def test_compare_only_takes_its_own_keys_and_highlights_differences(tmp_pa
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_a_fast_second_panel_key_wins_over_the_first_panels_focus(tmp_path):
+    """"4" then "5" in quick succession: the Flips panel's focus (given after "4") reaches the
+    tabs after "5" switched away; it must not pull Flips back (a lost key)."""
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("escape")
+        app.action_show_tab("flips")
+        await pilot.pause()
+        app.screen.set_focus(None)
+        app._focus_pane("flips")  # what showing Flips does after the refresh …
+        app.action_show_tab("landscape")  # … and the next key, before the focus message
+        await pilot.pause()
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "landscape"
