@@ -32,3 +32,14 @@ coarser landscape grids; influence_check removes 10 top + 10 random points."""
 def apply_quick(spec: RunSpec) -> RunSpec:
     """``spec`` with the --quick preset applied."""
     return spec.replace(**QUICK)
+
+
+def paper_settings(spec: RunSpec) -> RunSpec:
+    """``spec`` with every option the quick preset changes back at its default (the paper's
+    settings where it states them: widths 4…4096, 500 epochs, three seeds, ...)."""
+    default = RunSpec()
+    changes: dict[str, object] = {}
+    for key in QUICK:
+        section, _, name = key.partition("__")
+        changes[key] = getattr(getattr(default, section), name) if name else getattr(default, section)
+    return spec.replace(**changes)
