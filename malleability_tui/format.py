@@ -249,34 +249,22 @@ def sweep_series(
     }
 
 
-def _flag_false(v: Any) -> bool:
-    """A guard column (bool live, text from CSV) that says the precondition failed."""
-    return v is False or str(v).strip().lower() in ("false", "0")
+def guard_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """``⚠ MLP-Attn: at chance in 4 of 4 cells (m=16 seed=0, …): their numbers are not
+    results`` per model that fails a guard, from the rows' ``converged`` / ``above_chance``
+    columns (any table that has them: train, ntk_distance, flip_rates, sharpness), worded
+    by ``engine.results.guards`` as every summary line is. Rows without the columns (older
+    runs) say nothing."""
+    from rich.markup import escape
 
+    from engine.results import MARK, cells_of, failed_cells, guard_note
 
-GUARDS = (("converged", "not converged"), ("above_chance", "at chance"))
-"""train.csv guard columns and what their failure is called."""
-
-
-def guard_notes(train_rows: list[dict[str, Any]]) -> list[str]:
-    """``⚠ MLP-Attn: at chance in 4 of 4 cells`` per model from train.csv's guard columns.
-
-    A number measured on such a cell is not a result for the claim it feeds; the panels
-    show this next to the numbers. Rows without the columns (older runs) say nothing.
-    """
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in train_rows:
-        by.setdefault(str(r.get("model", "?")), []).append(r)
+    failed = failed_cells(rows)
     out = []
-    for model, rs in by.items():
-        bad = []
-        for col, what in GUARDS:
-            have = [r for r in rs if col in r and r[col] not in (None, "")]
-            k = sum(_flag_false(r[col]) for r in have)
-            if k:
-                bad.append(f"{what} in {k} of {len(have)} cells")
-        if bad:
-            out.append(f"[yellow]⚠ {model}: {', '.join(bad)}[/yellow]")
+    for model in dict.fromkeys(str(r.get("model", "?")) for r in rows):
+        note = guard_note(failed, model, cells_of(rows, model))
+        if note:
+            out.append(f"[yellow]{MARK} {escape(model)}: {escape(note)}: their numbers are not results[/yellow]")
     return out
 
 

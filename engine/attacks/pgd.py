@@ -19,6 +19,21 @@ from engine.attacks.base import (
     run_batched,
 )
 
+STEP_RATIO = 2.5
+"""Madry et al. (2018): step α = 2.5·ε / steps, so the iterate can cross the ball (and back)."""
+
+
+def madry_step(eps: float, steps: int) -> float:
+    """PGD's default step size 2.5·ε / steps (``STEP_RATIO``): with a random start the
+    iterate can travel from any point of the ε-ball to any other."""
+    return STEP_RATIO * float(eps) / max(int(steps), 1)
+
+
+def resolve_alpha(alpha: float | None, eps: float, steps: int) -> float:
+    """``alpha``, or ``madry_step(eps, steps)`` when it is None: the one place the default
+    step of every PGD (attacks, adversarial training, the flip protocol) is set."""
+    return madry_step(eps, steps) if alpha is None else float(alpha)
+
 
 def pgd_steps(
     model: nn.Module,
@@ -48,7 +63,7 @@ def pgd(
     *,
     eps: float,
     steps: int = 40,
-    alpha: float = 0.01,
+    alpha: float | None = None,
     random_start: bool = True,
     restarts: int = 1,
     norm: str = "linf",
@@ -56,7 +71,8 @@ def pgd(
     generator: torch.Generator | None = None,
     batch_size: int = 1024,
 ) -> AttackResult:
-    """``steps`` steps x ← Π(x + α·sign(∇ₓL)) (ℓ∞) or Π(x + α·∇ₓL/‖∇ₓL‖₂) (ℓ2).
+    """``steps`` steps x ← Π(x + α·sign(∇ₓL)) (ℓ∞) or Π(x + α·∇ₓL/‖∇ₓL‖₂) (ℓ2);
+    ``alpha`` None: 2.5·ε / steps (``madry_step``).
 
     Π projects onto the ε-ball around x and [0, 1]. ``random_start``: each restart
     begins at a uniform point of the ε-ball (ℓ2: uniform in its volume), drawn from
@@ -69,7 +85,7 @@ def pgd(
     check_positive("eps", eps)
     check_norm(norm)
     n_steps = check_count("steps", steps)
-    step = check_positive("alpha", alpha)
+    step = check_positive("alpha", resolve_alpha(alpha, eps, n_steps))
     n_restarts = check_count("restarts", restarts)
     runs = n_restarts if random_start else 1
     loss = loss_fn or per_example_loss

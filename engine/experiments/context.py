@@ -52,6 +52,26 @@ class TrainedModel:
         m.load_state_dict(self.init_state)
         return m.eval()
 
+    @property
+    def converged(self) -> bool:
+        """Whether training settled (``engine.results.converged`` on the epoch losses)."""
+        from engine.results import converged
+
+        return converged(h["loss"] for h in self.history)
+
+    @property
+    def above_chance(self) -> bool:
+        """Whether the test accuracy beats the majority-class rate (one-sided binomial)."""
+        from engine.results import above_chance, majority_rate
+
+        ds = self.dataset
+        return above_chance(self.test_accuracy, ds.n_test, majority_rate(ds.y_test))
+
+    def guards(self) -> dict[str, bool]:
+        """The guard columns of every row measured on this model (``converged``,
+        ``above_chance``; README "Guards")."""
+        return {"converged": self.converged, "above_chance": self.above_chance}
+
 
 class RunContext:
     """What an experiment function sees: the spec, the device, data, trained models."""
@@ -242,11 +262,13 @@ class RunContext:
         x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)
         perturb = None
         if adversarial:
+            from engine.attacks.pgd import resolve_alpha
             from engine.train.adversarial import make_pgd_perturb
 
             f = sp.flip
             perturb = make_pgd_perturb(
-                eps=f.adv_eps, steps=f.pgd_steps, alpha=f.pgd_alpha, random_start=f.random_start,
+                eps=f.adv_eps, steps=f.pgd_steps, alpha=resolve_alpha(f.pgd_alpha, f.adv_eps, f.pgd_steps),
+                random_start=f.random_start,
                 norm=f.norm, generator=torch.Generator(device=self.device).manual_seed(seed),
             )
         probe, k0 = self._drift_probe(model, x, seed)

@@ -11,8 +11,9 @@ training with ``flip.adv_eps``) and measured with ``engine.malleability.flip_rat
 * selection: top ``flip.top_frac`` by ``flip.ranking`` (default ``abs_signed_mean``:
   |mean_t I[t, i]|, the flip being a sign change of the same mean);
 * intervention ``flip.intervention`` (default transformed) with the attack against the
-  trained model's training loss in pixel space (PGD: ``flip.pgd_*``, random start seeded
-  with the run seed; MIM: ``flip.mim_*``, α = ε/steps; FGSM: one step);
+  trained model's training loss in pixel space (PGD: ``flip.pgd_*``, step 2.5·ε/steps
+  unless ``flip.pgd_alpha`` is set, random start seeded with the run seed; MIM:
+  ``flip.mim_*``, α = ε/steps; FGSM: one step);
 * sensitivity grid: ``flip.ridges`` × ``flip.rankings`` on the same trained model and the
   same attacked points (one row per protocol, columns ``ridge`` and ``ranking``).
 
@@ -40,6 +41,7 @@ from engine.experiments.events import (
 from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
+from engine.results import MARK
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext
@@ -62,12 +64,16 @@ def run_advtrain(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "adversarial")
 
 
-def attack_options(f: FlipSpec, attack: str) -> dict[str, Any]:
-    """The spec's options for one attack, as ``engine.attacks.run_attack`` takes them."""
+def attack_options(f: FlipSpec, attack: str, eps: float) -> dict[str, Any]:
+    """The spec's options for one attack at radius ``eps``, as ``engine.attacks.run_attack``
+    takes them; PGD's step is ``flip.pgd_alpha`` or, unset, 2.5·ε/steps
+    (``engine.attacks.pgd.resolve_alpha``)."""
+    from engine.attacks.pgd import resolve_alpha
+
     if attack == "pgd":
         return {
             "steps": f.pgd_steps,
-            "alpha": f.pgd_alpha,
+            "alpha": resolve_alpha(f.pgd_alpha, eps, f.pgd_steps),
             "random_start": f.random_start,
             "restarts": f.restarts,
             "norm": f.norm,
@@ -111,6 +117,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
             tm = yield from ctx.train_model(
                 kind, f.width, seed, adversarial=training == "adversarial"
             )
+            guards = tm.guards()
             for attack, eps in todo:
                 cell = cells[(attack, eps)]
                 ctx.check_cancel()
@@ -131,7 +138,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                     intervention=f.intervention,
                     transductive=sp.data.transductive,
                     seed=seed,
-                    attack_opts=attack_options(f, attack),
+                    attack_opts=attack_options(f, attack, eps),
                 )
                 for res in results:
                     row = {
@@ -151,6 +158,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                         "n_helpful": res.n_helpful,
                         "flipped_helpful": res.flipped_helpful,
                         "flipped_harmful": res.flipped_harmful,
+                        **guards,
                     }
                     rows.append(row)
                     yield Artifact(
@@ -176,5 +184,5 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
     previous = [r for r in ctx.previous_rows("flip_rates") if r["training"] == training]
     summary = summarize(previous + rows, name, classes, training, f)
     for line in summary["headline"]:
-        yield Log(line)
+        yield Log(line, "warning" if MARK in line else "info")
     yield Summary(prefix, summary)

@@ -25,7 +25,11 @@ Table ``sharpness`` (model, seed, hessian_top_eig, hessian_trace): every seed.
 Summary ``landscape``: per model mean ± std over seeds of λ_max, tr H and the 1-D
 basin width (``curve_width`` with mode absolute: the α-interval around 0 where
 L ≤ L(0) + WIDTH_DELTA on the training curve), and which model is flatter by each
-measure with the ratio of means and the per-seed ratios (mean ± std).
+measure with the ratio of means and the per-seed ratios (mean ± std); ``interp_min_t``,
+the t of the lowest training objective (data loss + (λ/2)‖θ‖² on the training set) on the
+init → trained interpolation (1 when training reached the minimum along that line; NaN
+with split = test); each line marked with the cells that fail a guard
+(``engine.results.guards``; ``failed_guards``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from engine.experiments.events import (
     Artifact,
     CellFinished,
     Event,
+    Log,
     Progress,
     Summary,
     TableRow,
@@ -57,7 +62,7 @@ from engine.landscape import (
     surface_2d,
 )
 from engine.models import MODEL_LABELS
-from engine.results import mean_std
+from engine.results import MARK, cells_of, failed_cells, guard_note, marked, mean_std
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext, TrainedModel
@@ -96,7 +101,11 @@ def run_landscape(ctx: RunContext) -> Iterator[Event]:
     yield Progress("sweep", len(cells), len(cells), "landscape done")
     pos = {(s, MODEL_LABELS[k]): j for j, (s, k) in enumerate(cells)}
     results.sort(key=lambda r: pos.get((r["seed"], r["model"]), len(pos)))
-    yield Summary("landscape", summarize(results, name, ls.width))
+    summary = summarize(results, name, ls.width)
+    for line in summary["headline"]:
+        if MARK in line:
+            yield Log(line, "warning")
+    yield Summary("landscape", summary)
 
 
 def _measure(
@@ -113,7 +122,7 @@ def _measure(
     d1 = filter_normalized_direction(model, g)
     d2 = (filter_normalized_direction(model, g), filter_normalized_direction(model, g))
     steps, done = 3 * len(splits) + 2, 0
-    width_train = float("nan")
+    width_train = interp_min = float("nan")
     for split in splits:
         x, y = data[split]
         tag = "" if len(splits) == 1 else f":{split}"
@@ -129,6 +138,12 @@ def _measure(
         yield Progress("cell", done, steps, f"{label} 2-D {split}", cell=cell)
         ctx.check_cancel()
         ci = interpolate(model, tm.init_state, x, y, points=ls.points_1d)
+        if split == "train":
+            # the objective the model minimised (data loss + (λ/2)‖θ‖²): its minimum along
+            # the line sits at t = 1 when training reached it; the data loss alone keeps
+            # falling past t = 1 under an L2 penalty (larger weights, sharper logits)
+            obj = interpolate(model, tm.init_state, x, y, points=ls.points_1d, l2=ctx.spec.train.l2)
+            interp_min = float(obj.alphas[int(obj.losses.argmin())])
         done += 1
         yield Progress("cell", done, steps, f"{label} interpolation {split}", cell=cell)
         yield Artifact(
@@ -191,9 +206,10 @@ def _measure(
     )
     done += 1
     yield Progress("cell", done, steps, f"{label} tr H = {tr.value:.4g}", cell=cell)
+    guards = tm.guards()
     yield TableRow(
         "sharpness",
-        {"model": label, "seed": seed, "hessian_top_eig": eig.value, "hessian_trace": tr.value},
+        {"model": label, "seed": seed, "hessian_top_eig": eig.value, "hessian_trace": tr.value, **guards},
         cell=cell,
     )
     return {
@@ -205,7 +221,9 @@ def _measure(
         "hessian_trace": tr.value,
         "trace_stderr": tr.stderr,
         "width_1d": width_train,
+        "interp_min_t": interp_min,
         "train_loss": tm.train_loss,
+        **guards,
     }
 
 
@@ -233,9 +251,11 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
     """
     keys = ("hessian_top_eig", "hessian_trace", "width_1d")
     models: dict[str, Any] = {}
+    failed = failed_cells(results)
     for label in dict.fromkeys(r["model"] for r in results):
         mine = [r for r in results if r["model"] == label]
-        models[label] = {k: _mean_std([r[k] for r in mine]) for k in keys + ("train_loss",)}
+        models[label] = {k: _mean_std([r.get(k, math.nan) for r in mine]) for k in keys + ("train_loss", "interp_min_t")}
+        models[label]["guards"] = guard_note(failed, label, cells_of(mine))
         models[label]["eig_converged"] = all(r["eig_converged"] for r in mine)
         models[label]["seeds"] = [r["seed"] for r in mine]
     out: dict[str, Any] = {
@@ -243,6 +263,7 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
         "width": width,
         "width_delta": WIDTH_DELTA,
         "models": models,
+        "failed_guards": failed,
         "paper": "MLP-Attn finds wider, flatter minima than 2L-ReLU (claim 6; no numbers reported)",
     }
     relu, attn = MODEL_LABELS["relu"], MODEL_LABELS["attn"]
@@ -281,11 +302,15 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
             verdicts.pop() if len(verdicts) == 1 else "mixed" if verdicts else "tie"
         )
     out["headline"] = [
-        f"{label}: λ_max {m['hessian_top_eig']['mean']:.4g} ± {m['hessian_top_eig']['std']:.2g}, "
-        f"tr H {m['hessian_trace']['mean']:.4g} ± {m['hessian_trace']['std']:.2g}, "
-        f"train loss {m['train_loss']['mean']:.4g}"
+        marked(
+            f"{label}: λ_max {m['hessian_top_eig']['mean']:.4g} ± {m['hessian_top_eig']['std']:.2g}, "
+            f"tr H {m['hessian_trace']['mean']:.4g} ± {m['hessian_trace']['std']:.2g}, "
+            f"train loss {m['train_loss']['mean']:.4g}, init→trained minimum at t = {m['interp_min_t']['mean']:.2f}",
+            m["guards"],
+        )
         for label, m in models.items()
     ]
     if "flatter_model" in out:
-        out["headline"].append(f"flatter minimum: {out['flatter_model']}")
+        both = "; ".join(f"{label} {m['guards']}" for label, m in models.items() if m["guards"])
+        out["headline"].append(marked(f"flatter minimum: {out['flatter_model']}", both))
     return out

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine import results
-from engine.experiments.events import Artifact, Event, Summary, TableRow
+from engine.experiments.events import Artifact, Event, Log, Summary, TableRow
 from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
@@ -88,7 +88,11 @@ def run_ntk(ctx: RunContext) -> Iterator[Event]:
         if isinstance(ev, TableRow) and ev.table == "ntk_distance":
             rows.append(ev.row)
         yield ev
-    yield Summary("ntk", summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp))
+    summary = summarize(ctx.previous_rows("ntk_distance") + rows, name, task, sp)
+    for line in summary["headline"]:
+        if results.MARK in line:
+            yield Log(line, "warning")
+    yield Summary("ntk", summary)
 
 
 def ntk_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> Iterator[Event]:
@@ -115,7 +119,7 @@ def dk_cell(ctx: RunContext, cell: str, width: int, seed: int, dk: int) -> Itera
     ds = ctx.dataset(seed=seed)
     tm = yield from ctx.train_model("qkv", width, seed, d_k=dk)
     row, _ = _cell_row(ctx, tm, ds, None)
-    keep = ("model", "dataset", "width", "seed", "kernel_drift", "train_loss", "test_accuracy")
+    keep = ("model", "dataset", "width", "seed", "kernel_drift", "train_loss", "test_accuracy", "converged", "above_chance")
     out = {k: row[k] for k in keep}
     out["d_k"] = dk
     yield TableRow("qkv_dk", out, cell=cell)
@@ -228,6 +232,7 @@ def _cell_row(
         "lin_distance": lin_abs,
         "lin_distance_rel": lin_rel,
         "lin_test_accuracy": lin_acc,
+        **tm.guards(),
     }
     return row, {"epochs": epochs, "drift": series}
 
@@ -242,7 +247,12 @@ def trend(widths: list[int], values: list[float]) -> dict[str, Any]:
 
 
 def headline(models: dict[str, Any]) -> list[str]:
-    """One line per model: the trend with width and the distance at the ends of the sweep."""
+    """One line per model: the trend with width and the distance at the ends of the sweep,
+    marked with the cells that fail a guard (``entry["guards"]``)."""
+    return [results.marked(line, models[label].get("guards", "")) for label, line in zip(models, _lines(models))]
+
+
+def _lines(models: dict[str, Any]) -> list[str]:
     lines = []
     for label, e in models.items():
         if e.get("f_ntk") == NO_ANALYTIC:
@@ -274,8 +284,10 @@ def headline(models: dict[str, Any]) -> list[str]:
 
 
 def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) -> dict[str, Any]:
-    """The ``ntk`` section of summary.json: per model the trend, means per width, the paper's."""
+    """The ``ntk`` section of summary.json: per model the trend, means per width, the paper's,
+    and the cells that fail a guard (``failed_guards``; each model's ``guards`` note)."""
     models: dict[str, Any] = {}
+    failed = results.failed_cells(rows)
     for label in dict.fromkeys(r["model"] for r in rows):
         mine = [r for r in rows if r["model"] == label]
         widths = sorted({r["width"] for r in mine})
@@ -292,6 +304,7 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
             if len(means) > 1
             else None,
             "cells": len(mine),
+            "guards": results.guard_note(failed, label, results.cells_of(mine)),
             "mean_kernel_drift": [
                 mean_std(r.get("kernel_drift", math.nan) for r in mine if r["width"] == w)[0] for w in widths
             ],
@@ -324,6 +337,7 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
         "dataset": dataset,
         "task": task,
         "models": models,
+        "failed_guards": failed,
         "predictor": ntk.predictor,
         "lam": ntk.lam,
         "ridge": ntk.ridge,  # objective: n·λ/2 with the subset's n (ntk_ridge)

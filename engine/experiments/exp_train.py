@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import torch
-
 from engine.experiments.events import Artifact, Event, Log, Summary, TableRow
 from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
-from engine.results import above_chance
+from engine.results import (
+    MARK,
+    above_chance,
+    cells_of,
+    failed_cells,
+    flag,
+    guard_note,
+    majority_rate,
+    marked,
+    num,
+)
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext
@@ -28,15 +36,13 @@ def run_train(ctx: RunContext) -> Iterator[Event]:
             for width in sp.model.widths:
                 label = f"train {MODEL_LABELS[kind]} m={width} seed={seed}"
                 plan.append(Cell(f"train/{name}/{kind}/{width}/{seed}", train_cell, (kind, width, seed), seed, label))
-    by_model: dict[str, list[float]] = {}
-    at_chance: dict[str, list[str]] = {}
+    rows: list[dict] = []
 
     def note(row: dict) -> None:
-        by_model.setdefault(row["model"], []).append(row["test_accuracy"])
-        ds = ctx.dataset(seed=int(row["seed"]))
-        chance = majority_rate(ds.y_test)
-        if not above_chance(float(row["test_accuracy"]), ds.n_test, chance):
-            at_chance.setdefault(row["model"], []).append(f"m={row['width']} seed={row['seed']}")
+        if flag(row.get("above_chance")) is None:  # a row written before the guard columns
+            ds = ctx.dataset(seed=int(row["seed"]))
+            row = {**row, "above_chance": above_chance(float(row["test_accuracy"]), ds.n_test, majority_rate(ds.y_test))}
+        rows.append(row)
 
     for r in ctx.previous_rows("train"):
         note(r)
@@ -44,32 +50,32 @@ def run_train(ctx: RunContext) -> Iterator[Event]:
         if isinstance(ev, TableRow) and ev.table == "train":
             note(ev.row)
         yield ev
-    headline = [f"{m}: best test accuracy {max(v):.3f} over {len(v)} cells" for m, v in by_model.items()]
-    for m, cells in at_chance.items():
-        line = (
-            f"{m}: AT CHANCE in {len(cells)} of {len(by_model[m])} cells ({', '.join(cells[:6])}"
-            f"{', …' if len(cells) > 6 else ''}): test accuracy not above the majority-class rate "
-            "(one-sided binomial p ≥ 0.05); their numbers are not results (train longer: --epochs)"
-        )
-        headline.append(line)
-        yield Log(line, "warning")
-    yield Summary(
-        "train",
-        {
-            "headline": headline,
-            "dataset": name,
-            "best_test_accuracy": {m: max(v) for m, v in by_model.items()},
-            "at_chance": at_chance,
-            "cells": len(plan),
-        },
-    )
+    summary = summarize(rows, name)
+    for line in summary["headline"]:
+        if MARK in line:
+            yield Log(line + " (train longer: --epochs)", "warning")
+    yield Summary("train", {**summary, "cells": len(plan)})
 
 
-def majority_rate(y: torch.Tensor) -> float:
-    """The accuracy of always predicting the most common test label: ±1 targets [n] or
-    class indices [n]."""
-    _, counts = torch.unique(y.reshape(-1), return_counts=True)
-    return float(counts.max()) / max(1, int(y.numel()))
+def summarize(rows: list[dict], dataset: str) -> dict:
+    """The ``train`` section of summary.json: the best test accuracy per model, marked
+    with the cells that fail a guard (``engine.results.guards``), and those cells."""
+    failed = failed_cells(rows)
+    best: dict[str, float] = {}
+    headline = []
+    for m in dict.fromkeys(str(r["model"]) for r in rows):
+        mine = [r for r in rows if r["model"] == m]
+        best[m] = max(num(r["test_accuracy"]) for r in mine)
+        line = f"{m}: best test accuracy {best[m]:.3f} over {len(mine)} cells"
+        headline.append(marked(line, guard_note(failed, m, cells_of(mine))))
+    return {
+        "headline": headline,
+        "dataset": dataset,
+        "best_test_accuracy": best,
+        "at_chance": failed.get("at chance", {}),
+        "not_converged": failed.get("not converged", {}),
+        "failed_guards": failed,
+    }
 
 
 def train_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> Iterator[Event]:
@@ -81,7 +87,7 @@ def train_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> 
         "model": MODEL_LABELS[kind], "dataset": ds.name, "width": width, "seed": seed,
         "training": "standard", "epochs": sp.train.epochs, "train_loss": tm.train_loss,
         "train_accuracy": tm.train_accuracy, "test_loss": tm.test_loss,
-        "test_accuracy": tm.test_accuracy, "seconds": round(tm.seconds, 3),
+        "test_accuracy": tm.test_accuracy, "seconds": round(tm.seconds, 3), **tm.guards(),
     }
     yield Artifact(
         "train_curve",

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from engine.results import mean_std
+from engine.results import cells_of, failed_cells, guard_note, marked, mean_std
 
 if TYPE_CHECKING:
     from engine.experiments.spec import FlipSpec
@@ -146,11 +146,18 @@ def summarize(
 ) -> dict[str, Any]:
     """The default protocol's flip rates (percent) beside the paper's, the MLP-Attn /
     2L-ReLU ratios, and the same ratios for every protocol of the sensitivity grid."""
+    from engine.attacks.pgd import resolve_alpha
     from engine.malleability import paper_rate_for_run, paper_table_for
 
     base = [
         r for r in rows if same_rule(r.get("ridge", ""), f.ridge) and r.get("ranking") == f.ranking
     ]
+    failed = failed_cells(rows)
+    notes = {
+        m: guard_note(failed, m, cells_of(r for r in rows if r["model"] == m))
+        for m in dict.fromkeys(str(r["model"]) for r in rows)
+    }
+    both = "; ".join(f"{m} {n}" for m, n in notes.items() if n)
     table: list[dict[str, Any]] = []
     lines = []
     ratio: dict[str, dict[str, float | None]] = {}
@@ -199,11 +206,12 @@ def summarize(
                 got[model] = p["pooled"]
                 pp = f"{paper:.1f}%" if paper is not None else "n/a"
                 sp = split_text(p)
-                lines.append(
+                lines.append(marked(
                     f"{training} {model:8s} {attack.upper():4s} ε={eps:g}: {p['pooled']:5.1f}% "
                     f"[{p['ci_low']:.1f}, {p['ci_high']:.1f}] ({p['k']}/{p['n']} over {p['seeds']} seed(s), "
-                    f"per-seed {p['mean']:.1f} ± {p['std']:.1f}){'; ' + sp if sp else ''}; paper {pp}"
-                )
+                    f"per-seed {p['mean']:.1f} ± {p['std']:.1f}){'; ' + sp if sp else ''}; paper {pp}",
+                    notes.get(model, ""),
+                ))
             r, a = got.get("2L-ReLU"), got.get("MLP-Attn")
             pr = (
                 paper_rate_for_run(dataset, classes, training, "2L-ReLU", attack)
@@ -222,10 +230,11 @@ def summarize(
             if not key.startswith("paper_"):
                 pv = v.get(f"paper_{key}")
                 ours = f"×{val:.2f}" if val is not None and math.isfinite(val) else "n/a"
-                lines.append(
+                lines.append(marked(
                     f"{training} MLP-Attn / 2L-ReLU {attack.upper()} ε={key}: {ours}"
-                    + (f" (paper ×{pv:.1f})" if pv else "")
-                )
+                    + (f" (paper ×{pv:.1f})" if pv else ""),
+                    both,
+                ))
     g = grid(rows, training)
     if len(protocols_in(r for r in rows if r.get("training", "standard") == training)) > 1:
         for c in g:
@@ -233,10 +242,11 @@ def summarize(
             rates = " vs ".join(
                 f"{c[m]['pooled']:.1f}%" if c[m] else "n/a" for m in ("MLP-Attn", "2L-ReLU")
             )
-            lines.append(
+            lines.append(marked(
                 f"{training} grid ridge={c['ridge']} ranking={c['ranking']} {c['attack'].upper()} "
-                f"ε={c['eps']:g}: MLP-Attn vs 2L-ReLU {rates} ({rr})"
-            )
+                f"ε={c['eps']:g}: MLP-Attn vs 2L-ReLU {rates} ({rr})",
+                both,
+            ))
     return {
         "dataset": dataset,
         "classes": list(classes) if classes else None,
@@ -251,9 +261,12 @@ def summarize(
             "score": SCORE[f.ranking],
             "kernel": KERNEL,
             "loss": "squared error of the kernel predictor",
+            "pgd_steps": f.pgd_steps,
+            "pgd_alpha": {f"{e:g}": resolve_alpha(f.pgd_alpha, e, f.pgd_steps) for e in f.eps},
         },
         "table": table,
         "ratio_attn_relu": ratio,
         "grid": g,
+        "failed_guards": failed,
         "headline": lines,
     }

@@ -7,9 +7,14 @@ it works the same on a run that just finished and on one reopened from disk.
 
 Checklist rules (README "Claims checklist"), α = 0.05:
 
-1. Non-convergence — Spearman ρ of NTK distance vs log₂ width over every (width, seed)
-   row. Holds: 2L-ReLU falls (ρ < 0, p < α) and MLP-Attn does not (ρ ≥ 0 or p ≥ α).
-   Does not hold: 2L-ReLU does not fall, or both fall. Inconclusive: fewer than 4 widths.
+1. Non-convergence — on the distance to each model's linearized twin (``lin_distance_rel``;
+   ``ntk_distance`` for runs without it), Spearman ρ vs log₂ width over every (width, seed)
+   row. Holds: 2L-ReLU's falls (ρ < 0, p < α) and MLP-Attn's does not fall, or stays above
+   2L-ReLU's at every width by more than the seed spread (std_A + std_R, sample stds over
+   seeds). Does not hold: 2L-ReLU's does not fall, or MLP-Attn's falls without staying
+   above. Inconclusive: fewer than 4 widths. Stated twice where ``reproduce`` ran both
+   sweeps: the paper's (Adam, 10-class) and full-batch GD on the binary subset (σ_w and lr
+   of ``GD_SWEEP``, as in sample_data/configs/ntk_digits_3v8_sigma1_gd.toml).
 2. Spectral amplification — r = κ(G³)measured / κ(G)³. Holds: |log₁₀ r| ≤ log₁₀ 2.
    Inconclusive: κ(G)³ > 1e15 (float64 cannot resolve κ(G³)). Otherwise does not hold.
 3. Influence malleability — flip rates of the default protocol (``flip.ridge``,
@@ -31,10 +36,14 @@ Checklist rules (README "Claims checklist"), α = 0.05:
    inconclusive (including a single seed, where the spread is unknown, if the means are
    within 10%).
 7. (v2) Trainable attention (QKV-Attn) — the claim-1 rule with QKV-Attn in MLP-Attn's place
-   and the distance to each model's linearized twin (``lin_distance_rel``; QKV-Attn has no
+   on the distance to each model's linearized twin (``lin_distance_rel``; QKV-Attn has no
    analytic Θ∞). Holds: 2L-ReLU's falls and QKV-Attn's does not. Does not hold: 2L-ReLU's
    does not fall, or both fall. Inconclusive: fewer than 4 widths. No data: QKV-Attn not
    among the models (``--models relu,attn,qkv``) or no linearized-twin column.
+
+Guards (``engine.results.guards``): claims 1, 3, 6 and 7 are "inconclusive: models not
+converged" (or "… at chance") when any trained cell behind their rows fails a guard; the
+statistic is still shown beside it.
 """
 
 from __future__ import annotations
@@ -43,9 +52,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from engine.experiments.presets import apply_quick
+from engine.experiments.presets import apply_quick, cap_sizes
 from engine.experiments.spec import DataSpec, RunSpec
-from engine.results import mean_std, num, ratio, spearman
+from engine.results import guard_verdict, mean_std, num, ratio, spearman
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -62,6 +71,9 @@ GRID_RANKINGS = ("abs_mean", "abs_signed_mean")
 ATTACK_LABELS = {"fgsm": "FGSM", "pgd": "PGD", "mim": "MIM"}
 MODELS = ("2L-ReLU", "MLP-Attn")
 HOLDS, FAILS, INCONCLUSIVE, NO_DATA = "holds", "does not hold", "inconclusive", "no data"
+GD_SWEEP: dict[str, Any] = {"train__optimizer": "gd", "train__lr": 1.0, "model__sigma_w": 1.0}
+"""Claim 1's second sweep (binary subset): full-batch GD, lr 1, σ_w = 1, the settings of
+sample_data/configs/ntk_digits_3v8_sigma1_gd.toml (tests check they agree)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,10 @@ class Part:
     task: str
     """multiclass (10-class tables 1, 2, 4) or binary (table 3)."""
     spec: RunSpec
+    role: str = "main"
+    """main, or gd: claim 1's full-batch GD sweep on the binary subset."""
+    note: str = ""
+    """One line when the subset sizes were capped to what the data set has (``cap_sizes``)."""
 
 
 def plan(
@@ -112,7 +128,7 @@ def plan(
         parts.append(Part(f"{name}-multiclass", name, "multiclass", base.replace(experiment=",".join(multi), data=data)))
         if 3 in tables:
             cls = BINARY_CLASSES.get(name, (0, 1))
-            n_tr, n_te = _binary_sizes(name, base.data.n_train, base.data.n_test)
+            n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
             bdata = DataSpec(
                 name=name, data_dir=data_dir, classes=cls, n_train=n_tr,
                 n_test=n_te, transductive=base.data.transductive,
@@ -120,26 +136,24 @@ def plan(
             bspec = base.replace(experiment="spectrum,flip", data=bdata)
             if not (base.flip.ridges or base.flip.rankings):  # the sensitivity grid (README claim 3)
                 bspec = bspec.replace(flip__ridges=GRID_RIDGES, flip__rankings=GRID_RANKINGS)
-            parts.append(Part(f"{name}-binary", name, "binary", bspec))
+            parts.append(Part(f"{name}-binary", name, "binary", bspec, note=note))
+        if 1 in tables:  # claim 1 under full-batch GD beside the paper's Adam (README claim 1)
+            cls = BINARY_CLASSES.get(name, (0, 1))
+            n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
+            gdata = DataSpec(
+                name=name, data_dir=data_dir, classes=cls, n_train=n_tr,
+                n_test=n_te, transductive=base.data.transductive,
+            )
+            gspec = base.replace(experiment="ntk", data=gdata, **GD_SWEEP)
+            parts.append(Part(f"{name}-binary-gd", name, "binary", gspec, role="gd", note=note))
     return parts
 
 
-def _binary_sizes(name: str, n_train: int, n_test: int) -> tuple[int, int]:
+def _binary_sizes(name: str, n_train: int, n_test: int) -> tuple[int, int, str]:
     """Two classes of a one-split data set (digits: ~180 images a class) cannot give the
-    10-class sizes: cap train + test at 85% of two classes' share, in the same ratio."""
-    try:
-        from engine.data import DATASETS
-
-        info = DATASETS[name]
-    except (ImportError, KeyError):
-        return n_train, n_test
-    if set(info.splits) != {"all"}:
-        return n_train, n_test
-    cap = int(0.85 * 2 * info.splits["all"] / max(len(info.class_names), 2))
-    if n_train + n_test <= cap:
-        return n_train, n_test
-    n_tr = max(2, cap * n_train // (n_train + n_test))
-    return n_tr, max(2, cap - n_tr)
+    10-class sizes: ``presets.cap_sizes`` for two classes (sizes and its one-line note)."""
+    s = cap_sizes(name, 2, n_train, n_test)
+    return s.n_train, s.n_test, s.note
 
 
 # -- statistics -------------------------------------------------------------------
@@ -171,7 +185,9 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
         grid_cells = _flip_grid(part.dataset, part.task, tables.get("flip_rates"))
         out["flip_grid"] += grid_cells
         stats.setdefault(part.dataset, {}).setdefault("grid", []).extend(grid_cells)
-        if part.task == "multiclass":
+        if part.role == "gd":
+            stats[part.dataset]["ntk_gd"] = None if reason else tables.get("ntk_distance")
+        elif part.task == "multiclass":
             out["table1"] += _table1(part.dataset, tables.get("ntk_distance"), reason)
             out["table2"] += _flip_table(2, part.dataset, flips, reason)
             out["table4"] += _table4(part.dataset, flips, reason)
@@ -315,6 +331,12 @@ def _kappa(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[st
 
 
 def _claim(n: int, claim: str, statistic: str, verdict: str, **values: Any) -> dict[str, Any]:
+    """One checklist item; a guarded verdict (``_guarded``) keeps the rule's own verdict
+    as ``rule_verdict`` and says it at the end of the statistic."""
+    rule = values.pop("rule_verdict", None)
+    if rule is not None and rule != verdict:
+        statistic += f" (the rule alone: {rule})"
+        values["rule_verdict"] = rule
     return {"claim": n, "title": claim, "statistic": statistic, "verdict": verdict, **values}
 
 
@@ -322,7 +344,9 @@ def checklist(stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Six claims and v2's (7) × data sets → holds / does not hold / inconclusive / no data."""
     items = []
     for ds, s in stats.items():
-        items.append(_claim1(ds, s.get("ntk")))
+        items.append(_claim1(ds, s.get("ntk"), "Adam, 10-class" if "ntk_gd" in s else ""))
+        if "ntk_gd" in s:
+            items.append(_claim1(ds, s.get("ntk_gd"), "full-batch GD, binary"))
         items.append(_claim2(ds, s.get("spectrum")))
         items.append(_claim3(ds, s.get("flip"), s.get("flip_binary"), s.get("grid", [])))
         items.append(_claim4(ds, s.get("flip")))
@@ -332,34 +356,64 @@ def checklist(stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-def _claim1(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]:
     t = "non-convergence: 2L-ReLU approaches its NTK predictor with width, MLP-Attn does not"
+    if sweep:
+        t += f" ({sweep})"
+    extra = {"sweep": sweep} if sweep else {}
+    col = "lin_distance_rel"
     if not rows:
-        return _claim(1, t, "Spearman ρ(distance, log₂ m)", NO_DATA, dataset=ds)
-    v, stat, x = _width_rule(rows, "ntk_distance", *MODELS)
+        return _claim(1, t, f"Spearman ρ({col}, log₂ m)", NO_DATA, dataset=ds, **extra)
+    if not any(math.isfinite(_f(r.get(col))) for r in rows):
+        col = "ntk_distance"  # a run without the linearized twin: the paper's column
+    v, stat, x = _width_rule(rows, col, *MODELS)
     rr, pr, ra, pa = x["rho_ref"], x["p_ref"], x["rho_other"], x["p_other"]
-    return _claim(1, t, stat, v, dataset=ds, rho_relu=rr, p_relu=pr, rho_attn=ra, p_attn=pa)
+    return _claim(1, t, f"{col}: {stat}", v, dataset=ds, rho_relu=rr, p_relu=pr, rho_attn=ra, p_attn=pa,
+                  rule_verdict=x["rule_verdict"], **extra)
+
+
+def _guarded(verdict: str, rows: list[dict]) -> str:
+    """``verdict``, or "inconclusive: models not converged" (… at chance) when a cell behind
+    ``rows`` fails a guard (``engine.results.guard_verdict``)."""
+    why = guard_verdict(rows)
+    return f"{INCONCLUSIVE}: {why}" if why and verdict != NO_DATA else verdict
 
 
 def _width_rule(
     rows: list[dict], column: str, ref: str, other: str
 ) -> tuple[str, str, dict[str, float]]:
-    """Claim 1's rule on ``column``: ``ref`` falls with log₂ m (ρ < 0, p < α) and ``other``
-    does not → holds; fewer than 4 widths or NaN ρ → inconclusive; else does not hold."""
-    res = {}
+    """Claim 1's rule on ``column`` (module docstring): ``ref`` falls with log₂ m (ρ < 0,
+    p < α) and ``other`` does not fall or stays above ``ref`` by more than the seed spread
+    at every width → holds; fewer than 4 widths or NaN ρ → inconclusive; else does not
+    hold. A cell failing a guard makes it inconclusive (``_guarded``)."""
+    res, per_width = {}, {}
     for model in (ref, other):
         sel = [r for r in rows if r["model"] == model and math.isfinite(_f(r.get(column)))]
         xs = [math.log2(_f(r["width"])) for r in sel]
         res[model] = spearman(xs, [_f(r[column]) for r in sel]) + (len(set(xs)),)
+        per_width[model] = {
+            w: mean_std(_f(r[column]) for r in sel if _f(r["width"]) == w) for w in {_f(r["width"]) for r in sel}
+        }
     (rr, pr, nw), (ro, po, no) = res[ref], res[other]
+    common = sorted(set(per_width[ref]) & set(per_width[other]))
+    above = bool(common) and all(
+        per_width[other][w].mean - per_width[ref][w].mean > per_width[other][w].std + per_width[ref][w].std
+        for w in common
+    )
     stat = f"ρ {ref} {rr:+.2f} (p={pr:.2g}), {other} {ro:+.2f} (p={po:.2g}) over {min(nw, no)} widths"
+    if common:
+        stat += f"; {other} above {ref} by more than the seed spread at {'every' if above else 'not every'} width"
+    other_falls = ro < 0 and po < ALPHA
     if min(nw, no) < 4 or not (math.isfinite(rr) and math.isfinite(ro)):
         v = INCONCLUSIVE
-    elif rr < 0 and pr < ALPHA and not (ro < 0 and po < ALPHA):
+    elif rr < 0 and pr < ALPHA and (not other_falls or above):
         v = HOLDS
     else:
         v = FAILS
-    return v, stat, {"rho_ref": rr, "p_ref": pr, "rho_other": ro, "p_other": po}
+    used = [r for r in rows if r["model"] in (ref, other)]
+    vals: dict[str, Any] = {"rho_ref": rr, "p_ref": pr, "rho_other": ro, "p_other": po,
+                            "other_above": above, "rule_verdict": v}
+    return _guarded(v, used), stat, vals
 
 
 def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
@@ -420,10 +474,11 @@ def _claim3(
         return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds, grid=grid or [])
     r0 = rows[0]
     v = HOLDS if above == len(parts) else FAILS if below else INCONCLUSIVE
+    rule, v = v, _guarded(v, [r for r in rows if r["training"] == "standard" and r["model"] in MODELS])
     stat = f"{task}, ridge {r0.get('ridge')}, ranking {r0.get('ranking')}: " + "; ".join(parts)
     if side:
         stat += f" | grid (MLP-Attn/2L-ReLU): {side}"
-    return _claim(3, t, stat, v, dataset=ds, grid=grid or [])
+    return _claim(3, t, stat, v, dataset=ds, grid=grid or [], rule_verdict=rule)
 
 
 def _grid_text(grid: list[dict]) -> str:
@@ -488,4 +543,5 @@ def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
         v = FAILS
     else:
         v = INCONCLUSIVE
-    return _claim(6, t, stat, v, dataset=ds, ratio=rt)
+    g = _guarded(v, [r for r in rows if r["model"] in MODELS])
+    return _claim(6, t, stat, g, dataset=ds, ratio=rt, rule_verdict=v)

@@ -209,8 +209,8 @@ class FlipSpec:
     """Sensitivity grid: rankings evaluated on the same trained models (empty: just ``ranking``)."""
     pgd_steps: int = 40
     """PGD steps (ours)."""
-    pgd_alpha: float = 0.01
-    """PGD step size in pixel units (ours)."""
+    pgd_alpha: float | None = None
+    """PGD step size in pixel units; unset: 2.5·ε/pgd_steps (Madry et al. 2018; 0.01875 at ε 0.3, 40 steps)."""
     random_start: bool = True
     """PGD starts from a uniform point in the ε-ball (ours)."""
     restarts: int = 1
@@ -248,7 +248,7 @@ class FlipSpec:
         _check(all(r in RANKINGS for r in rankings), "flip.rankings", self.rankings, f"a list of {', '.join(RANKINGS)}")
         object.__setattr__(self, "rankings", tuple(dict.fromkeys(rankings)))
         _check(_pos_int(self.pgd_steps), "flip.pgd_steps", self.pgd_steps, "a positive integer")
-        _check(_pos_float(self.pgd_alpha), "flip.pgd_alpha", self.pgd_alpha, "a positive number")
+        _check(self.pgd_alpha is None or _pos_float(self.pgd_alpha), "flip.pgd_alpha", self.pgd_alpha, "a positive number, or leave it out for 2.5·ε/pgd_steps")
         _check(_pos_int(self.restarts), "flip.restarts", self.restarts, "a positive integer")
         _check(_pos_int(self.mim_steps), "flip.mim_steps", self.mim_steps, "a positive integer")
         _check(_nonneg_float(self.mim_decay), "flip.mim_decay", self.mim_decay, "a number ≥ 0")

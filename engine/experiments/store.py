@@ -38,7 +38,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "ntk_distance": (
         "model", "dataset", "width", "seed", "ntk_distance", "ntk_distance_rel",
         "kernel_distance_init", "kernel_distance_final", "kernel_drift", "train_loss", "test_accuracy",
-        "lin_distance", "lin_distance_rel", "lin_test_accuracy",
+        "lin_distance", "lin_distance_rel", "lin_test_accuracy", "converged", "above_chance",
     ),
     "spectrum": (
         "dataset", "n", "d", "rank", "rtol", "kappa_G", "kappa_G_cubed", "kappa_G3_direct",
@@ -48,14 +48,14 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "flip_rates": (
         "model", "dataset", "attack", "eps", "training", "seed", "flip_rate", "spearman",
         "topk_overlap", "n_selected", "ridge", "ranking", "n_flipped", "n_helpful",
-        "flipped_helpful", "flipped_harmful",
+        "flipped_helpful", "flipped_harmful", "converged", "above_chance",
     ),
     "influence_check": (
         "model", "dataset", "seed", "width", "n_train", "context", "estimator", "ridge",
         "spearman", "spearman_p", "sign_agreement", "n_points", "seconds",
     ),
     "landscape": ("model", "direction", "alpha", "beta", "loss"),
-    "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace"),
+    "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace", "converged", "above_chance"),
     "alignment": (
         "dataset", "kernel", "target", "ridge", "alignment", "test_mse", "test_rel_mse", "train_mse",
         "test_accuracy", "n_train",
@@ -66,7 +66,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "train": (
         "model", "dataset", "width", "seed", "training", "epochs", "train_loss", "train_accuracy",
-        "test_loss", "test_accuracy", "seconds",
+        "test_loss", "test_accuracy", "seconds", "converged", "above_chance",
     ),
 }
 

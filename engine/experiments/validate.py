@@ -29,6 +29,11 @@ INT_COLUMNS = frozenset(
      "n_helpful", "flipped_helpful", "flipped_harmful"}
 )
 
+# Guard columns (engine.results.guards): True/False, empty when unknown. Runs written
+# before they existed lack them, which is no damage: readers treat the guards as unknown.
+BOOL_COLUMNS = frozenset({"converged", "above_chance"})
+BOOL_VALUES = frozenset({"", "true", "false", "1", "0"})
+
 
 class DamagedRun(EngineError):
     """A run directory file that cannot be read as what it should be."""
@@ -103,7 +108,7 @@ def read_csv_table(path: Path, columns: tuple[str, ...] | None) -> list[dict[str
         return []
     header = next(csv.reader(io.StringIO(text)))
     if columns is not None:
-        missing = [c for c in columns if c not in header]
+        missing = [c for c in columns if c not in header and c not in BOOL_COLUMNS]
         if missing:
             raise DamagedRun(path, f"missing column(s) {', '.join(missing)}")
     for i, r in enumerate(rows, start=2):
@@ -114,6 +119,10 @@ def read_csv_table(path: Path, columns: tuple[str, ...] | None) -> list[dict[str
                 continue
             if v is None:
                 raise DamagedRun(path, f"line {i}: missing {c}")
+            if c in BOOL_COLUMNS:
+                if v.strip().lower() not in BOOL_VALUES:
+                    raise DamagedRun(path, f"line {i}: {c}={v[:30]!r} is not True or False")
+                continue
             if v == "" and c not in INT_COLUMNS:
                 continue
             try:

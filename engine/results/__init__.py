@@ -3,6 +3,20 @@
 ``engine.results`` is numeric code: it never imports ``engine.experiments`` or a front end.
 """
 
+from engine.results.guards import (
+    GUARDS,
+    MARK,
+    Convergence,
+    cells_of,
+    converged,
+    convergence,
+    failed_cells,
+    flag,
+    guard_note,
+    guard_verdict,
+    majority_rate,
+    marked,
+)
 from engine.results.rows import (
     Series,
     flip_text,
@@ -29,7 +43,19 @@ from engine.results.stats import (
 )
 
 __all__ = [
+    "GUARDS",
+    "MARK",
+    "Convergence",
     "above_chance",
+    "cells_of",
+    "convergence",
+    "converged",
+    "failed_cells",
+    "flag",
+    "guard_note",
+    "guard_verdict",
+    "majority_rate",
+    "marked",
     "Series",
     "flip_text",
     "num",

@@ -24,7 +24,7 @@ from engine.attacks.base import (
     per_example_loss,
     run_batched,
 )
-from engine.attacks.pgd import pgd_steps
+from engine.attacks.pgd import pgd_steps, resolve_alpha
 
 Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -32,7 +32,7 @@ Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 def make_pgd_perturb(
     eps: float = 0.3,
     steps: int = 40,
-    alpha: float = 0.01,
+    alpha: float | None = None,
     random_start: bool = True,
     norm: str = "linf",
     generator: torch.Generator | None = None,
@@ -43,14 +43,15 @@ def make_pgd_perturb(
     """A ``perturb(model, xb [b, d], yb [b]) → xb_adv [b, d]`` running PGD on the training loss.
 
     Same iterate as ``engine.attacks.pgd`` with one restart, but it skips the two
-    loss evaluations (before/after) that training does not need. ``generator`` (seeded
+    loss evaluations (before/after) that training does not need; ``alpha`` None:
+    2.5·ε / steps (``engine.attacks.pgd.madry_step``). ``generator`` (seeded
     by the caller) drives the random starts, so a run is reproducible. Options are
     checked here, before training starts.
     """
     check_positive("eps", eps)
     check_norm(norm)
     n_steps = check_count("steps", steps)
-    step = check_positive("alpha", alpha)
+    step = check_positive("alpha", resolve_alpha(alpha, eps, n_steps))
     check_count("batch_size", batch_size)
     loss = loss_fn or per_example_loss
 

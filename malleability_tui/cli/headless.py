@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from engine.experiments.events import Event, Failed
-from engine.experiments.presets import apply_quick
+from engine.experiments.presets import apply_quick, cap_quick
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore, default_run_dir
 from malleability_tui.cli.common import (
@@ -99,7 +99,12 @@ def build_spec(
     if qkv_dk_sweep is not None:
         ch["qkv__dk_sweep"] = parse_ints(qkv_dk_sweep, "--qkv-dk-sweep") if qkv_dk_sweep else ()
     ch.update(executor or {})
-    return spec.replace(**ch)
+    spec = spec.replace(**ch)
+    if quick and n_train is None and n_test is None:
+        spec, note = cap_quick(spec)
+        if note:
+            err_console.print(f"note: --quick: {note}", highlight=False, markup=False)
+    return spec
 
 
 def executor_changes(
@@ -227,7 +232,7 @@ def headless(
     center: Annotated[bool | None, typer.Option("--center/--no-center", help="Subtract the training set's per-pixel mean before the unit-norm scaling (default: no, as the paper).")] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-<experiment>-<dataset>).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Small preset: n_train 300, widths 16,64,256,1024, 30 epochs, one seed.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Small preset: n_train 300 (capped to what the data set has), widths 16,64,256,1024, 200 epochs at batch 32, one seed.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
     save_config: Annotated[Path | None, typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables; print only the run directory.")] = False,

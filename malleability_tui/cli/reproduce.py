@@ -56,7 +56,7 @@ def reproduce(
     dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Data set(s): mnist, cifar10, fashion-mnist, digits (repeat the option for several).")] = None,
     tables: Annotated[str, typer.Option(help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training).")] = "1,2,3,4",
     seeds: Annotated[str | None, typer.Option(help="Seeds (default 0,1,2; --quick: 0).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256,1024, n_train 300, 30 epochs, one seed.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256,1024, n_train 300, 200 epochs at batch 32, one seed.")] = False,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files (or their parent).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
@@ -102,12 +102,16 @@ def reproduce(
         est = estimate_seconds([p.spec for p in parts])
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
+        for p in parts:
+            if p.note:
+                err_console.print(f"note: {p.key}: {p.note}", highlight=False, markup=False)
         err_console.print(f"estimated run time ≈ {hms(est)} on this machine", highlight=False)
         if dry_run:
             return
         path.mkdir(parents=True, exist_ok=True)
         meta = {"datasets": list(names), "tables": list(tabs), "quick": quick,
-                "parts": [{"key": p.key, "dataset": p.dataset, "task": p.task, "spec": p.spec.to_dict()} for p in parts],
+                "parts": [{"key": p.key, "dataset": p.dataset, "task": p.task, "role": p.role, "spec": p.spec.to_dict()}
+                          for p in parts],
                 "estimated_seconds": est, "start_time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
         runs: dict[str, dict[str, Any]] = {}
@@ -196,6 +200,12 @@ def grid_rows(cells: list[dict[str, Any]]) -> list[dict[str, str]]:
     return list(out.values())
 
 
+def _styled(verdict: str) -> str:
+    """A verdict in its colour; "inconclusive: models not converged" takes inconclusive's."""
+    style = VERDICT_STYLE.get(verdict.split(":", 1)[0])
+    return f"[{style}]{verdict}[/]" if style else verdict
+
+
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     """Rich tables of ``comparison_rows``; verdicts coloured."""
     tables = []
@@ -204,7 +214,7 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
         for c in rows[0] if rows else ["(none)"]:
             t.add_column(c, overflow="fold")
         for r in rows:
-            cells = [f"[{VERDICT_STYLE[v]}]{v}[/]" if k == "verdict" and v in VERDICT_STYLE else v for k, v in r.items()]
+            cells = [_styled(v) if k == "verdict" else v for k, v in r.items()]
             t.add_row(*cells)
         tables.append(t)
     return tables

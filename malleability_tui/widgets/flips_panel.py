@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from malleability_tui.format import FLIP_HEADERS, FlipRow, flip_rows, model_color
+from malleability_tui.format import FLIP_HEADERS, FlipRow, flip_rows, guard_notes, model_color
 from malleability_tui.plots import Axis
 from malleability_tui.state import RunState
 from malleability_tui.widgets.plot_view import Figure, PlotView
@@ -184,6 +184,9 @@ class FlipsPanel(Vertical):
             )
             if cells:
                 notes.insert(1, "grid: pooled flip rates per ridge × ranking on the same models and attacked points (standard training)")
+            for training in dict.fromkeys(str(r.get("training") or "standard") for r in all_rows):
+                mine = [r for r in all_rows if str(r.get("training") or "standard") == training]
+                notes[:0] = [n.replace("[yellow]", f"[yellow]{training}: ", 1) for n in guard_notes(mine)]
         if ccells:
             notes.append("influence check: ρ = Spearman of each estimator's s_i with retraining without i (★ closest)")
             notes.extend(clines)

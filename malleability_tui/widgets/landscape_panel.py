@@ -9,6 +9,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from malleability_tui.format import (
+    guard_notes,
     landscape_axes,
     landscape_curves,
     landscape_surfaces,
@@ -27,7 +28,7 @@ class LandscapePanel(Vertical):
     LandscapePanel #land-top { height: 1fr; }
     LandscapePanel #curve-plot { width: 1fr; }
     LandscapePanel #surface-plot { width: 1fr; }
-    LandscapePanel #sharpness { height: auto; max-height: 6; }
+    LandscapePanel #sharpness { height: auto; max-height: 8; }
     """
     BINDINGS = [Binding("t", "next_surface", "Surface")]
 
@@ -84,6 +85,7 @@ class LandscapePanel(Vertical):
         if sharp:
             lines = [f"{'model':<10} {'seeds':>5}  {'top Hessian eig':<22} Hessian trace"]
             lines += [f"{m:<10} {n:>5}  {e:<22} {t}" for m, n, e, t in sharp]
+            lines += guard_notes(st.tables.get("sharpness", []))
         else:
             lines = ["[dim]sharpness (top Hessian eigenvalue, trace) appears here[/dim]"]
         self.query_one("#sharpness", Static).update("\n".join(lines))

@@ -111,7 +111,7 @@ class SweepPanel(Vertical):
             ref = paper_line(data, dataset)
             if ref:
                 lines.append(ref)
-        lines += guard_notes(st.tables.get("train", []))
+        lines += guard_notes(st.tables.get("ntk_distance") or st.tables.get("train", []))
         self.query_one("#sweep-note", Static).update("\n".join(lines))
         cell = st.live_cell()
         xs, ys = metric_series(st.metrics.get(cell, {}), "kernel_drift")

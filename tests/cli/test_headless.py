@@ -141,3 +141,18 @@ def test_single_split_folder_warns_once(shared_data: Path, tmp_path: Path) -> No
     assert " ".join(res.output.split()).count("only the test split") == 1
     logs = [json.loads(ln) for ln in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
     assert [e["level"] for e in logs if e["kind"] == "Log" and "only the test split" in e["message"]] == ["warning"]
+
+
+def test_quick_caps_a_small_binary_task_in_one_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "q.toml"
+    res = _invoke(["headless", "--dataset", "digits", "--classes", "3,8", "--quick", "--save-config", str(cfg)])
+    assert res.exit_code == 0, res.output
+    from engine.experiments.spec import RunSpec
+
+    spec = RunSpec.load(cfg)
+    assert (spec.data.n_train, spec.data.n_test) == (228, 77)
+    notes = [ln for ln in res.output.splitlines() if ln.startswith("note: --quick:")]
+    assert len(notes) == 1 and "n_train 300 → 228" in notes[0]
+    # explicit sizes are the user's: no cap, no note
+    res = _invoke(["headless", *TINY, "--classes", "3,8", "--save-config", str(cfg)])
+    assert res.exit_code == 0 and "note: --quick" not in res.output

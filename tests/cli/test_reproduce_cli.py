@@ -35,7 +35,7 @@ def _finite_numbers(obj) -> list[float]:
 
 def test_every_file_table_and_claim(repro: Path) -> None:
     meta = json.loads((repro / "reproduce.json").read_text())
-    assert [p["key"] for p in meta["parts"]] == ["digits-multiclass", "digits-binary"]
+    assert [p["key"] for p in meta["parts"]] == ["digits-multiclass", "digits-binary", "digits-binary-gd"]
     multi = repro / "digits-multiclass"
     for t in TABLES:
         rows = (multi / f"{t}.csv").read_text().splitlines()
@@ -44,8 +44,13 @@ def test_every_file_table_and_claim(repro: Path) -> None:
     assert len((repro / "digits-binary" / "flip_rates.csv").read_text().splitlines()) == 1 + 2 * 3 * 4
     s = json.loads((repro / "summary.json").read_text())
     assert len(s["table1"]) == 6 and len(s["table2"]) == 6 and len(s["table3"]) == 6 and len(s["table4"]) == 2
-    assert sorted(c["claim"] for c in s["checklist"]) == [1, 2, 3, 4, 5, 6, 7]
-    assert all(c["verdict"] in ("holds", "does not hold", "inconclusive") for c in s["checklist"] if c["claim"] != 7)
+    assert sorted(c["claim"] for c in s["checklist"]) == [1, 1, 2, 3, 4, 5, 6, 7]  # claim 1: Adam and GD
+    assert all(c["verdict"].split(":")[0] in ("holds", "does not hold", "inconclusive")
+               for c in s["checklist"] if c["claim"] != 7)
+    # 8 epochs leave MLP-Attn on its initial plateau: the guarded claims say so
+    for c in s["checklist"]:
+        if c["claim"] in (3, 6) or (c["claim"] == 1 and c["sweep"] == "Adam, 10-class"):
+            assert c["verdict"].startswith("inconclusive: models not converged"), c
     assert [c["verdict"] for c in s["checklist"] if c["claim"] == 7] == ["no data"]  # no QKV-Attn
     for cell in s["table2"] + s["table3"]:
         assert cell.get("status") != "no data" and math.isfinite(cell["mean"]) and cell["ci_low"] <= cell["mean"] <= cell["ci_high"]

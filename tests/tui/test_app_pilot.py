@@ -305,3 +305,26 @@ def test_pulses_coalesce():
     a, b = JobProgress(Progress("cell", 1, 5)), JobProgress(Progress("cell", 2, 5))
     assert a.can_replace(b)
     assert not a.can_replace(JobProgress(Progress("sweep", 2, 5)))
+
+
+async def test_a_run_at_chance_says_so_in_every_panel(tmp_path):
+    """MLP-Attn at chance in every cell: the Sweep, Flips and Landscape panels mark it."""
+    from dataclasses import replace
+
+    from engine.experiments.events import TableRow
+
+    def at_chance(e):
+        if isinstance(e, TableRow) and e.row.get("model") == "MLP-Attn" and "above_chance" in e.row:
+            return replace(e, row={**e.row, "above_chance": False})
+        return e
+
+    run = write_run(tmp_path / "runs" / "20250101-000000-all-digits", [at_chance(e) for e in canned_events()])
+    app = make_test_app(tmp_path, open_run=str(run))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        for key, widget in (("2", "#sweep-note"), ("4", "#flip-notes"), ("5", "#sharpness")):
+            await pilot.press(key)
+            await pilot.pause()
+            text = str(app.query_one(widget, Static).content)
+            assert "⚠ MLP-Attn: at chance in" in text and "not results" in text, (key, text)
+            assert "⚠ 2L-ReLU" not in text

@@ -96,3 +96,19 @@ def test_state_live_equals_reopened(tmp_path):
     assert disk.artifact("eigenvalues")["eig_G"] == live.artifact("eigenvalues")["eig_G"]
     assert disk.live_cell() == live.live_cell() == "ntk/digits/attn/256/1"
     assert live.headlines()[0].startswith("ntk: MLP-Attn")
+
+
+def test_guard_notes_from_live_and_csv_rows():
+    """The same note for live rows (bools) and rows read back from CSV (text); nothing for
+    rows that pass or lack the columns (older runs)."""
+    live = [
+        {"model": "MLP-Attn", "width": 16, "seed": 0, "converged": False, "above_chance": False},
+        {"model": "MLP-Attn", "width": 64, "seed": 0, "converged": True, "above_chance": False},
+        {"model": "2L-ReLU", "width": 16, "seed": 0, "converged": True, "above_chance": True},
+    ]
+    disk = [{k: str(v) for k, v in r.items()} for r in live]
+    notes = F.guard_notes(live)
+    assert notes == F.guard_notes(disk) and len(notes) == 1
+    assert "MLP-Attn: not converged in 1 of 2 cells (m=16 seed=0); at chance in 2 of 2 cells" in notes[0]
+    assert notes[0].startswith("[yellow]⚠") and "their numbers are not results" in notes[0]
+    assert F.guard_notes([{"model": "2L-ReLU", "width": 16}]) == []

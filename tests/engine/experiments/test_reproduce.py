@@ -20,13 +20,18 @@ from engine.results import mean_std, wilson_interval
 
 def test_plan_parts_and_experiments() -> None:
     parts = plan(("mnist",), tables=(1, 2, 3, 4), seeds=(0, 1), data_dir="/d")
-    assert [p.key for p in parts] == ["mnist-multiclass", "mnist-binary"]
-    multi, binary = parts
+    assert [p.key for p in parts] == ["mnist-multiclass", "mnist-binary", "mnist-binary-gd"]
+    multi, binary, gd = parts
     assert set(multi.spec.experiment.split(",")) == {"spectrum", "landscape", "ntk", "flip", "advtrain"}
     assert multi.spec.data.classes is None and binary.spec.data.classes == (3, 8)
     assert binary.spec.experiment == "spectrum,flip" and multi.spec.seeds == (0, 1)
+    assert gd.role == "gd" and gd.spec.experiment == "ntk" and gd.spec.data.classes == (3, 8)
+    assert (gd.spec.train.optimizer, gd.spec.train.lr, gd.spec.model.sigma_w) == ("gd", 1.0, 1.0)
+    assert multi.spec.train.optimizer == "adam" and gd.spec.model.widths == multi.spec.model.widths
     only1 = plan(("cifar10",), tables=(1,), quick=True)
-    assert len(only1) == 1 and "flip" not in only1[0].spec.experiment and only1[0].spec.quick
+    assert [p.role for p in only1] == ["main", "gd"] and "flip" not in only1[0].spec.experiment
+    assert only1[0].spec.quick and only1[1].spec.quick
+    assert [p.key for p in plan(("mnist",), tables=(2, 3))] == ["mnist-multiclass", "mnist-binary"]
     assert plan(("cifar10",), tables=(3,))[1].spec.data.classes == (1, 0)
 
 
@@ -130,3 +135,71 @@ def test_compare_marks_missing_data_not_invented() -> None:
     assert {c["verdict"] for c in out["checklist"]} == {NO_DATA}
     paper = {(c["model"], c["attack"]): c["paper"] for c in out["table2"]}
     assert paper[("MLP-Attn", "FGSM")] == 26.4 and paper[("2L-ReLU", "PGD")] == 3.1
+
+
+def test_gd_sweep_matches_the_sample_config() -> None:
+    """GD_SWEEP is the optimiser, lr and σ_w of sample_data/configs/ntk_digits_3v8_sigma1_gd.toml."""
+    from pathlib import Path
+
+    from engine.experiments.reproduce import GD_SWEEP
+    from engine.experiments.spec import RunSpec
+
+    cfg = RunSpec.load(Path(__file__).parents[3] / "sample_data/configs/ntk_digits_3v8_sigma1_gd.toml")
+    assert cfg.replace(**GD_SWEEP) == cfg
+
+
+def _lin(relu: list[float], attn: list[float], spread: float = 0.01, widths=(16, 64, 256, 1024),
+         guards: dict | None = None) -> list[dict]:
+    """ntk_distance rows (as read from CSV) with lin_distance_rel = the given means per width ± spread."""
+    rows = []
+    for seed, sign in ((0, -1), (1, 1)):
+        for w, vr, va in zip(widths, relu, attn):
+            for model, v in (("2L-ReLU", vr), ("MLP-Attn", va)):
+                g = (guards or {}).get((model, w), {"converged": "True", "above_chance": "True"})
+                rows.append({"model": model, "width": str(w), "seed": str(seed), "ntk_distance": "1.0",
+                             "lin_distance_rel": str(v + sign * spread), **g})
+    return rows
+
+
+def test_claim1_rule_on_the_linearized_twin() -> None:
+    """Holds: 2L-ReLU's lin_distance_rel falls and MLP-Attn's does not, or falls but stays
+    above by more than the seed spread; does not hold: 2L-ReLU's does not fall, or both
+    fall together; inconclusive: too few widths, or a cell that fails a guard."""
+    from engine.experiments.reproduce import _claim1
+
+    falls = [0.4, 0.2, 0.1, 0.05]
+    c = _claim1("digits", _lin(falls, [1.0, 1.2, 0.9, 1.1]))
+    assert c["verdict"] == HOLDS and c["statistic"].startswith("lin_distance_rel:")
+    assert c["rho_relu"] < -0.9 and c["p_relu"] < 0.05 and c["p_attn"] > 0.05
+    assert _claim1("digits", _lin(falls, [2.0, 1.5, 1.0, 0.8]))["verdict"] == HOLDS  # falls, stays above
+    assert _claim1("digits", _lin(falls, [f + 0.01 for f in falls]))["verdict"] == FAILS  # falls with it
+    assert _claim1("digits", _lin([0.1, 0.2, 0.3, 0.4], [1.0] * 4))["verdict"] == FAILS
+    assert _claim1("digits", _lin(falls[:3], [1.0] * 3, widths=(16, 64, 256)))["verdict"] == INCONCLUSIVE
+    # above by less than the seed spread (0.2 + 0.2) at the widest width: not "above"
+    close = _lin(falls, [2.0, 1.5, 1.0, 0.3], spread=0.2)
+    assert not _claim1("digits", close)["statistic"].endswith("at every width")
+    bad = {("MLP-Attn", 16): {"converged": "False", "above_chance": "True"}}
+    g = _claim1("digits", _lin(falls, [1.0, 1.2, 0.9, 1.1], guards=bad))
+    assert g["verdict"] == f"{INCONCLUSIVE}: models not converged" and "ρ 2L-ReLU" in g["statistic"]
+    assert g["statistic"].endswith("(the rule alone: holds)") and g["rule_verdict"] == HOLDS
+    assert "rule_verdict" not in c and "rule alone" not in c["statistic"]
+    chance = {("2L-ReLU", 64): {"converged": "True", "above_chance": "False"}}
+    assert _claim1("digits", _lin(falls, [1.0] * 4, guards=chance))["verdict"] == f"{INCONCLUSIVE}: models at chance"
+    old = [{k: v for k, v in r.items() if k != "lin_distance_rel"} for r in _ntk(-1.0, 1.0)]
+    assert _claim1("digits", old)["statistic"].startswith("ntk_distance:")  # runs without the twin
+
+
+def test_checklist_states_claim1_for_both_optimisers_and_guards_claims_3_and_6() -> None:
+    parts = plan(("digits",), tables=(1, 3))
+    falls = [0.4, 0.2, 0.1, 0.05]
+    runs = {"digits-multiclass": {"tables": {"ntk_distance": _lin(falls, [1.0, 1.1, 1.2, 1.3])}},
+            "digits-binary": {"missing": "not run"},
+            "digits-binary-gd": {"tables": {"ntk_distance": _lin([0.1, 0.2, 0.3, 0.4], [1.0] * 4)}}}
+    items = [c for c in compare(runs, parts)["checklist"] if c["claim"] == 1]
+    assert [(c["sweep"], c["verdict"]) for c in items] == [("Adam, 10-class", HOLDS), ("full-batch GD, binary", FAILS)]
+    assert "full-batch GD" in items[1]["title"]
+    flips = [{**r, "converged": "False", "above_chance": "True"} for r in _flips(0.30, 0.04)]
+    sharp = [{"model": m, "seed": "0", "hessian_top_eig": v, "converged": "True", "above_chance": a}
+             for m, v, a in (("MLP-Attn", "1.0", "False"), ("2L-ReLU", "5.0", "True"))]
+    v = _verdicts(flip=flips, sharpness=sharp)
+    assert v[3] == f"{INCONCLUSIVE}: models not converged" and v[6] == f"{INCONCLUSIVE}: models at chance"

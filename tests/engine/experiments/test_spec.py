@@ -53,3 +53,21 @@ def test_unknown_key_and_bad_toml() -> None:
         RunSpec.from_toml("this is = = not toml")
     with pytest.raises(ConfigError, match="readable TOML"):
         RunSpec.load("/nonexistent/spec.toml")
+
+
+def test_quick_caps_sizes_to_what_the_data_set_has() -> None:
+    """digits has 1797 images (≈ 180 a class): 3 vs 8 caps train + test at
+    int(0.85 · 2 · 1797 / 10) = 305 in the preset's 3:1 ratio; 10 classes need no cap;
+    MNIST (two splits) is never capped; reproduce's binary parts use the same rule."""
+    from engine.experiments.presets import cap_quick, cap_sizes
+    from engine.experiments.reproduce import plan
+
+    s = cap_sizes("digits", 2, 300, 100)
+    assert (s.n_train, s.n_test) == (228, 77) and "n_train 300 → 228" in s.note
+    assert cap_sizes("digits", None, 300, 100) == (300, 100, "")
+    assert cap_sizes("mnist", 2, 5000, 1000) == (5000, 1000, "")
+    spec, note = cap_quick(apply_quick(RunSpec()).replace(data__classes=(3, 8)))
+    assert (spec.data.n_train, spec.data.n_test) == (228, 77) and note == s.note
+    assert cap_quick(apply_quick(RunSpec())) == (apply_quick(RunSpec()), "")
+    binary = plan(("digits",), tables=(3,), quick=True)[1]
+    assert (binary.spec.data.n_train, binary.spec.data.n_test) == (228, 77) and binary.note == s.note

@@ -22,7 +22,8 @@ from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore, read_run
 
 ROW = {"model": "2L-ReLU", "dataset": "digits", "width": 16, "seed": 0, "training": "standard", "epochs": 2,
-       "train_loss": 0.5, "train_accuracy": 0.9, "test_loss": 0.6, "test_accuracy": 0.8, "seconds": 0.1}
+       "train_loss": 0.5, "train_accuracy": 0.9, "test_loss": 0.6, "test_accuracy": 0.8, "seconds": 0.1,
+       "converged": True, "above_chance": False}
 
 
 def _rows(path) -> list[dict]:
@@ -38,6 +39,7 @@ def test_directory_contents_and_atomic_tables(tmp_path) -> None:
     assert not (tmp_path / "run" / "train.csv").exists()  # rows land when their cell finishes
     st.write(CellFinished("c1"))
     assert _rows(tmp_path / "run")[0]["width"] == "16"
+    assert (_rows(tmp_path / "run")[0]["converged"], _rows(tmp_path / "run")[0]["above_chance"]) == ("True", "False")
     st.write(Metric("train_loss", float("nan"), 1, cell="c1"))
     st.write(Summary("train", {"headline": "ok", "x": float("inf")}))
     st.write(Finished({"train": {"headline": "ok"}}))
@@ -85,3 +87,21 @@ def test_resume_keeps_finished_drops_partial(tmp_path) -> None:
     st3 = RunStore(tmp_path / "run", spec, resume=True)
     assert st3.done_cells == {"done", "partial"}
     assert len(_rows(tmp_path / "run")) == 2
+
+
+def test_guard_columns_are_booleans_and_optional_on_read(tmp_path) -> None:
+    """A run written before the guard columns existed reads fine (guards unknown); a guard
+    cell that is not True/False is named as damage."""
+    from engine.experiments.store import TABLE_COLUMNS
+    from engine.experiments.validate import DamagedRun, read_csv_table
+    from engine.results import failed_cells
+
+    cols = TABLE_COLUMNS["train"]
+    old = [c for c in cols if c not in ("converged", "above_chance")]
+    p = tmp_path / "train.csv"
+    p.write_text(",".join(old) + "\n" + ",".join(str(ROW[c]) for c in old) + "\n")
+    rows = read_csv_table(p, cols)
+    assert rows[0]["width"] == "16" and failed_cells(rows) == {}
+    p.write_text(",".join(cols) + "\n" + ",".join(str(ROW[c]) for c in cols[:-1]) + ",maybe\n")
+    with pytest.raises(DamagedRun, match="above_chance='maybe' is not True or False"):
+        read_csv_table(p, cols)

@@ -74,6 +74,12 @@ def test_landscape_experiment_tables(tmp_path, split, classes, seeds) -> None:
     for m in ("2L-ReLU", "MLP-Attn"):
         eig = [r["hessian_top_eig"] for r in sharp if r["model"] == m]
         assert abs(summ["models"][m]["hessian_top_eig"]["mean"] - sum(eig) / len(seeds)) < 1e-12
+        t = summ["models"][m]["interp_min_t"]["mean"]  # on the 5-point grid over [−0.25, 1.25]
+        assert t in (-0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
+        assert "not converged" in summ["models"][m]["guards"]  # 2 epochs cannot tell
+    assert all(r["converged"] is False for r in sharp)
+    assert summ["failed_guards"]["not converged"]["2L-ReLU"] == [f"seed={s}" for s in seeds]
+    assert all("⚠ " in line for line in summ["headline"])
     f = summ["flatter"]["hessian_top_eig"]
     ma = summ["models"]["MLP-Attn"]["hessian_top_eig"]["mean"]
     mr = summ["models"]["2L-ReLU"]["hessian_top_eig"]["mean"]

@@ -74,3 +74,33 @@ def test_grid_rows_share_models_and_carry_protocol_columns():
     assert {c["ridge"] for c in summ["table"]} == {"objective:0.02"}  # the default protocol
     assert {c["ranking"] for c in summ["table"]} == {"abs_signed_mean"}
     assert len(summ["grid"]) == 4 and any("grid ridge=lambda:0.001" in s for s in summ["headline"])
+
+
+def test_pgd_step_defaults_to_madry_rule_and_summary_marks_guards():
+    """Unset flip.pgd_alpha: α = 2.5·ε/steps (ε 0.3, 10 steps → 0.075; 40 → 0.01875); a
+    set one is kept; the attack itself uses the same default. Two epochs cannot converge,
+    so every headline line of the flip summary carries the "not converged" mark."""
+    import torch
+
+    from engine.attacks import pgd
+    from engine.experiments.exp_flip import attack_options
+
+    assert attack_options(FlipSpec(pgd_steps=10), "pgd", 0.3)["alpha"] == 0.075
+    assert attack_options(FlipSpec(), "pgd", 0.3)["alpha"] == 0.01875
+    assert attack_options(FlipSpec(pgd_alpha=0.01), "pgd", 0.3)["alpha"] == 0.01
+    assert FlipSpec().pgd_alpha is None and RunSpec.from_toml(RunSpec().to_toml()).flip.pgd_alpha is None
+    model = torch.nn.Sequential(torch.nn.Linear(4, 2)).double()
+    x = torch.rand(6, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    y = torch.tensor([0, 1, 0, 1, 0, 1])
+    a = pgd(model, x, y, eps=0.3, steps=10, generator=torch.Generator().manual_seed(1))
+    b = pgd(model, x, y, eps=0.3, steps=10, alpha=0.075, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(a.x_adv, b.x_adv)
+    events = list(run(_spec("flip", attacks=("pgd",))))
+    rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "flip_rates"]
+    assert all(r["converged"] is False for r in rows)
+    summ = next(e.data for e in events if isinstance(e, Summary) and e.section == "flip")
+    assert summ["protocol"]["pgd_alpha"] == {"0.3": 2.5 * 0.3 / 2}
+    assert summ["failed_guards"]["not converged"] == {"2L-ReLU": ["seed=0"], "MLP-Attn": ["seed=0"]}
+    lines = summ["headline"]
+    assert lines and all("⚠" in ln and "not converged in 1 of 1 cell (seed=0)" in ln for ln in lines)
+    assert any(ln.startswith("standard MLP-Attn / 2L-ReLU") and "2L-ReLU not converged" in ln for ln in lines)

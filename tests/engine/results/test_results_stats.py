@@ -124,4 +124,6 @@ def test_train_summary_flags_models_at_chance() -> None:
     fin = [e for e in run(spec) if isinstance(e, Finished)][0]
     tr = fin.summary["train"]
     assert tr["at_chance"]["MLP-Attn"] == ["m=16 seed=0"]
-    assert any("AT CHANCE" in line for line in tr["headline"])
+    assert any("at chance in 1 of 1 cell (m=16 seed=0)" in line for line in tr["headline"])
+    assert tr["failed_guards"]["at chance"] == {"MLP-Attn": ["m=16 seed=0"]}
+    assert tr["not_converged"]["MLP-Attn"] == ["m=16 seed=0"]  # 1 epoch cannot tell
