@@ -16,6 +16,7 @@ from tui_support import (
     write_run,
 )
 
+from engine.experiments.presets import QUICK
 from engine.experiments.spec import RunSpec
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
 from malleability_tui.dialogs.error_dialog import ErrorDialog
@@ -46,7 +47,7 @@ async def test_first_launch_opens_on_the_quick_preset_and_paper_is_one_key_away(
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert (_field(app, "widths"), _field(app, "epochs"), _field(app, "seeds")) == (
-            "16,64,256,1024", "30", "0",
+            "16,64,256,1024", str(QUICK["train__epochs"]), "0",
         )
         await pilot.press("f6")
         await pilot.pause()
@@ -54,7 +55,7 @@ async def test_first_launch_opens_on_the_quick_preset_and_paper_is_one_key_away(
         assert _field(app, "widths").startswith("4,8,16") and _field(app, "n_train") == "1000"
         await pilot.press("f4")
         await pilot.pause()
-        assert _field(app, "epochs") == "30"
+        assert _field(app, "epochs") == str(QUICK["train__epochs"])
 
 
 async def test_later_launches_keep_the_paper_defaults(tmp_path):
