@@ -18,7 +18,7 @@ def test_worker_skips_done_cells_and_summarises_their_rows():
     done = "train/digits/relu/4/0"
     prev = {"model": "2L-ReLU", "dataset": "digits", "width": 4, "seed": 0, "training": "standard",
             "epochs": 2, "train_loss": 0.5, "train_accuracy": 0.5, "test_loss": 0.5,
-            "test_accuracy": 0.987, "seconds": 0.1}
+            "test_accuracy": 0.987, "seconds": 0.1, "converged": True, "above_chance": True}
     req = {"spec": spec.to_dict(), "done_cells": [done], "previous_rows": {"train": [prev]}}
     env = dict(os.environ, PYTHONPATH=str(ROOT), MALLEABILITY_WORKER_NICE="0")
     p = subprocess.Popen([sys.executable, "-m", "engine.experiments.worker"], stdin=subprocess.PIPE,
