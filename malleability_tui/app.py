@@ -367,7 +367,7 @@ class MalleabilityApp(App):
                 ConfirmDialog(
                     f"This run is estimated at ≈ {hms(est)} on this machine.",
                     "From its FLOP count (as `malleability reproduce --dry-run`); F4 in the "
-                    "form applies the quick preset (about a minute).",
+                    "form applies the quick preset (minutes).",
                     "Start it",
                 ),
                 lambda ok: self.start_job(spec) if ok else None,
@@ -490,7 +490,11 @@ class MalleabilityApp(App):
         spec, _ = form.validate()
         form.spec = apply_quick(spec or form._base)
         self.action_show_tab("setup")
-        self.notify("quick preset: n 300/100, widths 16-1024, 30 epochs, 1 seed (F6: paper)")
+        q = form.spec
+        self.notify(
+            f"quick preset: n {q.data.n_train}/{q.data.n_test}, widths {q.model.widths[0]}-"
+            f"{q.model.widths[-1]}, {q.train.epochs} epochs, {len(q.seeds)} seed (F6: paper)"
+        )
 
     def action_paper_preset(self, _where: str = "") -> None:
         from engine.experiments.presets import paper_settings
@@ -655,7 +659,7 @@ class MalleabilityApp(App):
 
 def _first_spec(runs_root: Path) -> RunSpec:
     """The form's spec when none is given: the quick preset on a first launch (no runs yet:
-    a first run should take a minute, not hours), else the paper's defaults."""
+    a first run should take minutes, not hours), else the paper's defaults."""
     from engine.experiments.presets import apply_quick
 
     try:

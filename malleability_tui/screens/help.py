@@ -14,7 +14,7 @@ HELP = """\
 [b]Keys[/b]  1-7 panels · r run · c cancel · e export CSVs · s SVG screenshot
       ? help · ctrl+p command palette · q quit (cancels a running job)
 [b]In a text field[/b] keys type: ^r run · F1 help · esc leave field · ^q quit
-[b]Setup[/b]   F4 quick preset (a minute) · F6 paper preset (hours) · F2 load
+[b]Setup[/b]   F4 quick preset (minutes) · F6 paper preset (hours) · F2 load
         F3 save spec TOML; a run estimated over 10 min asks first
 [b]Sweep[/b]   m next metric            [b]Landscape[/b]  t next 2-D surface
 [b]Runs[/b]    enter open · u resume (finished cells kept) · space mark
