@@ -12,10 +12,13 @@ from typing import Any
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
 from engine.errors import EngineError
+from engine.experiments.estimate import CONFIRM_SECONDS, hms
 from engine.experiments.spec import RunSpec
+from engine.experiments.store import RunStore
+from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
 from malleability_tui.dialogs.error_dialog import ErrorDialog
 from malleability_tui.dialogs.path_dialog import PathDialog
 from malleability_tui.format import error_text
@@ -25,6 +28,7 @@ from malleability_tui.screens.help import HelpScreen
 from malleability_tui.state import RunState, load_run_state
 from malleability_tui.widgets.flips_panel import FlipsPanel
 from malleability_tui.widgets.landscape_panel import LandscapePanel
+from malleability_tui.widgets.panel_tabs import PanelTabs
 from malleability_tui.widgets.runs_browser import RunsBrowser
 from malleability_tui.widgets.setup_form import DataChoice, SetupForm, data_choices
 from malleability_tui.widgets.spectra_panel import SpectraPanel
@@ -55,12 +59,18 @@ class Settings:
     data_root: str | None = None
     data_choices: list[DataChoice] | None = None
     experiments: list[str] | None = None
-    refresh_interval: float = 0.2
-    """Seconds between panel redraws while events arrive."""
+    refresh_interval: float = 0.5
+    """Seconds between panel redraws (and status-clock updates) while events arrive. A
+    redraw of the live panel costs ~20 ms of UI CPU; at 0.2 s that took ~0.2 of a core
+    from training on 2 cores, at 0.5 s ~0.08 (benchmarks/bench_tui_latency.py)."""
     clock: bool = True
     """Show elapsed time / ETA (off in snapshot tests, which must not depend on time)."""
     open_run: str | None = None
     """A run directory to open at start."""
+    flops_per_s: float | None = None
+    """This machine's matmul rate for run-time estimates (None: measured once, 0.1 s)."""
+    subset_counts: Any = None
+    """(data set, data dir) → class counts for the form's checks (None: the engine's)."""
 
 
 def _experiment_names() -> list[str]:
@@ -90,18 +100,37 @@ class MalleabilityApp(App):
             for i, t in enumerate(TABS)
         ),
         Binding("r", "run_job", "Run"),
+        # In a text field the plain keys type; ctrl+ and F-keys work there, and the footer
+        # shows them instead (check_action: the "field" variants only while typing).
+        Binding("ctrl+r", "run_job('field')", "Run", key_display="^r", priority=True),
         Binding("ctrl+r", "run_job", "Run", show=False, priority=True),
         Binding("c", "cancel_job", "Cancel"),
         Binding("e", "export", "Export"),
         Binding("s", "screenshot", "Shot"),
-        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("f1", "help('field')", "Help", key_display="F1"),
+        Binding("f1", "help", "Help", show=False),
+        Binding("escape", "leave_field('field')", "Leave field", key_display="esc"),
         Binding("f2", "load_spec", "Load", show=False),
         Binding("f3", "save_spec", "Save", show=False),
+        Binding("f4", "quick_preset('field')", "Quick", key_display="F4"),
+        Binding("f4", "quick_preset", "Quick", show=False),
+        Binding("f6", "paper_preset('field')", "Paper", key_display="F6"),
+        Binding("f6", "paper_preset", "Paper", show=False),
         Binding("escape,enter", "close_error", "Close", show=False, priority=True),
-        Binding("escape", "leave_field", "Leave field", show=False),
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+q", "quit('field')", "Quit", key_display="^q", priority=True),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
     ]
+    PLAIN_KEY_ACTIONS = frozenset(
+        {"show_tab", "run_job", "cancel_job", "export", "screenshot", "help", "quit"}
+    )
+    """Actions of plain-character keys: hidden from the footer while typing in a field."""
+    MAIN_ONLY_ACTIONS = frozenset(
+        {"show_tab", "run_job", "cancel_job", "export", "load_spec", "save_spec",
+         "quick_preset", "paper_preset", "leave_field"}
+    )
+    """Actions on the main screen's panels: off while another screen (help, compare) shows."""
 
     def __init__(self, settings: Settings | None = None, runner: JobRunner | None = None) -> None:
         super().__init__()
@@ -109,23 +138,26 @@ class MalleabilityApp(App):
         self.runner = runner or default_runner()
         self.state = RunState()
         self._shown_revision = -1
+        self._panel_shown: dict[str, tuple[RunState, int]] = {}
+        """Panel → (state, revision) it last got (see ``_give_state``)."""
         self._job_t0: float | None = None
         self._quitting = False
         self.valid_spec: RunSpec | None = self.settings.spec or RunSpec()
+        self._flops: float | None = None
         self.last_export: list[Path] = []
 
     # -- layout -----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         s = self.settings
-        spec = s.spec or RunSpec()
+        spec = s.spec or _first_spec(s.runs_root)
         choices = s.data_choices if s.data_choices is not None else data_choices(s.data_root)
         exps = s.experiments if s.experiments is not None else _experiment_names()
-        with TabbedContent(id="tabs"):
+        with PanelTabs(id="tabs"):
             for tab, title in zip(TABS, TAB_TITLES):
                 with TabPane(title, id=tab):
                     if tab == "setup":
-                        yield SetupForm(spec, choices, exps, id="setup-form")
+                        yield SetupForm(spec, choices, exps, counts=s.subset_counts, id="setup-form")
                     elif tab == "runs":
                         yield RunsBrowser(id="runs-browser")
                     else:
@@ -160,9 +192,18 @@ class MalleabilityApp(App):
         active = self._q(TabbedContent).active
         for tab in PANELS:
             if force or tab == active:
-                self._panel(tab).state = self.state
+                self._give_state(tab)
         self._shown_revision = self.state.revision
         self._update_status()
+
+    def _give_state(self, tab: str) -> None:
+        """Hand ``tab``'s panel the state unless it already shows this revision of it: a
+        panel rebuilds its charts on every hand-over, and a tab switch must not pay that."""
+        shown = self._panel_shown.get(tab)
+        if shown is not None and shown[0] is self.state and shown[1] == self.state.revision:
+            return
+        self._panel(tab).state = self.state
+        self._panel_shown[tab] = (self.state, self.state.revision)
 
     def _tick(self) -> None:
         if not self.screen_stack:
@@ -195,7 +236,7 @@ class MalleabilityApp(App):
         if not self.screen_stack:
             return  # shutting down
         if tab in PANELS:
-            self._panel(tab).state = self.state
+            self._give_state(tab)
         if tab:
             self.call_after_refresh(self._focus_pane, tab)
 
@@ -215,7 +256,9 @@ class MalleabilityApp(App):
         target = {"setup": "#setup-form", "runs": "#runs-table", "flips": "#flip-table"}.get(
             tab, f"#{tab}-panel"
         )
-        self._q(target).focus()
+        # set_focus now, not Widget.focus() (deferred): a panel key handled in between would
+        # see this focus land in the pane it just left, which switched back to it.
+        self.screen_stack[0].set_focus(self._q(target))
 
     # -- job messages (posted by the runner's thread) ---------------------------------------------------
 
@@ -238,6 +281,7 @@ class MalleabilityApp(App):
             self.state.status = "failed"
         self._push_state(force=True)
         self.refresh_runs()
+        self.refresh_bindings()
         if self._quitting:
             self.exit()
             return
@@ -257,6 +301,22 @@ class MalleabilityApp(App):
                 return self._q(ErrorDialog).is_open
             except Exception:  # noqa: BLE001 - before mount / after unmount
                 return False
+        if self._quitting and action != "quit":
+            return False  # keys typed after q (a burst, a paste) must not start anything
+        try:
+            screen = self.screen
+            main = screen is self.screen_stack[0]
+        except Exception:  # noqa: BLE001 - before mount / after unmount
+            return False
+        if action in self.MAIN_ONLY_ACTIONS and not main:
+            return False
+        typing = isinstance(screen.focused, (Input, TextArea))
+        if parameters[:1] == ("field",):
+            return typing  # the ctrl+/F-key twin of a key: shown (and used) while typing
+        if action == "cancel_job" and not self.runner.running:
+            return False  # nothing to cancel: not offered (the footer fits 80 columns)
+        if typing and action in self.PLAIN_KEY_ACTIONS:
+            return False
         return True
 
     def action_close_error(self) -> None:
@@ -284,13 +344,13 @@ class MalleabilityApp(App):
             self.screen_stack[0].set_focus(None)
             tc.active = tab  # the TabActivated handler moves the focus
 
-    def action_leave_field(self) -> None:
+    def action_leave_field(self, _where: str = "") -> None:
         self._q(TabbedContent).query_one("Tabs").focus()
 
     def on_setup_form_spec_changed(self, message: SetupForm.SpecChanged) -> None:
         self.valid_spec = message.spec
 
-    def action_run_job(self) -> None:
+    def action_run_job(self, _where: str = "") -> None:
         if self.runner.running:
             self.notify("a job is already running (c cancels it)", severity="warning")
             return
@@ -301,25 +361,58 @@ class MalleabilityApp(App):
             first = next(iter(errors.items()))
             self.notify(f"fix the form first: {first[0]}: {first[1]}", severity="error")
             return
+        est = self.estimate(spec)
+        if est is not None and est > CONFIRM_SECONDS:
+            self.push_screen(
+                ConfirmDialog(
+                    f"This run is estimated at ≈ {hms(est)} on this machine.",
+                    "From its FLOP count (as `malleability reproduce --dry-run`); F4 in the "
+                    "form applies the quick preset (minutes).",
+                    "Start it",
+                ),
+                lambda ok: self.start_job(spec) if ok else None,
+            )
+            return
         self.start_job(spec)
 
-    def start_job(self, spec: RunSpec) -> None:
-        """Start ``spec`` into a new run directory under the runs root."""
+    def estimate(self, spec: RunSpec) -> float | None:
+        """Estimated seconds of ``spec`` here (engine/experiments/estimate.py); None if unknown."""
+        from engine.experiments.estimate import estimate_seconds, probe_flops
+
+        try:
+            if self._flops is None:
+                self._flops = self.settings.flops_per_s or probe_flops()
+            return estimate_seconds([spec], flops_per_s=self._flops)
+        except (EngineError, KeyError, ValueError):  # a data set the model does not know
+            return None
+
+    def start_job(self, spec: RunSpec, run_dir: Path | None = None, *, resume: bool = False) -> None:
+        """Start ``spec`` into a new run directory under the runs root, or (``resume``)
+        continue the run in ``run_dir``, skipping its finished cells."""
         from engine.experiments.store import default_run_dir
 
-        run_dir = default_run_dir(spec, self.settings.runs_root)
         self.action_show_tab("training")
+
+        def ready(store: RunStore) -> None:  # the directory is open; the job has not begun
+            if resume:  # the panels show the kept cells, then the new ones arrive
+                self.state = load_run_state(store.path)
+                self.state.status = "running"
+                self.state.log(f"resumed {store.path}: {len(store.done_cells)} finished cells kept and skipped")
+            else:
+                self.state = RunState(run_dir=str(store.path), spec=spec.to_dict(), status="running")
+                self.state.log(f"started {spec.experiment} on {spec.data.name} → {store.path}")
+            self.state.env = dict(store.env)
+
         try:
-            self.settings.runs_root.mkdir(parents=True, exist_ok=True)
-            self.runner.start(self, spec, run_dir)
+            if run_dir is None:
+                self.settings.runs_root.mkdir(parents=True, exist_ok=True)
+                run_dir = default_run_dir(spec, self.settings.runs_root)
+            self.runner.start(self, spec, run_dir, resume=resume, before=ready)
         except (EngineError, OSError) as e:
             self.show_error("Could not start the run", error_text(e))
             return
-        self.state = RunState(run_dir=str(run_dir), spec=spec.to_dict(), status="running")
-        store = getattr(self.runner, "store", None)
-        if store is not None:
-            self.state.env = dict(store.env)
-        self.state.log(f"started {spec.experiment} on {spec.data.name} → {run_dir}")
+        self.refresh_runs()
+        self.refresh_bindings()  # c Cancel now applies
         self._job_t0 = time.monotonic()
         self._push_state(force=True)
 
@@ -331,13 +424,14 @@ class MalleabilityApp(App):
         self.state.log("cancelling… (stops after the current step)", "warning")
         self.notify("cancelling: stops between steps, finished cells are kept")
 
-    async def action_quit(self) -> None:
+    async def action_quit(self, _where: str = "") -> None:
         if self.runner.running and not self._quitting:
             self._quitting = True
             self.runner.cancel()
             self.notify("cancelling the job before quitting…")
             self.set_timer(15, self._force_quit)
             return
+        self._quitting = True
         self.exit()
 
     def _force_quit(self) -> None:
@@ -370,6 +464,11 @@ class MalleabilityApp(App):
         self.notify(f"exported {len(self.last_export)} files to {to}")
 
     def action_screenshot(self) -> None:
+        # Without the toasts of earlier actions: they are gone once the screen refreshed.
+        self.clear_notifications()
+        self.call_after_refresh(self._save_screenshot)
+
+    def _save_screenshot(self) -> None:
         folder = self.settings.export_root
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -380,17 +479,31 @@ class MalleabilityApp(App):
         self.state.log(f"screenshot saved to {path}")
         self.notify(f"screenshot: {path}")
 
-    def action_help(self) -> None:
+    def action_help(self, _where: str = "") -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    def action_quick_preset(self) -> None:
+    def action_quick_preset(self, _where: str = "") -> None:
         from engine.experiments.presets import apply_quick
 
         form = self._q(SetupForm)
         spec, _ = form.validate()
         form.spec = apply_quick(spec or form._base)
-        self.notify("quick preset applied")
+        self.action_show_tab("setup")
+        q = form.spec
+        self.notify(
+            f"quick preset: n {q.data.n_train}/{q.data.n_test}, widths {q.model.widths[0]}-"
+            f"{q.model.widths[-1]}, {q.train.epochs} epochs, {len(q.seeds)} seed (F6: paper)"
+        )
+
+    def action_paper_preset(self, _where: str = "") -> None:
+        from engine.experiments.presets import paper_settings
+
+        form = self._q(SetupForm)
+        spec, _ = form.validate()
+        form.spec = paper_settings(spec or form._base)
+        self.action_show_tab("setup")
+        self.notify("paper preset: widths 4-4096, 3 seeds, 500 epochs: hours on a CPU (F4: quick)")
 
     def action_load_spec(self) -> None:
         self.push_screen(PathDialog("Load a run spec TOML:", "run.toml"), self._do_load)
@@ -440,6 +553,23 @@ class MalleabilityApp(App):
 
     def on_runs_browser_open_run(self, message: RunsBrowser.OpenRun) -> None:
         self.open_run(message.path)
+
+    def on_runs_browser_resume_run(self, message: RunsBrowser.ResumeRun) -> None:
+        self.resume_run(message.path)
+
+    def resume_run(self, path: str) -> None:
+        """Continue a run that did not finish, with its saved spec (``--resume``)."""
+        from engine.experiments.validate import read_spec
+
+        if self.runner.running:
+            self.notify("a job is running: cancel it (c) before resuming another run", severity="warning")
+            return
+        try:
+            spec = read_spec(Path(path) / "spec.toml")
+        except (EngineError, OSError) as e:
+            self.show_error("Could not resume the run", error_text(e))
+            return
+        self.start_job(spec, Path(path), resume=True)
 
     def open_run(self, path: str) -> None:
         """Fill every panel from a run directory on disk."""
@@ -500,7 +630,11 @@ class MalleabilityApp(App):
             "Cancel job", "Stop the running job, keeping finished cells (c)", self.action_cancel_job
         )
         yield SystemCommand(
-            "Quick preset", "Apply the --quick preset to the form", self.action_quick_preset
+            "Quick preset", "Apply the --quick preset to the form (F4)", self.action_quick_preset
+        )
+        yield SystemCommand(
+            "Paper preset", "The paper's settings in the form: hours on a CPU (F6)",
+            self.action_paper_preset,
         )
         yield SystemCommand(
             "Load spec", "Load a run spec TOML into the form (F2)", self.action_load_spec
@@ -521,6 +655,18 @@ class MalleabilityApp(App):
                 f"Switch to panel {i + 1}",
                 lambda t=tab: self.action_show_tab(t),
             )
+
+
+def _first_spec(runs_root: Path) -> RunSpec:
+    """The form's spec when none is given: the quick preset on a first launch (no runs yet:
+    a first run should take minutes, not hours), else the paper's defaults."""
+    from engine.experiments.presets import apply_quick
+
+    try:
+        has_runs = any((d / "spec.toml").is_file() for d in runs_root.iterdir())
+    except OSError:
+        has_runs = False
+    return RunSpec() if has_runs else apply_quick(RunSpec())
 
 
 def _crash_line(app: App, error: BaseException | None) -> str:

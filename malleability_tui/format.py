@@ -83,11 +83,14 @@ class FormField:
     error_field: str
     """The ``ConfigError.field`` of this option."""
     kind: str
-    """ints, floats, names, int, float, str, classes."""
+    """ints, floats, names, int, float, str, path (blank: None), classes."""
     hint: str = ""
 
 
 FORM_FIELDS: tuple[FormField, ...] = (
+    FormField(
+        "data_dir", "Data dir", "data__data_dir", "data.data_dir", "path", "blank: search the usual places"
+    ),
     FormField(
         "experiment", "Experiments", "experiment", "experiment", "str", "all or e.g. train,ntk"
     ),
@@ -143,6 +146,8 @@ def _parse(kind: str, text: str, label: str) -> Any:
         if t.lower() in ("", "all"):
             return None
         kind = "ints"
+    if kind == "path":
+        return t or None
     try:
         if kind == "ints":
             if not parts:

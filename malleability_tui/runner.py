@@ -22,13 +22,13 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from engine.experiments.events import Event, Failed, Finished, Progress, from_json
+from engine.experiments.events import Event, Failed, Finished, Progress, from_json, to_jsonable
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore
 
@@ -80,14 +80,27 @@ class JobRunner:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, app: App, spec: RunSpec, run_dir: Path) -> None:
-        """Start ``spec`` writing ``run_dir``; returns at once."""
+    def start(
+        self, app: App, spec: RunSpec, run_dir: Path, *, resume: bool = False,
+        before: Callable[[RunStore], None] | None = None,
+    ) -> None:
+        """Start ``spec`` writing ``run_dir``; returns at once. ``resume``: continue the run
+        in ``run_dir``, keeping and skipping its finished cells (the CLI's ``--resume``).
+        ``before(store)`` runs once the directory is open and before the job writes to it
+        (the app reads the kept cells there)."""
         if self.running:
             raise RuntimeError("a job is already running")
         self._cancel = threading.Event()
         self.queue.clear()
         self.run_dir = Path(run_dir)
-        self.store = RunStore(self.run_dir, spec)  # created here so a bad folder fails in the UI
+        # Opened here so a bad folder or a live writer is refused in the UI, not the thread.
+        self.store = RunStore(self.run_dir, spec, resume=resume)
+        if before is not None:
+            try:
+                before(self.store)
+            except BaseException:
+                self.store.close("interrupted" if resume else "failed")
+                raise
         self._thread = threading.Thread(
             target=self._work, args=(app, spec), name="malleability-job", daemon=True
         )
@@ -115,48 +128,61 @@ class JobRunner:
 
     # -- the job thread -------------------------------------------------------------------
 
-    def _events(self, spec: RunSpec) -> Iterator[Event]:  # pragma: no cover - abstract
+    def _events(
+        self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
+        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
+    ) -> Iterator[Event]:  # pragma: no cover - abstract
+        """The job's events (an ``engine.experiments.runner.EventSource``)."""
         raise NotImplementedError
 
     def _work(self, app: App, spec: RunSpec) -> None:
+        from engine.experiments.runner import execute
+
         store = self.store
         assert store is not None and self.run_dir is not None
-        status, error = "crashed", None
-        last_pulse = 0.0
+        outcome: dict[str, Any] = {"status": "crashed", "error": None}
+        last_pulse = [0.0]
+
+        def hand_over(ev: Event) -> None:
+            if isinstance(ev, Progress):
+                app.post_message(JobProgress(ev))
+                return
+            self.queue.append(ev)
+            now = time.monotonic()
+            # One pulse per ~20 ms at most: later ones would be coalesced anyway.
+            if now - last_pulse[0] > 0.02 or isinstance(ev, (Finished, Failed)):
+                app.post_message(JobPulse())
+                last_pulse[0] = now
+            if isinstance(ev, Finished):
+                outcome["status"] = "finished"
+            elif isinstance(ev, Failed):
+                outcome["status"] = "cancelled" if ev.error == "Cancelled" else "failed"
+                outcome["error"] = (ev.error, ev.message)
+
         try:
-            for ev in self._events(spec):
-                store.write(ev)
-                if isinstance(ev, Progress):
-                    app.post_message(JobProgress(ev))
-                    continue
-                self.queue.append(ev)
-                now = time.monotonic()
-                # One pulse per ~20 ms at most: later ones would be coalesced anyway.
-                if now - last_pulse > 0.02 or isinstance(ev, (Finished, Failed)):
-                    app.post_message(JobPulse())
-                    last_pulse = now
-                if isinstance(ev, Finished):
-                    status = "finished"
-                elif isinstance(ev, Failed):
-                    status = "cancelled" if ev.error == "Cancelled" else "failed"
-                    error = (ev.error, ev.message)
+            # The same loop as the headless CLI: it writes every event and closes the store
+            # (interrupted when the stream stops short, failed when it raises).
+            execute(spec, self.run_dir, store=store, cancel=self._cancel, on_event=hand_over,
+                    source=self._events)
         except Exception as e:  # noqa: BLE001 - a bug in a job must not kill the app
-            status, error = "failed", (type(e).__name__, str(e))
+            outcome.update(status="failed", error=(type(e).__name__, str(e)))
             self.queue.append(Failed(type(e).__name__, str(e)))
         finally:
-            # Idempotent: Finished/Failed already closed it; anything else was cut short.
-            store.close(status if status in ("finished", "failed", "cancelled") else "interrupted")
             app.post_message(JobPulse())
-            app.post_message(JobEnded(status, str(self.run_dir), error))
+            app.post_message(JobEnded(outcome["status"], str(self.run_dir), outcome["error"]))
 
 
 class ThreadRunner(JobRunner):
     """``engine.experiments.run`` in this process, on a background thread."""
 
-    def _events(self, spec: RunSpec) -> Iterator[Event]:
+    def _events(
+        self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
+        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
+    ) -> Iterator[Event]:
         from engine.experiments.runner import run
 
-        yield from run(spec, cancel=self._cancel)
+        yield from run(spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows,
+                       previous_artifacts=previous_artifacts)
 
 
 class SubprocessRunner(JobRunner):
@@ -178,7 +204,10 @@ class SubprocessRunner(JobRunner):
             except (BrokenPipeError, OSError, ValueError):
                 pass
 
-    def _events(self, spec: RunSpec) -> Iterator[Event]:
+    def _events(
+        self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
+        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
+    ) -> Iterator[Event]:
         import engine
 
         # The child must import the same engine even when the package is not installed.
@@ -197,7 +226,9 @@ class SubprocessRunner(JobRunner):
         )
         assert p.stdin and p.stdout and p.stderr
         threading.Thread(target=self._read_stderr, args=(p.stderr,), daemon=True).start()
-        p.stdin.write(json.dumps({"spec": spec.to_dict(), "done_cells": []}) + "\n")
+        req = {"spec": spec.to_dict(), "done_cells": sorted(done_cells), "previous_rows": previous_rows,
+               "previous_artifacts": previous_artifacts}
+        p.stdin.write(json.dumps(to_jsonable(req)) + "\n")
         p.stdin.flush()
         if self._cancel.is_set():
             self.cancel()
@@ -246,12 +277,16 @@ class ReplayRunner(JobRunner):
         self.started_spec: RunSpec | None = None
         self.paused = threading.Event()
 
-    def start(self, app: App, spec: RunSpec, run_dir: Path) -> None:
+    def start(self, app: App, spec: RunSpec, run_dir: Path, **kw: Any) -> None:
         self.started_spec = spec
-        super().start(app, spec, run_dir)
+        super().start(app, spec, run_dir, **kw)
 
-    def _events(self, spec: RunSpec) -> Iterator[Event]:
+    def _events(self, spec: RunSpec, **kw: Any) -> Iterator[Event]:
+        """The canned events, less those of ``done_cells`` (as the engine skips them)."""
+        done = kw.get("done_cells") or frozenset()
         for i, ev in enumerate(self.events):
+            if getattr(ev, "cell", None) in done:
+                continue
             if self._cancel.is_set():
                 yield Failed("Cancelled", "the run was cancelled; finished cells are kept")
                 return

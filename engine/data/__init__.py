@@ -2,11 +2,12 @@
 
 ``load_dataset(name, *, root=None, classes=None, n_train, n_test, seed) -> Dataset`` is the
 one entry point; ``DATASETS`` describes each data set; ``find_root`` / ``dataset_status``
-say where the files are; ``engine.data.fetch.fetch`` downloads them.
+say where the files are; ``subset_counts`` / ``subset_problem`` check a subset against the
+data set without drawing it; ``engine.data.fetch.fetch`` downloads them.
 """
 
 from engine.data.dataset import Dataset
-from engine.data.load import DatasetStatus, dataset_status, load_dataset, load_raw
+from engine.data.load import DatasetStatus, dataset_status, load_dataset, load_raw, subset_counts
 from engine.data.raw import RawData, RawSplit
 from engine.data.registry import (
     DATASETS,
@@ -18,10 +19,12 @@ from engine.data.registry import (
     find_root,
     get_info,
 )
+from engine.data.subset import ClassCounts, class_counts, subset_problem
 from engine.data.synthetic import SyntheticData, make_synthetic
 
 __all__ = [
     "DATASETS",
+    "ClassCounts",
     "ENV_VAR",
     "Dataset",
     "DatasetInfo",
@@ -31,6 +34,7 @@ __all__ = [
     "RemoteFile",
     "SyntheticData",
     "canonical_name",
+    "class_counts",
     "dataset_status",
     "default_data_home",
     "find_root",
@@ -38,4 +42,6 @@ __all__ = [
     "load_dataset",
     "load_raw",
     "make_synthetic",
+    "subset_counts",
+    "subset_problem",
 ]

@@ -10,7 +10,7 @@ from pathlib import Path
 from engine.data.dataset import Dataset
 from engine.data.raw import RawData
 from engine.data.registry import check_root, find_root, get_info, not_found_error
-from engine.data.subset import build_dataset
+from engine.data.subset import ClassCounts, build_dataset, class_counts
 from engine.errors import DatasetError
 
 
@@ -64,6 +64,13 @@ def load_dataset(
     """
     raw = load_raw(name, root)
     return build_dataset(raw, classes=classes, n_train=n_train, n_test=n_test, seed=seed, center=center)
+
+
+def subset_counts(name: str, root: str | os.PathLike | None = None) -> ClassCounts:
+    """Images per class and split of data set ``name`` (``subset_problem`` checks a subset
+    against them with the loader's rule). Reads the data set once; raises DatasetError as
+    ``load_dataset`` does when it is missing or damaged."""
+    return class_counts(load_raw(name, root))
 
 
 @dataclass(frozen=True)

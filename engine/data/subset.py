@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -22,8 +23,83 @@ def balanced_counts(n: int, k: int) -> list[int]:
     return [base + (1 if j < rem else 0) for j in range(k)]
 
 
+@dataclass(frozen=True)
+class ClassCounts:
+    """Images per class label in each split of a data set: what a subset can draw from.
+
+    Small (a few integers), so a front end can check a subset as the user types it.
+    """
+
+    name: str
+    class_names: tuple[str, ...]
+    splits: dict[str, tuple[int, ...]]
+    """Split ("train", "test" or "all") → images of each label 0..K-1."""
+    origins: dict[str, str]
+    """Split → where it came from (for messages)."""
+
+
+def class_counts(raw: RawData) -> ClassCounts:
+    """The ``ClassCounts`` of ``raw``."""
+    k = len(raw.class_names)
+    return ClassCounts(
+        name=raw.name,
+        class_names=tuple(raw.class_names),
+        splits={
+            name: tuple(int(c) for c in np.bincount(sp.labels.astype(np.int64), minlength=k)[:k])
+            for name, sp in raw.splits.items()
+        },
+        origins={name: sp.origin for name, sp in raw.splits.items()},
+    )
+
+
+def subset_problem(
+    counts: ClassCounts, classes: Sequence[int] | None, n_train: int, n_test: int
+) -> tuple[str, str] | None:
+    """Why this subset cannot be drawn, as (field, message), or None when it can.
+
+    The loader's rule (``build_dataset`` raises the message as a DatasetError): every class
+    label exists, each class gets at least one train and one test image, and each class
+    has its balanced share (``balanced_counts``) of n_train and n_test in its split (both
+    from the one split when there is only one). ``field`` is ``classes``, ``n_train`` or
+    ``n_test``, so a form can show the message under the field to change.
+    """
+    k_all = len(counts.class_names)
+    cl = tuple(range(k_all)) if classes is None else tuple(int(c) for c in classes)
+    bad = [c for c in cl if not 0 <= c < k_all]
+    if bad:
+        names = ", ".join(f"{i} ({n})" for i, n in enumerate(counts.class_names))
+        return "classes", f"{counts.name}: no class {bad[0]}; valid classes are {names}"
+    k = len(cl)
+    for n, fld in ((n_train, "n_train"), (n_test, "n_test")):
+        if n < k:
+            return fld, f"{counts.name}: {fld}={n} is smaller than the {k} classes; each class needs one"
+    c_tr, c_te = balanced_counts(n_train, k), balanced_counts(n_test, k)
+
+    def short(c: int, have: int, where: str, asked: str) -> str:
+        return (
+            f"{counts.name}: class {c} ({counts.class_names[c]}) has {have} images in {where}, "
+            f"{asked} asked; lower n_train / n_test"
+        )
+
+    if "train" in counts.splits and "test" in counts.splits:
+        for j, c in enumerate(cl):
+            for split, need, fld in (("train", c_tr[j], "n_train"), ("test", c_te[j], "n_test")):
+                have = counts.splits[split][c]
+                if need > have:
+                    return fld, short(c, have, f"the {split} split ({counts.origins[split]})", str(need))
+        return None
+    (only,) = counts.splits
+    for j, c in enumerate(cl):
+        have, need = counts.splits[only][c], c_tr[j] + c_te[j]
+        if need > have:
+            fld = "n_train" if c_tr[j] >= c_te[j] else "n_test"
+            where = f"{counts.origins[only]} (the only split)"
+            return fld, short(c, have, where, f"{c_tr[j]} train + {c_te[j]} test = {need}")
+    return None
+
+
 def resolve_classes(raw: RawData, classes: Sequence[int] | None) -> tuple[int, ...]:
-    """The class labels to keep, validated against the data set's labels."""
+    """The class labels to keep (their form; ``subset_problem`` checks them against ``raw``)."""
     valid = tuple(range(len(raw.class_names)))
     if classes is None:
         return valid
@@ -33,22 +109,11 @@ def resolve_classes(raw: RawData, classes: Sequence[int] | None) -> tuple[int, .
         raise ConfigError("classes", classes, "integer class labels, e.g. (3, 8)") from None
     if len(cl) < 2 or len(set(cl)) != len(cl):
         raise ConfigError("classes", classes, "two or more distinct class labels, e.g. (3, 8)")
-    for c in cl:
-        if c not in valid:
-            names = ", ".join(f"{i} ({n})" for i, n in enumerate(raw.class_names))
-            raise DatasetError(f"{raw.name}: no class {c}; valid classes are {names}")
-    return cl
+    return cl  # labels the data set lacks: select_indices (subset_problem) names them
 
 
 def _rng(seed: int, *stream: int) -> np.random.Generator:
     return np.random.default_rng([seed, *stream])
-
-
-def _need_error(raw: RawData, c: int, have: int, where: str, asked: str) -> DatasetError:
-    return DatasetError(
-        f"{raw.name}: class {c} ({raw.class_names[c]}) has {have} images in {where}, "
-        f"{asked} asked; lower n_train / n_test"
-    )
 
 
 def select_indices(
@@ -60,16 +125,15 @@ def select_indices(
     split only, both are carved from it: per class one seeded permutation, train from its
     front and test from its back, so they are disjoint.
     """
-    k = len(classes)
     for n, fld in ((n_train, "n_train"), (n_test, "n_test")):
         if not (isinstance(n, (int, np.integer)) and n >= 1):
             raise ConfigError(fld, n, "a positive integer")
-        if n < k:
-            raise DatasetError(
-                f"{raw.name}: {fld}={n} is smaller than the {k} classes; each class needs one"
-            )
     if not (isinstance(seed, (int, np.integer)) and seed >= 0):
         raise ConfigError("seed", seed, "a non-negative integer")
+    problem = subset_problem(class_counts(raw), classes, int(n_train), int(n_test))
+    if problem is not None:
+        raise DatasetError(problem[1])
+    k = len(classes)
     c_tr, c_te = balanced_counts(n_train, k), balanced_counts(n_test, k)
     tr_idx: list[np.ndarray] = []
     te_idx: list[np.ndarray] = []
@@ -81,12 +145,7 @@ def select_indices(
                 ("train", c_tr[j], _TRAIN, tr_idx),
                 ("test", c_te[j], _TEST, te_idx),
             ):
-                s = raw.splits[split]
-                pool = np.flatnonzero(s.labels == c)
-                if need > pool.size:
-                    raise _need_error(
-                        raw, c, pool.size, f"the {split} split ({s.origin})", str(need)
-                    )
+                pool = np.flatnonzero(raw.splits[split].labels == c)
                 out.append(_rng(seed, stream, c).permutation(pool)[:need])
     else:
         (only,) = raw.splits
@@ -94,15 +153,6 @@ def select_indices(
         s = raw.splits[only]
         for j, c in enumerate(classes):
             pool = np.flatnonzero(s.labels == c)
-            need = c_tr[j] + c_te[j]
-            if need > pool.size:
-                raise _need_error(
-                    raw,
-                    c,
-                    pool.size,
-                    f"{s.origin} (the only split)",
-                    f"{c_tr[j]} train + {c_te[j]} test = {need}",
-                )
             perm = _rng(seed, _CARVE, c).permutation(pool)
             tr_idx.append(perm[: c_tr[j]])
             te_idx.append(perm[perm.size - c_te[j] :])

@@ -1,6 +1,7 @@
 """Typed run specs, the event stream, the run store and the experiment registry.
 
-``run(spec)`` yields events; ``RunStore`` writes them to a run directory.
+``run(spec)`` yields events; ``RunStore`` writes them to a run directory;
+``execute(spec, run_dir)`` is the loop joining the two (every front end's).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from engine.experiments.spec import RunSpec
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
+
+    from engine.experiments.store import RunStore
 
 
 def run(spec: RunSpec, **kwargs: Any) -> Iterator[Event]:
@@ -33,7 +37,14 @@ def run(spec: RunSpec, **kwargs: Any) -> Iterator[Event]:
     return _run(spec, **kwargs)
 
 
+def execute(spec: RunSpec, run_dir: str | Path, **kwargs: Any) -> RunStore:
+    """See ``engine.experiments.runner.execute`` (the one run loop)."""
+    from engine.experiments.runner import execute as _execute
+
+    return _execute(spec, run_dir, **kwargs)
+
+
 __all__ = [
     "Artifact", "CellFinished", "Event", "Failed", "Finished", "Log", "Metric", "Progress",
-    "RunSpec", "Started", "Summary", "TableRow", "run",
+    "RunSpec", "Started", "Summary", "TableRow", "execute", "run",
 ]

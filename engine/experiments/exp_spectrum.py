@@ -97,9 +97,11 @@ def run_spectrum(ctx: RunContext) -> Iterator[Event]:
     per_dataset: dict[str, Any] = {
         a["label"]: decode_floats(a["entry"]) for a in ctx.previous_artifacts("spectrum_entry")
     }
+    order: list[str] = []
     for i, name in enumerate(names):
         ds = ctx.dataset(name=name, seed=seed)
         label = _label(ds.name, sp.data.classes)
+        order.append(label)
         cell = f"spectrum/{label}/{seed}"
         yield Progress("sweep", i, len(names), f"spectrum {label}")
         if ctx.is_done(cell):
@@ -110,7 +112,6 @@ def run_spectrum(ctx: RunContext) -> Iterator[Event]:
         yield Artifact("spectrum_entry", {"label": label, "entry": encode_floats(summary)}, cell=cell)
         yield CellFinished(cell)
     yield Progress("sweep", len(names), len(names), "spectrum done")
-    order = [_label(ctx.dataset(name=n, seed=seed).name, sp.data.classes) for n in names]
     per_dataset = {k: per_dataset[k] for k in order if k in per_dataset}
     yield Summary("spectrum", _summary(per_dataset, sp.data.classes))
 

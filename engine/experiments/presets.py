@@ -116,6 +116,17 @@ def apply_quick(spec: RunSpec) -> RunSpec:
     return spec.replace(**QUICK)
 
 
+def paper_settings(spec: RunSpec) -> RunSpec:
+    """``spec`` with every option the quick preset changes back at its default (the paper's
+    settings where it states them: widths 4…4096, 500 epochs, three seeds, ...)."""
+    default = RunSpec()
+    changes: dict[str, object] = {}
+    for key in QUICK:
+        section, _, name = key.partition("__")
+        changes[key] = getattr(getattr(default, section), name) if name else getattr(default, section)
+    return spec.replace(**changes)
+
+
 def cap_quick(spec: RunSpec) -> tuple[RunSpec, str]:
     """A --quick ``spec`` with its subset sizes capped to what its data set and classes
     have (``cap_sizes``), and the one-line note ('' when nothing changed)."""

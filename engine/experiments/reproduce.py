@@ -411,8 +411,9 @@ def _width_rule(
     else:
         v = FAILS
     used = [r for r in rows if r["model"] in (ref, other)]
-    return _guarded(v, used), stat, {"rho_ref": rr, "p_ref": pr, "rho_other": ro, "p_other": po,
-                                     "other_above": above, "rule_verdict": v}
+    vals: dict[str, Any] = {"rho_ref": rr, "p_ref": pr, "rho_other": ro, "p_other": po,
+                            "other_above": above, "rule_verdict": v}
+    return _guarded(v, used), stat, vals
 
 
 def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:

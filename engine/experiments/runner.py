@@ -1,16 +1,19 @@
-"""``run(spec)``: the generator of typed events behind every front end."""
+"""``run(spec)``: the generator of typed events behind every front end, and
+``execute(spec, run_dir)``: the one loop that writes them to a run directory."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
 
 from engine.errors import EngineError
 from engine.experiments.context import RunContext
 from engine.experiments.events import Event, Failed, Finished, Log, Progress, Started, Summary
 from engine.experiments.registry import select
 from engine.experiments.spec import RunSpec
+from engine.experiments.store import RunStore
 
 
 def run(
@@ -64,3 +67,58 @@ def run(
         yield Finished(summary)
     except EngineError as e:
         yield Failed(type(e).__name__, str(e))
+
+
+class EventSource(Protocol):
+    """Where a run's events come from: ``run`` itself, or a stream from another process
+    (the TUI's worker) that takes the same arguments."""
+
+    def __call__(
+        self,
+        spec: RunSpec,
+        *,
+        done_cells: frozenset[str],
+        cancel: threading.Event | None,
+        previous_rows: dict[str, list[dict[str, Any]]],
+        previous_artifacts: dict[str, list[Any]],
+    ) -> Iterator[Event]: ...
+
+
+def execute(
+    spec: RunSpec,
+    run_dir: str | Path,
+    *,
+    resume: bool = False,
+    cancel: threading.Event | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    store: RunStore | None = None,
+    source: EventSource | None = None,
+) -> RunStore:
+    """The one run loop (headless CLI, TUI runners): run ``spec`` into ``run_dir``.
+
+    Opens the directory with ``RunStore`` (``resume``: keep its finished cells and skip
+    them; ``store``: one the caller opened already), writes every event of ``source``
+    (default ``run``) and hands it to ``on_event``. Returns the store, closed: finished,
+    partial, failed or cancelled by the stream's last event; ``interrupted`` when the
+    stream stopped short or Ctrl-C arrived (KeyboardInterrupt is re-raised); ``failed``
+    when the source or ``on_event`` raised (re-raised).
+    """
+    st = store if store is not None else RunStore(run_dir, spec, resume=resume)
+    previous = {t: [dict(r) for r in rows] for t, rows in st.tables.items()}
+    src: EventSource = source if source is not None else run
+    try:
+        for ev in src(
+            spec, done_cells=frozenset(st.done_cells), cancel=cancel, previous_rows=previous,
+            previous_artifacts=st.previous_artifacts,
+        ):
+            st.write(ev)
+            if on_event is not None:
+                on_event(ev)
+    except KeyboardInterrupt:
+        st.close("interrupted")
+        raise
+    except BaseException:
+        st.close("failed")
+        raise
+    st.close("interrupted")  # a no-op after Finished / Failed; else the stream was cut short
+    return st

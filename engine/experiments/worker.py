@@ -2,7 +2,9 @@
 
 Protocol (used by the TUI so training never competes with the UI for the GIL):
 
-* stdin, first line: ``{"spec": RunSpec.to_dict(), "done_cells": [...]}``;
+* stdin, first line: ``{"spec": RunSpec.to_dict(), "done_cells": [...], "previous_rows":
+  {table: [row, ...]}, "previous_artifacts": {name: [data, ...]}}`` (a resumed run: its
+  finished cells, skipped, and their rows and artifacts, which the summaries cover);
   any later line ``cancel`` (or stdin closing) sets the cancel flag, so the run
   stops between events and ends with ``Failed("Cancelled", ...)``.
 * stdout: one ``Event.to_json()`` object per line, flushed per event; the stream
@@ -45,6 +47,8 @@ def main() -> int:
         req = json.loads(first)
         spec = RunSpec.from_dict(req["spec"])
         done = frozenset(req.get("done_cells", ()))
+        previous = {str(t): [dict(r) for r in rows] for t, rows in (req.get("previous_rows") or {}).items()}
+        artifacts = {str(k): list(v) for k, v in (req.get("previous_artifacts") or {}).items()}
     except Exception as e:  # noqa: BLE001 - reported on the protocol, not raised
         out.write(json.dumps(Failed(type(e).__name__, f"bad worker request: {e}").to_json()) + "\n")
         out.flush()
@@ -52,7 +56,8 @@ def main() -> int:
     cancel = threading.Event()
     threading.Thread(target=_watch_stdin, args=(sys.stdin, cancel), daemon=True).start()
     try:
-        for ev in run(spec, done_cells=done, cancel=cancel):
+        for ev in run(spec, done_cells=done, cancel=cancel, previous_rows=previous,
+                      previous_artifacts=artifacts):
             out.write(json.dumps(ev.to_json()) + "\n")
             out.flush()
     except Exception as e:  # noqa: BLE001 - a bug: keep the stream well-formed

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from engine.experiments.events import Failed
+from engine.experiments.events import Event, Failed
 from engine.experiments.presets import apply_quick, cap_quick
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore, default_run_dir
@@ -132,7 +132,7 @@ def execute(
     ``executor`` (``executor__*`` changes) also applies to a resumed run's saved spec:
     where cells run never changes their numbers.
     """
-    from engine.experiments import run
+    from engine.experiments import execute as run_loop
     from engine.experiments.executors import check_executor
 
     if resume:
@@ -153,32 +153,26 @@ def execute(
         )
     for note in store.notes:
         err_console.print(f"note: {note}", highlight=False)
-    failed: Failed | None = None
+    failed: list[Failed] = []
     try:
         with ProgressRenderer(console, quiet=quiet) as pr:
-            previous = {t: [dict(r) for r in rows] for t, rows in store.tables.items()}
-            for ev in run(
-                spec, done_cells=frozenset(store.done_cells), previous_rows=previous,
-                previous_artifacts=store.previous_artifacts,
-            ):
-                store.write(ev)
+
+            def show(ev: Event) -> None:
                 pr.show(ev)
                 if isinstance(ev, Failed):
-                    failed = ev
+                    failed.append(ev)
+
+            run_loop(spec, path, store=store, on_event=show)  # closes the store, whatever happens
     except KeyboardInterrupt:
-        store.close("interrupted")
         err_console.print(
             f"interrupted: {len(store.done_cells)} finished cells kept in {path}; "
             f"continue with: malleability headless --resume --out {path}"
         )
         raise typer.Exit(130) from None
-    except BaseException:
-        store.close("failed")
-        raise
-    if failed is not None:
-        if failed.error == "Cancelled":
-            die(f"{failed.message} in {path}; continue with: malleability headless --resume --out {path}", 130)
-        die(f"{failed.message} (partial results kept in {path})", 1)
+    if failed:
+        if failed[0].error == "Cancelled":
+            die(f"{failed[0].message} in {path}; continue with: malleability headless --resume --out {path}", 130)
+        die(f"{failed[0].message} (partial results kept in {path})", 1)
     if store.failed_cells:
         if not quiet:
             show_results(store.tables, store.summary)

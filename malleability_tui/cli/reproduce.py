@@ -4,7 +4,6 @@ numbers beside ours and the claims checklist (engine/experiments/reproduce.py)."
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,6 +12,7 @@ import typer
 from rich.table import Table
 
 from engine.errors import DatasetError
+from engine.experiments.estimate import estimate_seconds, hms
 from engine.experiments.events import to_jsonable
 from engine.experiments.reproduce import NO_DATA, Part, compare, plan
 from engine.experiments.store import atomic_write, read_run
@@ -50,39 +50,6 @@ def _available(part: Part) -> str | None:
     except DatasetError as e:
         return str(e)
     return None
-
-
-def estimate_seconds(parts: list[Part]) -> float:
-    """A coarse run-time estimate from FLOP counts and a 0.1 s matmul probe."""
-    import torch
-
-    a = torch.randn(512, 784)
-    b = torch.randn(784, 1024)
-    t0 = time.perf_counter()
-    reps = 0
-    while time.perf_counter() - t0 < 0.1:
-        a @ b
-        reps += 1
-    flops_s = reps * 2 * 512 * 784 * 1024 / (time.perf_counter() - t0)
-    from engine.data import DATASETS
-
-    total = 0.0
-    for p in parts:
-        s = p.spec
-        d = math.prod(DATASETS[p.dataset].image_shape)
-        exps = s.experiment.split(",")
-        n, ep, seeds = s.data.n_train, s.train.epochs, len(s.seeds)
-        widths = set(s.model.widths) if "ntk" in exps else set()
-        if {"flip", "advtrain", "landscape"} & set(exps):
-            widths |= {s.flip.width}
-        train = sum(6.0 * n * d * w * ep for w in widths) * len(s.model.kinds) * seeds
-        if "advtrain" in exps:
-            train += 6.0 * n * d * s.flip.width * ep * (1 + s.flip.pgd_steps) * len(s.model.kinds) * seeds
-        if "flip" in exps:
-            steps = 1 + s.flip.pgd_steps + s.flip.mim_steps
-            train += 4.0 * n * d * s.flip.width * steps * len(s.model.kinds) * seeds * len(s.flip.eps)
-        total += train
-    return 3.0 * total / flops_s + 5.0 * len(parts)  # ×3: Python overhead and kernels
 
 
 def reproduce(
@@ -132,13 +99,13 @@ def reproduce(
         path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
         if path.exists() and any(path.iterdir()) and not resume and not dry_run:
             die(f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)")
-        est = estimate_seconds(parts)
+        est = estimate_seconds([p.spec for p in parts])
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
         for p in parts:
             if p.note:
                 err_console.print(f"note: {p.key}: {p.note}", highlight=False, markup=False)
-        err_console.print(f"estimated run time ≈ {_hms(est)} on this machine", highlight=False)
+        err_console.print(f"estimated run time ≈ {hms(est)} on this machine", highlight=False)
         if dry_run:
             return
         path.mkdir(parents=True, exist_ok=True)
@@ -167,12 +134,7 @@ def reproduce(
                    "seconds": meta["seconds"], **comparison}
         atomic_write(path / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n")
         show_comparison(comparison)
-        console.print(f"reproduction: [bold]{path}[/] ({_hms(meta['seconds'])}); report: malleability report {path}", highlight=False)
-
-
-def _hms(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+        console.print(f"reproduction: [bold]{path}[/] ({hms(meta['seconds'])}); report: malleability report {path}", highlight=False)
 
 
 def _pm(c: dict[str, Any], key: str = "mean", unit: str = "") -> str:
@@ -263,4 +225,4 @@ def show_comparison(cmp: dict[str, Any]) -> None:
         console.print(t)
 
 
-__all__ = ["comparison_rows", "comparison_tables", "estimate_seconds", "grid_rows", "reproduce", "show_comparison"]
+__all__ = ["comparison_rows", "comparison_tables", "grid_rows", "reproduce", "show_comparison"]

@@ -24,8 +24,8 @@ class ErrorDialog(Container):
     ErrorDialog.-open { display: block; }
     ErrorDialog > Vertical { width: 70; max-width: 95%; height: auto; max-height: 90%;
         border: thick $error; background: $surface; padding: 1 2; }
-    ErrorDialog #err-title { text-style: bold; color: $error; }
-    ErrorDialog #err-message { margin: 1 0; height: auto; }
+    ErrorDialog #err-title { text-style: bold; color: $error; width: 100%; }
+    ErrorDialog #err-message { margin: 1 0; height: auto; width: 100%; }
     ErrorDialog Button { width: 100%; }
     """
     BINDINGS = [Binding("escape,enter", "close", "Close", priority=True)]

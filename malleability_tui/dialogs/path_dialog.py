@@ -20,6 +20,9 @@ class PathDialog(ModalScreen[str | None]):
     PathDialog #keys { color: $text-muted; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    AUTO_FOCUS = "#path"
+    """Focused by the screen itself once composed (an ``on_mount`` query could run before
+    the input exists when the app is already closing: the ``qe`` burst)."""
 
     def __init__(self, prompt: str, initial: str = "") -> None:
         super().__init__()
@@ -31,9 +34,6 @@ class PathDialog(ModalScreen[str | None]):
             yield Label(self.prompt, id="prompt")
             yield Input(self.initial, id="path")
             yield Label("enter: OK · escape: cancel", id="keys")
-
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -34,32 +34,24 @@ def _summary(path: Path) -> dict:
     return d if isinstance(d, dict) else {}
 
 
-STALE_SECONDS = 300.0
-"""A run marked "running" whose event log has not moved for this long has lost its process
-(events arrive at least once an epoch). Until the store records its writer's pid (a lock
-file), this is the rule."""
-
-
-def shown_status(run: dict, live: str | None = None) -> str:
-    """The directory's status, with "interrupted" for a dead "running" run."""
-    import time
-
-    status = str(run.get("status", "?"))
-    if status != "running" or run.get("path") == live:
-        return status
-    try:
-        age = time.time() - (Path(run["path"]) / "events.jsonl").stat().st_mtime
-    except OSError:
-        return "interrupted"
-    return "interrupted" if age > STALE_SECONDS else status
+RESUMABLE = ("interrupted", "cancelled", "partial", "failed")
+"""Statuses a run can be continued from (its finished cells are kept and skipped)."""
 
 
 def resume_command(path: str) -> str:
-    return f"malleability headless --resume --out {path}"
+    """The CLI's way to continue ``path`` (relative to the working folder when under it)."""
+    p = Path(path)
+    try:
+        p = p.resolve().relative_to(Path.cwd().resolve())
+    except (OSError, ValueError):
+        pass
+    return f"malleability headless --resume --out {p}"
 
 
 class RunsBrowser(Horizontal):
-    """The app sets ``runs`` (from ``list_runs``); Enter posts ``OpenRun``, ``v`` posts ``CompareRuns``."""
+    """The app sets ``runs`` (from ``list_runs``, whose status is the run store's: a
+    ``running`` run without a live writer reads ``interrupted``); Enter posts ``OpenRun``,
+    ``u`` posts ``ResumeRun``, ``v`` posts ``CompareRuns``."""
 
     DEFAULT_CSS = """
     RunsBrowser #runs-table { width: 3fr; min-width: 36; }
@@ -68,12 +60,18 @@ class RunsBrowser(Horizontal):
     """
     BINDINGS = [
         Binding("enter", "open", "Open", show=True),
-        Binding("space", "mark", "Mark"),
+        Binding("u", "resume", "Resume"),
+        Binding("space", "mark", "Mark", key_display="␣"),
         Binding("v", "compare", "Compare"),
         Binding("f5", "refresh_runs", "Refresh", show=False),
     ]
 
     class OpenRun(Message):
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
+    class ResumeRun(Message):
         def __init__(self, path: str) -> None:
             super().__init__()
             self.path = path
@@ -104,11 +102,12 @@ class RunsBrowser(Horizontal):
     def watch_runs(self, runs: list) -> None:
         if not self.is_mounted:
             return
+        self.refresh_bindings()
         t = self.query_one("#runs-table", DataTable)
         t.clear()
         for r in runs:
             mark = "✓" if r["path"] in self.marked else ""
-            t.add_row(mark, shown_status(r, self.live), r["experiment"], r["dataset"], r["name"], key=r["path"])
+            t.add_row(mark, r["status"], r["experiment"], r["dataset"], r["name"], key=r["path"])
         self._show_detail()
 
     def selected(self) -> str | None:
@@ -120,6 +119,7 @@ class RunsBrowser(Horizontal):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self._show_detail()
+        self.refresh_bindings()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -134,8 +134,10 @@ class RunsBrowser(Horizontal):
         p = Path(path)
         lines = [f"[b]{p.name}[/b]"]
         run = next((r for r in self.runs if r["path"] == path), {})
-        if shown_status(run, self.live) == "interrupted":
-            lines.append("[yellow]interrupted: its process died; continue it with[/yellow]")
+        status = run.get("status", "?")
+        if status in RESUMABLE and path != self.live:
+            why = "its process died" if status == "interrupted" else f"it ended {status}"
+            lines.append(f"[yellow]{why}: u resumes it here (finished cells kept), or run[/yellow]")
             lines.append(resume_command(path))
         lines += [f"{k}: {v}" for k, v in spec_brief(_spec_dict(p))]
         heads = headline_numbers(_summary(p))
@@ -144,7 +146,7 @@ class RunsBrowser(Horizontal):
             lines.append("[b]headline[/b]")
             lines += heads
         lines.append("")
-        lines.append("[dim]enter: open · space: mark · v: compare two marked[/dim]")
+        lines.append("[dim]enter: open · u: resume · space: mark · v: compare two marked[/dim]")
         from rich.markup import escape
 
         det.update("\n".join(ln if ln.startswith("[") else escape(ln) for ln in lines))
@@ -153,6 +155,25 @@ class RunsBrowser(Horizontal):
         path = self.selected()
         if path:
             self.post_message(self.OpenRun(path))
+
+    def _resumable(self) -> bool:
+        path = self.selected()
+        status = next((r.get("status", "?") for r in self.runs if r["path"] == path), "?")
+        running = bool(getattr(getattr(self.app, "runner", None), "running", False))
+        return path is not None and status in RESUMABLE and path != self.live and not running
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        # Shown (and live) only where they apply, so the footer fits 80 columns.
+        if action == "resume":
+            return self._resumable() and len(self.marked) < 2
+        if action == "compare":
+            return len(self.marked) == 2
+        return True
+
+    def action_resume(self) -> None:
+        path = self.selected()
+        if path and self._resumable():
+            self.post_message(self.ResumeRun(path))
 
     def action_mark(self) -> None:
         path = self.selected()
@@ -166,12 +187,11 @@ class RunsBrowser(Horizontal):
         row = t.cursor_row
         self.runs = self.runs
         t.move_cursor(row=row)
+        self.refresh_bindings()
 
     def action_compare(self) -> None:
         if len(self.marked) == 2:
             self.post_message(self.CompareRuns(*self.marked))
-        else:
-            self.app.notify("mark two runs with space, then press v", severity="warning")
 
     def action_refresh_runs(self) -> None:
         self.post_message(self.Refresh())

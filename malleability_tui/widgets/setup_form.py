@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -10,6 +13,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Input, Label, Select, Static
 
+from engine.data.subset import ClassCounts, subset_problem
+from engine.errors import EngineError
 from engine.experiments.spec import RunSpec
 from malleability_tui.format import FORM_FIELDS, form_to_spec, spec_to_form
 
@@ -44,21 +49,40 @@ def data_choices(root: str | None = None) -> list[DataChoice]:
     return out
 
 
+CountsFn = Callable[[str, "str | None"], ClassCounts]
+"""(data set, data dir) → its images per class and split (``engine.data.subset_counts``)."""
+
+
+def _subset_counts(name: str, root: str | None) -> ClassCounts:
+    from engine.data import subset_counts
+
+    return subset_counts(name, root)
+
+
 class SetupForm(VerticalScroll):
-    """Fields of the spec. Posts ``SpecChanged`` whenever the form becomes (in)valid."""
+    """Fields of the spec. Posts ``SpecChanged`` whenever the form becomes (in)valid.
+
+    Besides the spec's own rules, the chosen subset is checked against the data set as
+    you type (``engine.data.subset_problem``, the loader's rule): its class counts are
+    read once per data set and folder, in a thread, and a problem shows under its field.
+    """
 
     DEFAULT_CSS = """
     SetupForm { padding: 0 1; }
     SetupForm .row { height: auto; }
     SetupForm .row Label.name { width: 14; padding: 0 1 0 0; content-align: left middle; height: 1; }
+    SetupForm .row:focus-within Label.name { color: $accent; text-style: bold; }
     SetupForm .row Input, SetupForm .row Select { width: 1fr; }
     SetupForm Input { border: none; height: 1; padding: 0 1; }
+    SetupForm Input:focus { background: $accent 30%; }
     SetupForm Select > SelectCurrent { border: none; height: 1; padding: 0 1; }
-    SetupForm .error { color: $error; padding: 0 0 0 14; height: auto; display: none; }
+    SetupForm Select:focus > SelectCurrent { background: $accent 30%; }
+    SetupForm .error { color: $error; padding: 0 0 0 14; width: 100%; height: auto; display: none; }
     SetupForm .error.-show { display: block; }
-    SetupForm .hint { color: $text-muted; padding: 0 0 0 14; height: auto; }
+    SetupForm .hint { color: $text-muted; padding: 0 0 0 14; width: 100%; height: auto; }
     SetupForm #buttons { height: auto; margin: 1 0 0 0; }
     SetupForm #buttons Button { margin: 0 1 0 0; min-width: 10; }
+    SetupForm #buttons Button:focus { text-style: bold reverse; }
     SetupForm #datasets { color: $text-muted; height: auto; margin: 1 0 0 0; }
     """
 
@@ -72,7 +96,12 @@ class SetupForm(VerticalScroll):
     """The spec shown (set by the app: load, quick preset)."""
 
     def __init__(
-        self, spec: RunSpec, choices: list[DataChoice], experiments: list[str], **kw
+        self,
+        spec: RunSpec,
+        choices: list[DataChoice],
+        experiments: list[str],
+        counts: CountsFn | None = None,
+        **kw,
     ) -> None:
         super().__init__(**kw)
         self._base = spec
@@ -80,6 +109,10 @@ class SetupForm(VerticalScroll):
         self.experiments = experiments
         self.errors: dict[str, str] = {}
         self._loading = False
+        self._counts_fn = counts or _subset_counts
+        self._counts: dict[tuple[str, str | None], ClassCounts | str] = {}
+        """(data set, data dir) → its class counts, or why they could not be read."""
+        self._reading: set[tuple[str, str | None]] = set()
         self.set_reactive(SetupForm.spec, spec)
 
     def compose(self) -> ComposeResult:
@@ -114,9 +147,10 @@ class SetupForm(VerticalScroll):
             yield Label("", classes="error", id=f"err-{key}")
         with Horizontal(id="buttons"):
             yield Button("Run ^r", variant="primary", id="run", action="app.run_job", compact=True)
-            yield Button("Quick preset", id="quick", action="app.quick_preset", compact=True)
-            yield Button("Load spec F2", id="load", action="app.load_spec", compact=True)
-            yield Button("Save spec F3", id="save", action="app.save_spec", compact=True)
+            yield Button("Quick F4", id="quick", action="app.quick_preset", compact=True)
+            yield Button("Paper F6", id="paper", action="app.paper_preset", compact=True)
+            yield Button("Load F2", id="load", action="app.load_spec", compact=True)
+            yield Button("Save F3", id="save", action="app.save_spec", compact=True)
         yield Static(self._datasets_text(), id="datasets")
 
     def _datasets_text(self) -> str:
@@ -144,6 +178,10 @@ class SetupForm(VerticalScroll):
     def validate(self) -> tuple[RunSpec | None, dict[str, str]]:
         """Check every field; show errors next to the fields; post ``SpecChanged``."""
         spec, errors = form_to_spec(self._base, self.values())
+        if spec is not None:
+            errors = self._data_errors(spec)
+            if errors:
+                spec = None
         self.errors = errors
         for key in [f.key for f in FORM_FIELDS] + ["dataset", "device", "dtype"]:
             lab = self.query_one(f"#err-{key}", Label)
@@ -152,6 +190,49 @@ class SetupForm(VerticalScroll):
             lab.set_class(bool(msg), "-show")
         self.post_message(self.SpecChanged(spec, errors))
         return spec, errors
+
+    # -- the subset against the data set ----------------------------------------------
+
+    def _data_errors(self, spec: RunSpec) -> dict[str, str]:
+        """{field: message} when the data set cannot give this subset (nothing while its
+        counts are being read: the loader still checks when the run starts)."""
+        d = spec.data
+        key = (d.name, d.data_dir)
+        got = self._counts.get(key)
+        if got is None:
+            self._read_counts(key)
+            return {}
+        if isinstance(got, str):
+            missing_dir = d.data_dir is not None and not Path(d.data_dir).expanduser().is_dir()
+            return {"data_dir" if missing_dir else "dataset": got}
+        problem = subset_problem(got, d.classes, d.n_train, d.n_test)
+        return {problem[0]: problem[1]} if problem else {}
+
+    def _read_counts(self, key: tuple[str, str | None]) -> None:
+        if key in self._reading:
+            return
+        self._reading.add(key)
+        self.run_worker(
+            partial(self._count_in_thread, key), thread=True, group="counts", exit_on_error=False
+        )
+
+    def _count_in_thread(self, key: tuple[str, str | None]) -> None:
+        try:
+            got: ClassCounts | str = self._counts_fn(*key)
+        except EngineError as e:
+            got = str(e)
+        except Exception as e:  # noqa: BLE001 - a broken loader must not break the form
+            got = f"{type(e).__name__}: {e}"
+        try:
+            self.app.call_from_thread(self._got_counts, key, got)
+        except RuntimeError:  # the app is closing
+            pass
+
+    def _got_counts(self, key: tuple[str, str | None], got: ClassCounts | str) -> None:
+        self._reading.discard(key)
+        self._counts[key] = got
+        if self.is_mounted:
+            self.validate()
 
     def _update_hint(self) -> None:
         v = self.query_one("#f-dataset", Select).value

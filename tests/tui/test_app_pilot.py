@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from conftest import canned_events, make_test_app, write_run
-from screen_text import screen_text
 from textual.widgets import DataTable, Input, Label, Static
+from tui_support import (
+    canned_events,
+    footer_text,
+    make_test_app,
+    run_dirs,
+    screen_text,
+    wait_job,
+    write_interrupted_run,
+    write_run,
+)
 
 from engine.experiments.spec import RunSpec
 from malleability_tui.dialogs.error_dialog import ErrorDialog
@@ -15,19 +22,6 @@ from malleability_tui.runner import JobPulse, ReplayRunner
 from malleability_tui.screens.compare import CompareScreen
 from malleability_tui.screens.help import HelpScreen
 from malleability_tui.widgets.plot_view import PlotView
-
-
-async def wait_job(pilot, app, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        await pilot.pause(0.05)
-        if not app.runner.running and app.state.status != "running":
-            break
-    await pilot.pause(0.1)
-
-
-def run_dirs(tmp_path: Path) -> list[Path]:
-    root = tmp_path / "runs"
-    return sorted(p for p in root.iterdir() if (p / "spec.toml").exists()) if root.exists() else []
 
 
 async def test_run_fills_every_panel(tmp_path):
@@ -133,7 +127,7 @@ async def test_failure_shows_dialog_and_app_keeps_running(tmp_path):
 
 async def test_crash_in_runner_is_a_dialog(tmp_path):
     class Boom(ReplayRunner):
-        def _events(self, spec):
+        def _events(self, spec, **kw):
             yield canned_events()[0]
             raise RuntimeError("bug in a job")
 
@@ -272,6 +266,35 @@ async def test_help_palette_and_spec_files(tmp_path):
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(ErrorDialog).is_open
+
+
+async def test_resume_interrupted_run_from_the_browser(tmp_path):
+    run = write_interrupted_run(tmp_path / "runs" / "20250101-000000-all-digits")
+    runner = ReplayRunner(canned_events())
+    app = make_test_app(tmp_path, runner, spec=RunSpec())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("7")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "u resumes it here" in text
+        footer = await footer_text(pilot, app)  # the footer fits: the Runs keys and the app's, whole
+        assert "u Resume" in footer and "q Quit" in footer and "c Cancel" not in footer
+        await pilot.press("u")
+        await wait_job(pilot, app)
+        assert app.state.status == "finished"
+        assert runner.started_spec is not None and runner.started_spec.seeds == (0, 1)  # its spec
+        env = json.loads((run / "env.json").read_text())
+        assert env["status"] == "finished" and env["resumed"] is True
+        rows = (run / "ntk_distance.csv").read_text().splitlines()
+        assert len(rows) == 1 + 12 and len(set(rows)) == len(rows)  # the 2 kept cells once
+        assert run_dirs(tmp_path) == [run]  # continued in place, no new folder
+        assert "2 finished cells kept" in "\n".join(m for _, m in app.state.logs)
+        await pilot.press("7")
+        await pilot.pause()
+        assert "u Resume" not in await footer_text(pilot, app)  # finished: nothing to resume
+        await pilot.press("u")
+        await pilot.pause()
+        assert not runner.running and app.state.status == "finished"
 
 
 def test_pulses_coalesce():

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import make_test_app
-from test_app_pilot import run_dirs
+from tui_support import make_test_app, run_dirs
 
 from engine.experiments.registry import experiments
 from engine.experiments.spec import RunSpec

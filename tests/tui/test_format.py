@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from conftest import SPEC, canned_events, write_run
+from tui_support import SPEC, canned_events, write_run
 
 from engine.experiments.spec import RunSpec
 from malleability_tui import format as F

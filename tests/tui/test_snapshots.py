@@ -7,7 +7,7 @@ no clock. Update with ``pytest tests/tui/test_snapshots.py --snapshot-update``.
 from __future__ import annotations
 
 import pytest
-from conftest import make_test_app, write_run
+from tui_support import make_test_app, write_interrupted_run, write_run
 
 
 def _app(tmp_path, open_run: bool = True):
@@ -43,3 +43,19 @@ def test_plot_panel_80x24(snap_compare, tmp_path, key):
         await pilot.pause()
 
     assert snap_compare(_app(tmp_path), terminal_size=(80, 24), run_before=before)
+
+
+def test_runs_interrupted_80x24(snap_compare, tmp_path, monkeypatch):
+    """The Runs panel at 80×24 on an interrupted run: the resume hint and a footer that fits."""
+    monkeypatch.chdir(tmp_path)  # the hint's path is relative to it: the same in every run
+    write_run(tmp_path / "runs" / "20250101-000000-all-digits")
+    write_interrupted_run(tmp_path / "runs" / "20250102-000000-all-digits")
+
+    async def before(pilot):
+        await pilot.pause()
+        await pilot.press("7")
+        await pilot.pause()
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(make_test_app(tmp_path), terminal_size=(80, 24), run_before=before)

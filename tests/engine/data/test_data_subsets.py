@@ -125,3 +125,27 @@ def test_unknown_name_lists_known() -> None:
         match="unknown data set 'imagenet': known are digits, mnist, fashion-mnist, cifar10, synthetic",
     ):
         load_dataset("imagenet", n_train=10, n_test=10, seed=0)
+
+
+def test_subset_problem_is_the_loaders_rule():
+    """Checked without drawing (the TUI form, as you type): the same verdict and message."""
+    import pytest
+
+    from engine.data import load_dataset, subset_counts, subset_problem
+    from engine.errors import DatasetError
+
+    counts = subset_counts("digits")
+    assert sum(counts.splits["all"]) == 1797 and len(counts.class_names) == 10
+    assert subset_problem(counts, (3, 8), 200, 50) is None
+    for classes, n_train, n_test, field in (
+        ((3, 11), 100, 20, "classes"),
+        (None, 2000, 200, "n_train"),  # ~180 images a class, 220 asked
+        ((3, 8), 300, 100, "n_train"),
+        (None, 5, 20, "n_train"),  # fewer than the 10 classes
+        ((0, 1), 20, 1, "n_test"),
+    ):
+        got = subset_problem(counts, classes, n_train, n_test)
+        assert got is not None and got[0] == field, (classes, n_train, n_test, got)
+        with pytest.raises(DatasetError) as e:
+            load_dataset("digits", classes=classes, n_train=n_train, n_test=n_test, seed=0)
+        assert str(e.value) == got[1]

@@ -1,11 +1,13 @@
-"""Canned events of a small but complete run, and helpers to build the app around them."""
+"""Canned events of a small but complete run, and helpers to build the app around them.
+
+Test modules import these as ``from tui_support import ...`` (a name of its own: ``from
+conftest import ...`` picks whichever conftest.py was imported last when several test
+folders run together, e.g. ``pytest tests/tui/test_format.py tests/reliability``)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-
-import pytest
 
 from engine.experiments.events import (
     Artifact,
@@ -38,6 +40,8 @@ CHOICES = [
 ]
 EXPERIMENTS = ["train", "spectrum", "ntk", "flip", "landscape"]
 MODELS = (("relu", "2L-ReLU"), ("attn", "MLP-Attn"))
+FLOPS = 2e10
+"""A fixed matmul rate for run-time estimates (tests never time the machine)."""
 
 
 GUARDS_OK = {"converged": True, "above_chance": True}
@@ -257,6 +261,18 @@ def write_run(path: Path, events: list | None = None) -> Path:
     return path
 
 
+def write_interrupted_run(path: Path, cells: int = 2) -> Path:
+    """The canned run killed after ``cells`` finished cells (status interrupted, as after a
+    SIGKILL: the store reads a ``running`` run without a live writer that way)."""
+    events = canned_events()
+    cut = [i for i, e in enumerate(events) if isinstance(e, CellFinished)][cells - 1] + 5
+    store = RunStore(path, SPEC)
+    for e in events[:cut]:
+        store.write(e)
+    store.close("interrupted")
+    return path
+
+
 def make_test_app(tmp_path: Path, runner=None, **kw):
     s = Settings(
         runs_root=tmp_path / "runs",
@@ -266,11 +282,39 @@ def make_test_app(tmp_path: Path, runner=None, **kw):
         experiments=EXPERIMENTS,
         clock=False,
         refresh_interval=0.05,
+        flops_per_s=kw.pop("flops_per_s", FLOPS),
         **kw,
     )
     return make_app(s, runner if runner is not None else ReplayRunner(canned_events()))
 
 
-@pytest.fixture
-def canned() -> list:
-    return canned_events()
+def screen_text(app) -> str:
+    """The visible screen as lines of text (styles dropped)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip).rstrip() for strip in strips)
+
+
+async def wait_job(pilot, app, timeout: float = 10.0) -> None:
+    """Let the app's job run until it ends (or ``timeout`` seconds)."""
+    for _ in range(int(timeout / 0.05)):
+        await pilot.pause(0.05)
+        if not app.runner.running and app.state.status != "running":
+            break
+    await pilot.pause(0.1)
+
+
+def run_dirs(tmp_path: Path) -> list[Path]:
+    """The run directories under ``tmp_path/runs``, oldest first."""
+    root = tmp_path / "runs"
+    return sorted(p for p in root.iterdir() if (p / "spec.toml").exists()) if root.exists() else []
+
+
+async def footer_text(pilot, app, timeout: float = 3.0) -> str:
+    """The footer's line once it has (re)drawn: it recomposes after the bindings change."""
+    line = ""
+    for _ in range(int(timeout / 0.05)):
+        await pilot.pause(0.05)
+        line = screen_text(app).splitlines()[-1]
+        if not line.lstrip().startswith("●"):  # the status bar's line: footer not drawn yet
+            return line
+    return line

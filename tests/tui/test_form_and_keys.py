@@ -1,0 +1,251 @@
+"""The setup form on first use, run-time confirmation, keys in text fields, small fixes."""
+
+from __future__ import annotations
+
+import re
+
+from textual import events
+from textual.widgets import Input, Label, Select, TabbedContent
+from tui_support import (
+    canned_events,
+    footer_text,
+    make_test_app,
+    run_dirs,
+    screen_text,
+    wait_job,
+    write_run,
+)
+
+from engine.experiments.presets import QUICK
+from engine.experiments.spec import RunSpec
+from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
+from malleability_tui.dialogs.error_dialog import ErrorDialog
+from malleability_tui.runner import ReplayRunner
+from malleability_tui.screens.compare import CompareScreen, compare_rows
+from malleability_tui.screens.help import HELP, HelpScreen
+from malleability_tui.state import load_run_state
+
+
+def _field(app, key: str) -> str:
+    return app.query_one(f"#f-{key}", Input).value
+
+
+def _error(app, key: str) -> str:
+    lab = app.query_one(f"#err-{key}", Label)
+    return str(lab.content) if lab.has_class("-show") else ""
+
+
+async def _settle(pilot, app) -> None:
+    """Let the form's class-count reader (a thread) report back."""
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def test_first_launch_opens_on_the_quick_preset_and_paper_is_one_key_away(tmp_path):
+    app = make_test_app(tmp_path, spec=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert (_field(app, "widths"), _field(app, "epochs"), _field(app, "seeds")) == (
+            "16,64,256,1024", str(QUICK["train__epochs"]), "0",
+        )
+        await pilot.press("f6")
+        await pilot.pause()
+        assert _field(app, "epochs") == "500" and _field(app, "seeds") == "0,1,2"
+        assert _field(app, "widths").startswith("4,8,16") and _field(app, "n_train") == "1000"
+        await pilot.press("f4")
+        await pilot.pause()
+        assert _field(app, "epochs") == str(QUICK["train__epochs"])
+
+
+async def test_later_launches_keep_the_paper_defaults(tmp_path):
+    write_run(tmp_path / "runs" / "20250101-000000-all-digits")
+    app = make_test_app(tmp_path, spec=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert _field(app, "epochs") == "500"
+
+
+async def test_a_long_run_asks_first_with_its_estimate(tmp_path):
+    runner = ReplayRunner(canned_events())
+    app = make_test_app(tmp_path, runner, spec=RunSpec(device="cpu"))  # the paper's spec
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        assert re.search(r"estimated at ≈ \d+h\d\dm", screen_text(app))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmDialog) and runner.started_spec is None
+        assert not run_dirs(tmp_path)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_job(pilot, app)
+        assert runner.started_spec is not None and runner.started_spec.train.epochs == 500
+
+
+async def test_a_short_run_starts_at_once(tmp_path):
+    runner = ReplayRunner(canned_events())
+    app = make_test_app(tmp_path, runner)  # SPEC: seconds
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmDialog) and runner.started_spec is not None
+        await wait_job(pilot, app)
+
+
+async def test_classes_and_sizes_are_checked_against_the_data_set_as_you_type(tmp_path):
+    runner = ReplayRunner(canned_events())
+    app = make_test_app(tmp_path, runner)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.query_one("#f-classes", Input).value = "3,11"
+        await _settle(pilot, app)
+        assert "no class 11" in _error(app, "classes")
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert runner.started_spec is None  # the run is refused before it starts
+        app.query_one("#f-classes", Input).value = "3,8"
+        app.query_one("#f-n_train", Input).value = "2000"
+        await _settle(pilot, app)
+        assert _error(app, "classes") == ""
+        assert "lower n_train" in _error(app, "n_train")
+        app.query_one("#f-n_train", Input).value = "200"
+        await _settle(pilot, app)
+        assert _error(app, "n_train") == "" and app.query_one("#setup-form").errors == {}
+        # A data dir is the loader's first stop for a data set on disk (digits is built in).
+        app.query_one("#f-dataset", Select).value = "mnist"
+        app.query_one("#f-data_dir", Input).value = str(tmp_path / "nowhere")
+        await _settle(pilot, app)
+        assert "does not exist" in _error(app, "data_dir")
+        app.query_one("#f-data_dir", Input).value = ""
+        await _settle(pilot, app)
+        assert _error(app, "data_dir") == ""
+
+
+async def test_long_errors_wrap(tmp_path):
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        long = "a data set that cannot be read because " + "x" * 30 + " and more words END1"
+        app.show_error("The run failed: " + "DatasetError " * 6 + "END2", long)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "END1" in text and "END2" in text
+        app.query_one(ErrorDialog).is_open = False
+        app.query_one("#f-classes", Input).value = "3,11"
+        await _settle(pilot, app)
+        assert "9 (9)" in screen_text(app)  # the end of the two-line message under the field
+
+
+async def test_plain_keys_type_in_text_fields_and_the_footer_says_so(tmp_path):
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = await footer_text(pilot, app)
+        assert "r Run" in footer and "q Quit" in footer
+        inp = app.query_one("#f-epochs", Input)
+        blurred = inp.styles.background
+        inp.focus()
+        await pilot.pause()
+        assert inp.styles.background != blurred  # a visible focus style
+        await pilot.press("end", "?", "q", "2", "r", "e", "s", "c")
+        await pilot.pause()
+        assert inp.value == "5?q2resc" and app.is_running
+        assert app.query_one(TabbedContent).active == "setup" and not isinstance(app.screen, HelpScreen)
+        footer = await footer_text(pilot, app)
+        assert "^r Run" in footer and "F1 Help" in footer and "esc Leave field" in footer
+        assert "c Cancel" not in footer and "1-7" not in footer
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("escape")  # leave the field: the plain keys work again
+        await pilot.pause()
+        assert "r Run" in await footer_text(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "sweep"
+
+
+async def test_a_key_burst_after_q_is_no_traceback(tmp_path):
+    for burst in ("qe", "qs", "q?", "qr"):
+        run = write_run(tmp_path / burst / "runs" / "20250101-000000-all-digits")
+        app = make_test_app(tmp_path / burst, open_run=str(run))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("escape")
+            for k in burst:  # arriving together (a paste, fast typing over SSH)
+                app.post_message(events.Key(k, k))
+            await pilot.pause(0.3)
+        assert app._exception is None and app.return_code == 0, burst
+
+
+async def test_help_fits_80x24(tmp_path):
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("escape", "question_mark")
+        await pilot.pause()
+        text = screen_text(app)
+        for line in HELP.splitlines():  # every line whole: nothing wrapped or cut
+            plain = re.sub(r"\[/?b\]", "", line).replace("\\[", "[").strip()
+            assert plain in text, plain
+
+
+async def test_screenshot_leaves_the_toasts_out(tmp_path):
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.press("escape")
+        app.notify("TOASTY earlier message")
+        await pilot.pause()
+        assert "TOASTY" in screen_text(app)
+        await pilot.press("s")
+        await pilot.pause(0.2)
+        (svg,) = (tmp_path / "export").glob("*.svg")
+        assert "TOASTY" not in svg.read_text()
+
+
+async def test_compare_only_takes_its_own_keys_and_highlights_differences(tmp_path):
+    a = write_run(tmp_path / "runs" / "20250101-000000-all-digits")
+    b = write_run(tmp_path / "runs" / "20250102-000000-all-digits", canned_events(fail="DivergedError"))
+    rows = compare_rows(load_run_state(a), load_run_state(b))
+    status = next(r for r in rows if r[:2] == ("run", "status"))
+    assert status[2:] == ("finished", "failed")
+    assert next(r for r in rows if r[:2] == ("spec", "widths"))[2:] == ("16,64,256", "16,64,256")
+    assert any(r[0] == "tables" and r[2] != r[3] for r in rows)  # the failed run has fewer
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(CompareScreen(load_run_state(a), load_run_state(b)))
+        await pilot.pause()
+        for key in ("2", "r", "e"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, CompareScreen), key
+        assert app.query_one(TabbedContent).active == "setup" and not run_dirs(tmp_path)[2:]
+        text = screen_text(app)
+        assert re.search(r"\d+ of \d+ rows differ", text)
+        line = next(ln for ln in text.splitlines() if "status" in ln)
+        assert line.index("finished") > 20 and line.index("failed") > line.index("finished") + 10
+        footer = await footer_text(pilot, app)
+        assert "Back" in footer and "Panels" not in footer and "Run" not in footer
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_a_fast_second_panel_key_wins_over_the_first_panels_focus(tmp_path):
+    """"4" then "5" in quick succession: the Flips panel's focus (given after "4") reaches the
+    tabs after "5" switched away; it must not pull Flips back (a lost key)."""
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("escape")
+        app.action_show_tab("flips")
+        await pilot.pause()
+        app.screen.set_focus(None)
+        app._focus_pane("flips")  # what showing Flips does after the refresh …
+        app.action_show_tab("landscape")  # … and the next key, before the focus message
+        await pilot.pause()
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "landscape"
