@@ -160,7 +160,7 @@ def _cell(
 
     base = {
         "model": MODEL_LABELS[kind], "dataset": ds.name, "seed": seed, "width": width,
-        "n_train": n, "context": ic.context if kind != "relu" else "none",
+        "n_train": n, "context": ic.context if kind != "relu" else "none", **tm.guards(),
     }
     rows = []
     scores: dict[str, list[float]] = {"truth": truth.mean(0).tolist()}
@@ -207,13 +207,14 @@ def _kernel_estimates(
     est: Estimates = {}
     secs: dict[tuple[str, str], float] = {}
     labels: dict[tuple[str, str], str] = {}
-    for rule in dict.fromkeys((*ic.ridges, sp.flip.ridge)):
-        t0 = time.perf_counter()
-        ((rho, infl),) = model_kernel_influence(
-            model, ds, [rule], l2=sp.train.l2, transductive=sp.data.transductive
-        ).values()
+    rules = list(dict.fromkeys((*ic.ridges, sp.flip.ridge)))
+    t0 = time.perf_counter()
+    # one eNTK serves every ridge; each row's seconds is that whole call (the eNTK dominates)
+    out = model_kernel_influence(model, ds, rules, l2=sp.train.l2, transductive=sp.data.transductive)
+    took = time.perf_counter() - t0
+    for rule, (rho, infl) in out.items():
         key = ("kernel_loo", _ridge_key(rule))
-        est[key], secs[key], labels[key] = infl, time.perf_counter() - t0, rho.label
+        est[key], secs[key], labels[key] = infl, took, rho.label
     return est, secs, labels
 
 
@@ -258,10 +259,12 @@ def _float64_copy(ctx: RunContext, model: nn.Module, ds: Dataset) -> nn.Module:
     """A float64 copy with the attention's C recomputed in float64 (as the kernels' is)."""
     import copy
 
+    from engine.malleability.protocol import _with_context
+
     m = copy.deepcopy(model).to(torch.float64).eval()
-    if callable(getattr(m, "set_context", None)):
-        m.set_context(ctx.context_rows(ds).to(torch.float64))  # type: ignore[operator]
-    return m
+    return _with_context(
+        m, ds.x_train_raw.to(torch.float64), ds.x_test_raw.to(torch.float64), ctx.spec.data.transductive
+    )
 
 
 def _fitter(ctx: RunContext, ds: Dataset, kind: str, width: int, seed: int, order: int):
@@ -303,6 +306,9 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
     and the ranking of the estimators is not a result ("inconclusive"). Without the noise
     floor the resolution is "not measured".
     """
+    from engine import results
+
+    failed = results.failed_cells(rows)
     by: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
     for r in rows:
         by.setdefault(str(r["model"]), {}).setdefault((str(r["estimator"]), str(r["ridge"] or "")), []).append(r)
@@ -325,7 +331,10 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
         noise = next((t for t in table if t["estimator"] == NOISE), None)
         resolved = None if noise is None else noise["significant_seeds"] == noise["seeds"]
         best = cands[0] if cands and resolved is not False else None
-        models[model] = {"estimators": table, "closest": best, "noise_floor": noise, "resolved": resolved}
+        seeds = {str(r.get("seed")) for rs in ests.values() for r in rs}
+        note = results.guard_note(failed, model, len(seeds))
+        models[model] = {"estimators": table, "closest": best, "noise_floor": noise, "resolved": resolved,
+                         "guards": note}
         listing = "; ".join(f"{_name(t)} ρ {t['spearman']:.2f}, sign {100 * t['sign_agreement']:.0f} %" for t in cands)
         if resolved is False:
             assert noise is not None
@@ -335,6 +344,7 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
                 f"{noise['significant_seeds']} of {noise['seeds']} seeds), so no estimator can be "
                 f"judged; estimators: {listing}"
             )
+            headline[-1] = results.marked(headline[-1], note)
             continue
         if not cands:
             headline.append(f"{model}: no estimator gives a finite rank correlation with retraining")
@@ -352,8 +362,8 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
             if noise is None
             else f"; ground truth resolved: another batch order agrees at ρ {noise['spearman']:.2f}"
         )
-        headline.append(line)
-    return {"headline": headline, "dataset": dataset, "models": models}
+        headline.append(results.marked(line, note))
+    return {"headline": headline, "dataset": dataset, "models": models, "failed_guards": failed}
 
 
 def _name(t: dict[str, Any]) -> str:

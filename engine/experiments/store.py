@@ -52,7 +52,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "influence_check": (
         "model", "dataset", "seed", "width", "n_train", "context", "estimator", "ridge",
-        "spearman", "spearman_p", "sign_agreement", "n_points", "seconds",
+        "spearman", "spearman_p", "sign_agreement", "n_points", "seconds", "converged",
+        "above_chance",
     ),
     "landscape": ("model", "direction", "alpha", "beta", "loss"),
     "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace", "converged", "above_chance"),

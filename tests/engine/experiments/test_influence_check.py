@@ -61,6 +61,7 @@ def test_rows_cover_every_estimator_and_model(tmp_path):
         assert (model, "retrain_other_order", "") in got
     for r in rows:
         assert r["n_points"] == 6 and r["n_train"] == 30
+        assert isinstance(r["converged"], bool) and isinstance(r["above_chance"], bool)
         assert -1 <= r["spearman"] <= 1 or r["spearman"] != r["spearman"]
         assert 0 <= r["sign_agreement"] <= 1
     with open(out / "influence_check.csv", newline="") as f:
@@ -139,3 +140,17 @@ def test_summary_is_inconclusive_when_retraining_is_chaotic():
     s = summarize(rows, "digits")
     assert s["models"]["MLP-Attn"]["resolved"] is False and s["models"]["MLP-Attn"]["closest"] is None
     assert s["headline"][0].startswith("MLP-Attn: INCONCLUSIVE")
+
+
+def test_rows_carry_the_guards_and_the_summary_marks_unconverged_models():
+    base = {"model": "MLP-Attn", "n_points": 40, "seconds": 0.1, "seed": 0, "width": 256,
+            "converged": False, "above_chance": True}
+    rows = [
+        {**base, "estimator": "kernel_loo", "ridge": "objective:0.1", "spearman": 0.6, "spearman_p": 1e-4, "sign_agreement": 0.8},
+        {**base, "estimator": "retrain_other_order", "ridge": "", "spearman": 0.9, "spearman_p": 1e-9, "sign_agreement": 1.0},
+    ]
+    s = summarize(rows, "digits")
+    assert "not converged in 1 of 1 cell" in s["headline"][0] and "not results" in s["headline"][0]
+    assert s["failed_guards"]["not converged"]["MLP-Attn"] == ["m=256 seed=0"]
+    ok = summarize([{**r, "converged": True} for r in rows], "digits")
+    assert "⚠" not in ok["headline"][0] and not ok["failed_guards"]
