@@ -116,7 +116,7 @@ def check_cell(ctx: RunContext, cell: str, kind: str, seed: int) -> Iterator[Eve
 def _cell(
     ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int
 ) -> Generator[Event, None, list[dict[str, Any]]]:
-    from engine.influence.retrain import agreement, retraining_effects
+    from engine.influence.retrain import agreement, point_scores, retraining_effects
     from engine.malleability.ranking import ranking_score, top_indices
 
     sp, ic = ctx.spec, ctx.spec.influence_check
@@ -163,7 +163,7 @@ def _cell(
         "n_train": n, "context": ic.context if kind != "relu" else "none", **tm.guards(),
     }
     rows = []
-    scores: dict[str, list[float]] = {"truth": truth.mean(0).tolist()}
+    scores: dict[str, list[float]] = {"truth": point_scores(truth).tolist()}
     for key, est in estimates.items():
         a = agreement(est, truth)
         method, rule = key
@@ -171,13 +171,13 @@ def _cell(
         rows.append({**base, "estimator": method, "ridge": label, "spearman": a.spearman,
                      "spearman_p": a.spearman_p, "sign_agreement": a.sign_agreement, "n_points": a.n_points,
                      "seconds": round(seconds[key], 4)})
-        scores[f"{method} {label}"] = est.mean(0).tolist()
+        scores[f"{method} {label}"] = point_scores(est).tolist()
     if ic.noise_floor:
         a = agreement(truths[1], truth)
         rows.append({**base, "estimator": NOISE, "ridge": "", "spearman": a.spearman,
                      "spearman_p": a.spearman_p, "sign_agreement": a.sign_agreement, "n_points": a.n_points,
                      "seconds": round(t_truth / len(orders), 4)})
-        scores[NOISE] = truths[1].mean(0).tolist()
+        scores[NOISE] = point_scores(truths[1]).tolist()
     yield Artifact(
         "influence_check_scores",
         {"indices": indices, "n_top": int(top.numel()), "scores": scores,
