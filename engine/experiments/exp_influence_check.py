@@ -259,10 +259,10 @@ def _float64_copy(ctx: RunContext, model: nn.Module, ds: Dataset) -> nn.Module:
     """A float64 copy with the attention's C recomputed in float64 (as the kernels' is)."""
     import copy
 
-    from engine.malleability.protocol import _with_context
+    from engine.malleability.protocol import rebuild_context
 
     m = copy.deepcopy(model).to(torch.float64).eval()
-    return _with_context(
+    return rebuild_context(
         m, ds.x_train_raw.to(torch.float64), ds.x_test_raw.to(torch.float64), ctx.spec.data.transductive
     )
 

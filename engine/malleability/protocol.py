@@ -135,7 +135,7 @@ def scalar_kernel(
     return torch.stack(blocks).mean(0)
 
 
-def _with_context(
+def rebuild_context(
     k64: nn.Module, x_new: torch.Tensor, xte64: torch.Tensor, transductive: bool
 ) -> nn.Module:
     """``k64`` (float64) with the attention's C from the training inputs ``x_new`` (a copy;
@@ -185,7 +185,7 @@ def model_kernel_influence(
         k_out = int(k64(x64[:1]).reshape(1, -1).shape[1])
     n_classes = None if y_tr.is_floating_point() else k_out
     train_loss = "mse" if y_tr.is_floating_point() else "ce"
-    kk = _kernels(_with_context(k64, x64, xte64, transductive), x64, xte64, ntk_method)
+    kk = _kernels(rebuild_context(k64, x64, xte64, transductive), x64, xte64, ntk_method)
     out: dict[str | float, tuple[Ridge, torch.Tensor]] = {}
     for r in dict.fromkeys(ridges):
         rho = resolve_ridge(r, n=x64.shape[0], lam=l2, loss=train_loss, field="ridge")
@@ -309,7 +309,7 @@ def flip_rates(
     k64 = copy.deepcopy(work).to(f64)
 
     def with_context(x_new: torch.Tensor) -> nn.Module:
-        return _with_context(k64, x_new, xte64, transductive)
+        return rebuild_context(k64, x_new, xte64, transductive)
 
     def infl(kk: tuple[torch.Tensor, torch.Tensor], y: torch.Tensor, rho: Ridge) -> torch.Tensor:
         return _loo(kk, y, y_te, rho, loss, n_classes)

@@ -9,7 +9,7 @@ import torch
 from engine.data import load_dataset
 from engine.errors import ConfigError
 from engine.experiments.spec import DataSpec, ModelSpec, RunSpec
-from engine.malleability.protocol import _with_context
+from engine.malleability.protocol import rebuild_context
 from engine.models import build_model, normalize_rows
 
 DT = torch.float64
@@ -49,7 +49,7 @@ def test_models_centre_their_inputs(pair, kind):
 def test_the_protocol_centres_the_points_it_rebuilds_the_context_from(pair):
     _, cen = pair
     m = build_model("attn", cen.x_train, 16, seed=1, dtype=DT, input_shift=cen.pixel_mean)
-    rebuilt = _with_context(m, cen.x_train_raw, cen.x_test_raw, transductive=False)
+    rebuilt = rebuild_context(m, cen.x_train_raw, cen.x_test_raw, transductive=False)
     assert torch.allclose(rebuilt.attention.C, m.attention.C, atol=1e-12)
 
 

@@ -95,7 +95,7 @@ def test_selection_and_scores_match_a_manual_computation(setup, ranking):
     x_new = x.clone()
     idx = np.sort(r.selected)  # the protocol attacks the selected points in index order
     x_new[idx] = noise_attack(None, x[idx], None, eps=0.2)
-    after = model if not hasattr(model, "set_context") else _with_context(model, x_new)
+    after = model if not hasattr(model, "set_context") else rebuild_context(model, x_new)
     k1 = scalar_kernel(after, x_new)
     i1 = ntk_loo_influence(
         0.5 * (k1 + k1.T), scalar_kernel(after, xt, x_new), y, yt, 1e-2, n_classes=3
@@ -111,7 +111,7 @@ def test_selection_and_scores_match_a_manual_computation(setup, ranking):
     assert r.ci_low <= r.flip_rate <= r.ci_high
 
 
-def _with_context(model, x_new):
+def rebuild_context(model, x_new):
     import copy
 
     m = copy.deepcopy(model)
