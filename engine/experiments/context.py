@@ -160,7 +160,7 @@ class RunContext:
         seed = self.spec.seeds[0] if seed is None else seed
         ntr = d.n_train if n_train is None else n_train
         nte = d.n_test if n_test is None else n_test
-        key = (name, seed) if (ntr, nte) == (d.n_train, d.n_test) else (name, seed, ntr, nte)
+        key = self._data_key(name, seed, ntr, nte)
         if key not in self._datasets:
             def load(root: str | None) -> Dataset:
                 return load_dataset(
@@ -188,10 +188,13 @@ class RunContext:
         """Use ``ds`` as the subset for ``seed`` (a remote cell gets it from the driver);
         ``sizes``: the (n_train, n_test) it was drawn with when not the spec's."""
         d = self.spec.data
-        key: tuple[Any, ...] = (d.name, seed)
-        if sizes is not None and tuple(sizes) != (d.n_train, d.n_test):
-            key = (d.name, seed, *sizes)
-        self._datasets[key] = ds
+        ntr, nte = sizes if sizes is not None else (d.n_train, d.n_test)
+        self._datasets[self._data_key(d.name, seed, ntr, nte)] = ds
+
+    def _data_key(self, name: str, seed: int, n_train: int, n_test: int) -> tuple[Any, ...]:
+        """The cache key of a subset: (name, seed), plus the sizes when not the spec's."""
+        d = self.spec.data
+        return (name, seed) if (n_train, n_test) == (d.n_train, d.n_test) else (name, seed, n_train, n_test)
 
     def note(self, text: str) -> None:
         """A one-line note for the run's log (each text once per run)."""
