@@ -34,9 +34,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default="digits", help="comma-separated: digits, mnist, cifar10")
     ap.add_argument("--batch", type=int, default=QUICK["train__batch_size"])
-    ap.add_argument("--at", default=f"50,100,{QUICK['train__epochs']}", help="epoch counts to report")
+    ap.add_argument(
+        "--at", default=f"50,100,{QUICK['train__epochs']}", help="epoch counts to report"
+    )
     ap.add_argument("--widths", default=",".join(str(w) for w in QUICK["model__widths"]))
-    ap.add_argument("--data-root", default=None, help="parent of mnist/ and cifar10/ (default ../shared/data)")
+    ap.add_argument(
+        "--data-root", default=None, help="parent of mnist/ and cifar10/ (default ../shared/data)"
+    )
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -47,12 +51,21 @@ def main() -> None:
     for name in args.datasets.split(","):
         root = f"{args.data_root}/{name}" if args.data_root else ROOTS.get(name)
         for classes in (None, BINARY.get(name)):
-            s = cap_sizes(name, len(classes) if classes else None, QUICK["data__n_train"], QUICK["data__n_test"])
-            ds = load_dataset(name, root=root, classes=classes, n_train=s.n_train, n_test=s.n_test, seed=0)
+            s = cap_sizes(
+                name,
+                len(classes) if classes else None,
+                QUICK["data__n_train"],
+                QUICK["data__n_test"],
+            )
+            ds = load_dataset(
+                name, root=root, classes=classes, n_train=s.n_train, n_test=s.n_test, seed=0
+            )
             steps = -(-ds.n_train // cfg.batch_size)
             chance = majority_rate(ds.y_test)
             label = ds.name + (f" {classes[0]} vs {classes[1]}" if classes else " 10-class")
-            print(f"\n{label}: n_train {ds.n_train}, n_test {ds.n_test}, {steps} steps an epoch, chance {chance:.2f}")
+            print(
+                f"\n{label}: n_train {ds.n_train}, n_test {ds.n_test}, {steps} steps an epoch, chance {chance:.2f}"
+            )
             for kind in ("relu", "attn"):
                 for w in widths:
                     model = build_model(kind, ds.x_train, w, ds.n_out, seed=0)
@@ -60,16 +73,31 @@ def main() -> None:
                     if torch.is_floating_point(y):
                         y = y.float()
                     t0 = time.perf_counter()
-                    loss = [st.loss for st in train(model, x, y, cfg, generator=torch.Generator().manual_seed(batch_seed(0, w)))]
+                    loss = [
+                        st.loss
+                        for st in train(
+                            model,
+                            x,
+                            y,
+                            cfg,
+                            generator=torch.Generator().manual_seed(batch_seed(0, w)),
+                        )
+                    ]
                     sec = time.perf_counter() - t0
                     yt = ds.y_test.float() if torch.is_floating_point(ds.y_test) else ds.y_test
                     _, acc = evaluate(model, ds.x_test_raw.float(), yt)
                     cells = []
                     for e in at:
                         c = convergence(loss[:e], baseline=constant_loss(ds.y_train))
-                        cells.append(f"E{e} {'C' if c.converged else '-'} L {loss[e - 1]:.3f} share {c.share:+.3f}")
+                        cells.append(
+                            f"E{e} {'C' if c.converged else '-'} L {loss[e - 1]:.3f} share {c.share:+.3f}"
+                        )
                         ok = "above" if above_chance(acc, ds.n_test, chance) else "AT CHANCE"
-                    print(f"  {MODEL_LABELS[kind]:8s} m={w:<5d} {sec:6.1f}s  " + " | ".join(cells) + f" | test {acc:.2f} {ok}")
+                    print(
+                        f"  {MODEL_LABELS[kind]:8s} m={w:<5d} {sec:6.1f}s  "
+                        + " | ".join(cells)
+                        + f" | test {acc:.2f} {ok}"
+                    )
 
 
 if __name__ == "__main__":

@@ -33,11 +33,29 @@ MNIST = ROOT / ".." / "shared" / "data" / "mnist"
 
 def run(src: Path, n_train: int, n_test: int, out: Path, threads: int) -> float:
     """Wall seconds of one headless spectrum run with the engine from ``src``."""
-    env = dict(os.environ, PYTHONPATH=str(src), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    env = dict(
+        os.environ, PYTHONPATH=str(src), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads)
+    )
     cmd = [
-        sys.executable, "-c", "from malleability_tui.cli.main import main; main()", "headless", "--dataset", "mnist",
-        "--data-dir", str(MNIST), "--experiment", "spectrum", "--seeds", "0",
-        "--n-train", str(n_train), "--n-test", str(n_test), "--out", str(out), "--quiet",
+        sys.executable,
+        "-c",
+        "from malleability_tui.cli.main import main; main()",
+        "headless",
+        "--dataset",
+        "mnist",
+        "--data-dir",
+        str(MNIST),
+        "--experiment",
+        "spectrum",
+        "--seeds",
+        "0",
+        "--n-train",
+        str(n_train),
+        "--n-test",
+        str(n_test),
+        "--out",
+        str(out),
+        "--quiet",
     ]
     t0 = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, cwd=src, stdout=subprocess.DEVNULL)
@@ -90,14 +108,23 @@ TABLES = {
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n-train", default="1000,3000,8900", help="comma-separated training sizes")
     ap.add_argument("--n-test", type=int, default=100, help="test images (class-balanced)")
-    ap.add_argument("--reference", default=None, help="git revision to time in the same run, e.g. main")
-    ap.add_argument("--reference-max", type=int, default=1001, help="skip the reference at n_train ≥ this")
+    ap.add_argument(
+        "--reference", default=None, help="git revision to time in the same run, e.g. main"
+    )
+    ap.add_argument(
+        "--reference-max", type=int, default=1001, help="skip the reference at n_train ≥ this"
+    )
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    if not (MNIST / "t10k-images-idx3-ubyte.gz").exists() and not (MNIST / "t10k-images-idx3-ubyte").exists():
+    if (
+        not (MNIST / "t10k-images-idx3-ubyte.gz").exists()
+        and not (MNIST / "t10k-images-idx3-ubyte").exists()
+    ):
         sys.exit(f"no MNIST under {MNIST.resolve()}")
     sizes = [int(s) for s in args.n_train.split(",") if s.strip()]
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,12 +133,18 @@ def main() -> None:
         if args.reference:
             ref_src = tmpd / "ref"
             ref_src.mkdir()
-            arch = subprocess.run(["git", "-C", str(ROOT), "archive", args.reference], check=True, capture_output=True)
+            arch = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", args.reference], check=True, capture_output=True
+            )
             subprocess.run(["tar", "-x", "-C", str(ref_src)], input=arch.stdout, check=True)
-        print(f"spectrum experiment, MNIST t10k, n_test {args.n_test}, {args.threads} threads, "
-              f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}; "
-              f"load average at start {os.getloadavg()[0]:.2f}")
-        print(f"{'n_train':>7} {'ours s':>8} {'ref s':>8} {'ratio':>6}  max rel. diff (alignment / ntk_spectrum / spectrum)")
+        print(
+            f"spectrum experiment, MNIST t10k, n_test {args.n_test}, {args.threads} threads, "
+            f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}; "
+            f"load average at start {os.getloadavg()[0]:.2f}"
+        )
+        print(
+            f"{'n_train':>7} {'ours s':>8} {'ref s':>8} {'ratio':>6}  max rel. diff (alignment / ntk_spectrum / spectrum)"
+        )
         for n in sizes:
             ours = tmpd / f"ours-{n}"
             t_ours = run(ROOT, n, args.n_test, ours, args.threads)

@@ -78,13 +78,19 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     root = ROOT / ".." / "shared" / "data" / a.dataset
-    ds = load_dataset(a.dataset, root=root, classes=CLASSES[a.dataset], n_train=a.n_train, n_test=100, seed=0)
+    ds = load_dataset(
+        a.dataset, root=root, classes=CLASSES[a.dataset], n_train=a.n_train, n_test=100, seed=0
+    )
     cfg = TrainSpec(epochs=a.epochs)
     n, d, bs = ds.n_train, ds.d, cfg.batch_size
-    print(f"{a.dataset} {CLASSES[a.dataset]}, n_train {n}, d {d}, {a.epochs} epochs, batch {bs}, "
-          f"{a.threads} threads, median of {a.repeat}")
-    print(f"{'width':>6} {'2L-ReLU s':>10} {'MLP-Attn s':>11} {'Attn/ReLU':>10} "
-          f"{'GFLOP/s':>8} {'probe':>8} {'rate/probe':>10}")
+    print(
+        f"{a.dataset} {CLASSES[a.dataset]}, n_train {n}, d {d}, {a.epochs} epochs, batch {bs}, "
+        f"{a.threads} threads, median of {a.repeat}"
+    )
+    print(
+        f"{'width':>6} {'2L-ReLU s':>10} {'MLP-Attn s':>11} {'Attn/ReLU':>10} "
+        f"{'GFLOP/s':>8} {'probe':>8} {'rate/probe':>10}"
+    )
     for m in (int(w) for w in a.widths.split(",")):
         relu, attn, probe = [], [], []
         for _ in range(a.repeat):  # interleaved: the same load for all three
@@ -93,8 +99,10 @@ def main() -> None:
             probe.append(probe_seconds(n, d, m, bs, a.epochs))
         r, t, p = statistics.median(relu), statistics.median(attn), statistics.median(probe)
         flops = 4.0 * n * d * m * a.epochs
-        print(f"{m:>6} {r:>10.3f} {t:>11.3f} {t / r:>10.2f} {flops / r / 1e9:>8.1f} "
-              f"{flops / p / 1e9:>8.1f} {p / r:>10.2f}")
+        print(
+            f"{m:>6} {r:>10.3f} {t:>11.3f} {t / r:>10.2f} {flops / r / 1e9:>8.1f} "
+            f"{flops / p / 1e9:>8.1f} {p / r:>10.2f}"
+        )
 
 
 if __name__ == "__main__":

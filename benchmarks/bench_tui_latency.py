@@ -85,7 +85,10 @@ def headless_cmd(spec_file: Path, out: Path) -> list[str]:
 
 
 def child_env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    return dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+    )
 
 
 class Probe:
@@ -119,7 +122,9 @@ class Probe:
         except TimeoutError:
             self._pending = None
             try:
-                where = f"focus {self.app.focused!r}, tab {self.app.query_one(TabbedContent).active}"
+                where = (
+                    f"focus {self.app.focused!r}, tab {self.app.query_one(TabbedContent).active}"
+                )
             except Exception as e:  # noqa: BLE001 - a diagnostic only
                 where = f"({e})"
             self.lost.append(f"{key!r}: no frame showed it in {TIMEOUT:.0f} s ({where})")
@@ -202,8 +207,10 @@ async def measure_tui(n: int, spec: RunSpec | None, runner: Any, tmp: Path) -> d
                 await pilot.pause(0.1)
                 if app.state.metrics or not app.runner.running:
                     break
+
         def going() -> bool:
             return spec is None or app.runner.running
+
         res["fps"], res["cpu"] = await quiet_window(pilot, probe, QUIET)
         res["tab"] = await tab_presses(probe, app, n, going)
         await probe.press("2", active(app, "sweep"))
@@ -237,8 +244,12 @@ def verdict(ok: bool) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer presses, a shorter sweep")
-    ap.add_argument("--presses", type=int, default=None, help="tab presses per scenario (default 40; quick 20)")
-    ap.add_argument("--epochs", type=int, default=None, help="epochs of the sweep (default 120; quick 50)")
+    ap.add_argument(
+        "--presses", type=int, default=None, help="tab presses per scenario (default 40; quick 20)"
+    )
+    ap.add_argument(
+        "--epochs", type=int, default=None, help="epochs of the sweep (default 120; quick 50)"
+    )
     ap.add_argument("--runner", choices=("subprocess", "thread"), default="subprocess")
     a = ap.parse_args()
     n = a.presses or (20 if a.quick else 40)
@@ -262,31 +273,49 @@ def main() -> None:
     idle = asyncio.run(measure_tui(n, None, ReplayRunner([]), tmp / "idle"))
 
     floor = stats(bare["tab"])[0]
-    print(f"\n{'scenario':<30} {'key':<4} {'n':>4} {'median ms':>10} {'p90 ms':>8} {'max ms':>8} {'× bare':>7} {'lost':>5}")
+    print(
+        f"\n{'scenario':<30} {'key':<4} {'n':>4} {'median ms':>10} {'p90 ms':>8} {'max ms':>8} {'× bare':>7} {'lost':>5}"
+    )
     rows = [("bare app + sweep beside", "tab", bare["tab"]), (f"tui + its sweep ({a.runner})", "tab", tui["tab"]),
             (f"tui + its sweep ({a.runner})", "m", tui["m"]), ("tui idle", "tab", idle["tab"]), ("tui idle", "m", idle["m"])]  # fmt: skip
     for name, key, xs in rows:
         if not xs:
             continue
         med, p90, mx = stats(xs)
-        lost = sum(x >= TIMEOUT for x in xs)  # no frame showed the key within TIMEOUT (counted as TIMEOUT)
-        print(f"{name:<30} {key:<4} {len(xs):>4} {med:>10.1f} {p90:>8.1f} {mx:>8.1f} {med / floor:>7.2f} {lost:>5}")
+        lost = sum(
+            x >= TIMEOUT for x in xs
+        )  # no frame showed the key within TIMEOUT (counted as TIMEOUT)
+        print(
+            f"{name:<30} {key:<4} {len(xs):>4} {med:>10.1f} {p90:>8.1f} {mx:>8.1f} {med / floor:>7.2f} {lost:>5}"
+        )
     print(f"\n{f'refresh cost, {QUIET:.0f} s, no keys':<30} {'frames/s':>9} {'UI CPU s/s':>11}")
-    for name, r in (("bare app + sweep beside", bare), ("tui + its sweep", tui), ("tui idle", idle)):
+    for name, r in (
+        ("bare app + sweep beside", bare),
+        ("tui + its sweep", tui),
+        ("tui idle", idle),
+    ):
         print(f"{name:<30} {r['fps']:>9.1f} {r['cpu']:>11.2f}")
     for name, r in (("bare", bare), ("tui", tui), ("tui idle", idle)):
         for line in r["lost"]:
             print(f"lost ({name}): {line}")
     if bare["job_ended_early"] or tui["job_ended_early"]:
-        print("note: a sweep ended before the presses did; raise --epochs for a fully loaded sample")
+        print(
+            "note: a sweep ended before the presses did; raise --epochs for a fully loaded sample"
+        )
 
     med, p90, _ = stats(tui["tab"] + tui["m"])
     ratio = tui["job"] / headless
     print(f"\ngoals (issue #14), tui + its sweep, all keys (n={len(tui['tab']) + len(tui['m'])}):")
-    print(f"  median {med:.0f} ms ≤ {GOAL_MEDIAN * 1000:.0f} ms: {verdict(med <= GOAL_MEDIAN * 1000)}")
-    print(f"  median {med / floor:.2f}× the bare app's {floor:.0f} ms ≤ {GOAL_RATIO:.0f}×: {verdict(med / floor <= GOAL_RATIO)}")
+    print(
+        f"  median {med:.0f} ms ≤ {GOAL_MEDIAN * 1000:.0f} ms: {verdict(med <= GOAL_MEDIAN * 1000)}"
+    )
+    print(
+        f"  median {med / floor:.2f}× the bare app's {floor:.0f} ms ≤ {GOAL_RATIO:.0f}×: {verdict(med / floor <= GOAL_RATIO)}"
+    )
     print(f"  p90 {p90:.0f} ms ≤ {GOAL_P90 * 1000:.0f} ms: {verdict(p90 <= GOAL_P90 * 1000)}")
-    print(f"  longest status-clock gap {tui['clock_gap']:.2f} s ≤ {GOAL_CLOCK:.0f} s: {verdict(tui['clock_gap'] <= GOAL_CLOCK)}")
+    print(
+        f"  longest status-clock gap {tui['clock_gap']:.2f} s ≤ {GOAL_CLOCK:.0f} s: {verdict(tui['clock_gap'] <= GOAL_CLOCK)}"
+    )
     print(f"  sweep under the TUI {tui['job']:.1f} s = {ratio:.2f}× headless {headless:.1f} s ≤ {GOAL_JOB}×: "
           f"{verdict(ratio <= GOAL_JOB)} (job status: {tui['status']})")  # fmt: skip
 

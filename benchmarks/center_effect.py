@@ -27,16 +27,26 @@ from engine.train import evaluate, train  # noqa: E402
 
 for name, root, cl in [("mnist", str(MNIST), (3, 8)), ("mnist", str(MNIST), None)]:  # noqa: B007
     for center in (False, True):
-        ds = load_dataset(name, root=root, classes=cl, n_train=1000, n_test=200, seed=0, center=center)
+        ds = load_dataset(
+            name, root=root, classes=cl, n_train=1000, n_test=200, seed=0, center=center
+        )
         shift = ds.pixel_mean.float() if center else None
         m = build_model("attn", ds.x_train.float(), 1024, ds.n_out, seed=0, input_shift=shift)
         with torch.no_grad():
             f = m.features(ds.x_train_raw.float())
-            cos = (f @ f.T)
+            cos = f @ f.T
             off = cos[~torch.eye(cos.shape[0], dtype=bool)]
         y = ds.y_train.float() if ds.task == "binary" else ds.y_train
-        for _ in train(m, ds.x_train_raw.float(), y, TrainSpec(epochs=100), generator=torch.Generator().manual_seed(0)):
+        for _ in train(
+            m,
+            ds.x_train_raw.float(),
+            y,
+            TrainSpec(epochs=100),
+            generator=torch.Generator().manual_seed(0),
+        ):
             pass
         yt = ds.y_test.float() if ds.task == "binary" else ds.y_test
         tl, ta = evaluate(m, ds.x_test_raw.float(), yt)
-        print(f"{name} {cl or 'all'} center={center}: feature cosine mean {off.mean():.3f} min {off.min():.3f}; MLP-Attn test acc {ta:.3f} (100 epochs)")
+        print(
+            f"{name} {cl or 'all'} center={center}: feature cosine mean {off.mean():.3f} min {off.min():.3f}; MLP-Attn test acc {ta:.3f} (100 epochs)"
+        )

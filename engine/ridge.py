@@ -85,7 +85,9 @@ def check_ridge_rule(value: object, field: str) -> str | float:
         try:
             value = float(v)
         except ValueError:
-            raise ConfigError(field, value, "objective, lambda, nlambda or a positive number") from None
+            raise ConfigError(
+                field, value, "objective, lambda, nlambda or a positive number"
+            ) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(field, value, "objective, lambda, nlambda or a positive number")
     if not (math.isfinite(value) and value > 0):

@@ -127,8 +127,17 @@ class MalleabilityApp(App):
     )
     """Actions of plain-character keys: hidden from the footer while typing in a field."""
     MAIN_ONLY_ACTIONS = frozenset(
-        {"show_tab", "run_job", "cancel_job", "export", "load_spec", "save_spec",
-         "quick_preset", "paper_preset", "leave_field"}
+        {
+            "show_tab",
+            "run_job",
+            "cancel_job",
+            "export",
+            "load_spec",
+            "save_spec",
+            "quick_preset",
+            "paper_preset",
+            "leave_field",
+        }
     )
     """Actions on the main screen's panels: off while another screen (help, compare) shows."""
 
@@ -157,7 +166,9 @@ class MalleabilityApp(App):
             for tab, title in zip(TABS, TAB_TITLES):
                 with TabPane(title, id=tab):
                     if tab == "setup":
-                        yield SetupForm(spec, choices, exps, counts=s.subset_counts, id="setup-form")
+                        yield SetupForm(
+                            spec, choices, exps, counts=s.subset_counts, id="setup-form"
+                        )
                     elif tab == "runs":
                         yield RunsBrowser(id="runs-browser")
                     else:
@@ -386,7 +397,9 @@ class MalleabilityApp(App):
         except (EngineError, KeyError, ValueError):  # a data set the model does not know
             return None
 
-    def start_job(self, spec: RunSpec, run_dir: Path | None = None, *, resume: bool = False) -> None:
+    def start_job(
+        self, spec: RunSpec, run_dir: Path | None = None, *, resume: bool = False
+    ) -> None:
         """Start ``spec`` into a new run directory under the runs root, or (``resume``)
         continue the run in ``run_dir``, skipping its finished cells."""
         from engine.experiments.store import default_run_dir
@@ -397,9 +410,13 @@ class MalleabilityApp(App):
             if resume:  # the panels show the kept cells, then the new ones arrive
                 self.state = load_run_state(store.path)
                 self.state.status = "running"
-                self.state.log(f"resumed {store.path}: {len(store.done_cells)} finished cells kept and skipped")
+                self.state.log(
+                    f"resumed {store.path}: {len(store.done_cells)} finished cells kept and skipped"
+                )
             else:
-                self.state = RunState(run_dir=str(store.path), spec=spec.to_dict(), status="running")
+                self.state = RunState(
+                    run_dir=str(store.path), spec=spec.to_dict(), status="running"
+                )
                 self.state.log(f"started {spec.experiment} on {spec.data.name} → {store.path}")
             self.state.env = dict(store.env)
 
@@ -562,7 +579,9 @@ class MalleabilityApp(App):
         from engine.experiments.validate import read_spec
 
         if self.runner.running:
-            self.notify("a job is running: cancel it (c) before resuming another run", severity="warning")
+            self.notify(
+                "a job is running: cancel it (c) before resuming another run", severity="warning"
+            )
             return
         try:
             spec = read_spec(Path(path) / "spec.toml")
@@ -633,7 +652,8 @@ class MalleabilityApp(App):
             "Quick preset", "Apply the --quick preset to the form (F4)", self.action_quick_preset
         )
         yield SystemCommand(
-            "Paper preset", "The paper's settings in the form: hours on a CPU (F6)",
+            "Paper preset",
+            "The paper's settings in the form: hours on a CPU (F6)",
             self.action_paper_preset,
         )
         yield SystemCommand(
@@ -701,11 +721,15 @@ def main() -> None:
     s = Settings()
     args = sys.argv[1:]
     if args and args[0] in ("-h", "--help"):
-        print("usage: malleability-tui [RUN_DIR | SPEC.toml]   (runs folder: $MALLEABILITY_RUNS or ./runs)")
+        print(
+            "usage: malleability-tui [RUN_DIR | SPEC.toml]   (runs folder: $MALLEABILITY_RUNS or ./runs)"
+        )
         return
     try:
         if len(args) > 1:
-            raise EngineError(f"one argument at most (a run directory or a spec .toml), got {len(args)}")
+            raise EngineError(
+                f"one argument at most (a run directory or a spec .toml), got {len(args)}"
+            )
         if args:
             p = Path(args[0])
             if (p / "spec.toml").exists():

@@ -89,7 +89,12 @@ class FormField:
 
 FORM_FIELDS: tuple[FormField, ...] = (
     FormField(
-        "data_dir", "Data dir", "data__data_dir", "data.data_dir", "path", "blank: search the usual places"
+        "data_dir",
+        "Data dir",
+        "data__data_dir",
+        "data.data_dir",
+        "path",
+        "blank: search the usual places",
     ),
     FormField(
         "experiment", "Experiments", "experiment", "experiment", "str", "all or e.g. train,ntk"
@@ -264,7 +269,9 @@ def guard_notes(rows: list[dict[str, Any]]) -> list[str]:
     for model in dict.fromkeys(str(r.get("model", "?")) for r in rows):
         note = guard_note(failed, model, cells_of(rows, model))
         if note:
-            out.append(f"[yellow]{MARK} {escape(model)}: {escape(note)}: their numbers are not results[/yellow]")
+            out.append(
+                f"[yellow]{MARK} {escape(model)}: {escape(note)}: their numbers are not results[/yellow]"
+            )
     return out
 
 
@@ -343,6 +350,7 @@ def spectrum_lines(
 
 
 # -- flip rates -------------------------------------------------------------------------
+
 
 def task_of(dataset: str, classes: Any = None) -> tuple[str, str]:
     """``mnist:3v8`` or (mnist, classes (3, 8)) → (mnist, 3v8); no classes → 10-class."""

@@ -81,7 +81,12 @@ class JobRunner:
         return self._thread is not None and self._thread.is_alive()
 
     def start(
-        self, app: App, spec: RunSpec, run_dir: Path, *, resume: bool = False,
+        self,
+        app: App,
+        spec: RunSpec,
+        run_dir: Path,
+        *,
+        resume: bool = False,
         before: Callable[[RunStore], None] | None = None,
     ) -> None:
         """Start ``spec`` writing ``run_dir``; returns at once. ``resume``: continue the run
@@ -129,8 +134,13 @@ class JobRunner:
     # -- the job thread -------------------------------------------------------------------
 
     def _events(
-        self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
+        self,
+        spec: RunSpec,
+        *,
+        done_cells: frozenset[str],
+        cancel: threading.Event | None,
+        previous_rows: dict[str, list[dict[str, Any]]],
+        previous_artifacts: dict[str, list[Any]],
     ) -> Iterator[Event]:  # pragma: no cover - abstract
         """The job's events (an ``engine.experiments.runner.EventSource``)."""
         raise NotImplementedError
@@ -162,8 +172,14 @@ class JobRunner:
         try:
             # The same loop as the headless CLI: it writes every event and closes the store
             # (interrupted when the stream stops short, failed when it raises).
-            execute(spec, self.run_dir, store=store, cancel=self._cancel, on_event=hand_over,
-                    source=self._events)
+            execute(
+                spec,
+                self.run_dir,
+                store=store,
+                cancel=self._cancel,
+                on_event=hand_over,
+                source=self._events,
+            )
         except Exception as e:  # noqa: BLE001 - a bug in a job must not kill the app
             outcome.update(status="failed", error=(type(e).__name__, str(e)))
             self.queue.append(Failed(type(e).__name__, str(e)))
@@ -176,13 +192,23 @@ class ThreadRunner(JobRunner):
     """``engine.experiments.run`` in this process, on a background thread."""
 
     def _events(
-        self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
+        self,
+        spec: RunSpec,
+        *,
+        done_cells: frozenset[str],
+        cancel: threading.Event | None,
+        previous_rows: dict[str, list[dict[str, Any]]],
+        previous_artifacts: dict[str, list[Any]],
     ) -> Iterator[Event]:
         from engine.experiments.runner import run
 
-        yield from run(spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows,
-                       previous_artifacts=previous_artifacts)
+        yield from run(
+            spec,
+            done_cells=done_cells,
+            cancel=cancel,
+            previous_rows=previous_rows,
+            previous_artifacts=previous_artifacts,
+        )
 
 
 class SubprocessRunner(JobRunner):
@@ -205,8 +231,13 @@ class SubprocessRunner(JobRunner):
                 pass
 
     def _events(
-        self, spec: RunSpec, *, done_cells: frozenset[str], cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]], previous_artifacts: dict[str, list[Any]],
+        self,
+        spec: RunSpec,
+        *,
+        done_cells: frozenset[str],
+        cancel: threading.Event | None,
+        previous_rows: dict[str, list[dict[str, Any]]],
+        previous_artifacts: dict[str, list[Any]],
     ) -> Iterator[Event]:
         import engine
 
@@ -226,8 +257,12 @@ class SubprocessRunner(JobRunner):
         )
         assert p.stdin and p.stdout and p.stderr
         threading.Thread(target=self._read_stderr, args=(p.stderr,), daemon=True).start()
-        req = {"spec": spec.to_dict(), "done_cells": sorted(done_cells), "previous_rows": previous_rows,
-               "previous_artifacts": previous_artifacts}
+        req = {
+            "spec": spec.to_dict(),
+            "done_cells": sorted(done_cells),
+            "previous_rows": previous_rows,
+            "previous_artifacts": previous_artifacts,
+        }
         p.stdin.write(json.dumps(to_jsonable(req)) + "\n")
         p.stdin.flush()
         if self._cancel.is_set():

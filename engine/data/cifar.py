@@ -106,10 +106,14 @@ def _int_labels(labels: Any, n: int, path: Path) -> np.ndarray:
     """
     if isinstance(labels, np.ndarray):
         if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-            raise DatasetError(f"{path}: b'labels' is a {labels.dtype} array {labels.shape}, expected {n} integers")
+            raise DatasetError(
+                f"{path}: b'labels' is a {labels.dtype} array {labels.shape}, expected {n} integers"
+            )
         return labels.astype(np.int64)
     if not isinstance(labels, (list, tuple)):
-        raise DatasetError(f"{path}: b'labels' is {type(labels).__name__}, expected a list of {n} integers")
+        raise DatasetError(
+            f"{path}: b'labels' is {type(labels).__name__}, expected a list of {n} integers"
+        )
     if len(labels) != n:
         raise DatasetError(f"{path}: {n} images but {len(labels)} labels; expected the same count")
     for v in labels:

@@ -76,7 +76,9 @@ def _download_one(
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         length = resp.headers.get("Content-Length")
         total = int(length) if length and length.isdigit() else None
-        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=_part_prefix(dest.name), suffix=".part")
+        fd, tmp_name = tempfile.mkstemp(
+            dir=dest.parent, prefix=_part_prefix(dest.name), suffix=".part"
+        )
         tmp = Path(tmp_name)
         try:
             md5, sha = hashlib.md5(usedforsecurity=False), hashlib.sha256()

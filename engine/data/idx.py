@@ -26,7 +26,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 MAX_IDX_BYTES = 256 << 20
 
 
-def _read_header(f: BinaryIO, path: Path | str, magic: int, dims: tuple[int | None, ...]) -> tuple[tuple[int, ...], int]:
+def _read_header(
+    f: BinaryIO, path: Path | str, magic: int, dims: tuple[int | None, ...]
+) -> tuple[tuple[int, ...], int]:
     """(shape, data bytes the header promises), validated against ``magic``, ``dims`` and the ceiling."""
     what = "images" if magic == IMAGES_MAGIC else "labels"
     head = f.read(4)
@@ -59,7 +61,9 @@ def _read_header(f: BinaryIO, path: Path | str, magic: int, dims: tuple[int | No
     return shape, need
 
 
-def _read_stream(f: BinaryIO, path: Path | str, magic: int, dims: tuple[int | None, ...]) -> np.ndarray:
+def _read_stream(
+    f: BinaryIO, path: Path | str, magic: int, dims: tuple[int | None, ...]
+) -> np.ndarray:
     what = "images" if magic == IMAGES_MAGIC else "labels"
     shape, need = _read_header(f, path, magic, dims)
     data = f.read(need + 1)  # bounded by the header: a bomb is cut off after one byte
@@ -97,8 +101,12 @@ def read_idx(path: Path, *, magic: int, dims: tuple[int | None, ...] = ()) -> np
             return _read_stream(f, path, magic, dims)  # type: ignore[arg-type]
     except (OSError, EOFError, zlib.error) as e:
         if not gz:
-            raise DatasetError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-        raise DatasetError(f"{path}: corrupt gzip file ({e}); delete it and fetch it again") from None
+            raise DatasetError(
+                f"{path}: cannot read ({getattr(e, 'strerror', None) or e})"
+            ) from None
+        raise DatasetError(
+            f"{path}: corrupt gzip file ({e}); delete it and fetch it again"
+        ) from None
 
 
 def idx_count(path: Path, magic: int) -> int:

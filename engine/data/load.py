@@ -63,7 +63,9 @@ def load_dataset(
     ``center``: subtract the training subset's per-pixel mean first (``Dataset.pixel_mean``).
     """
     raw = load_raw(name, root)
-    return build_dataset(raw, classes=classes, n_train=n_train, n_test=n_test, seed=seed, center=center)
+    return build_dataset(
+        raw, classes=classes, n_train=n_train, n_test=n_test, seed=seed, center=center
+    )
 
 
 def subset_counts(name: str, root: str | os.PathLike | None = None) -> ClassCounts:

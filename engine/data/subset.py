@@ -72,7 +72,10 @@ def subset_problem(
     k = len(cl)
     for n, fld in ((n_train, "n_train"), (n_test, "n_test")):
         if n < k:
-            return fld, f"{counts.name}: {fld}={n} is smaller than the {k} classes; each class needs one"
+            return (
+                fld,
+                f"{counts.name}: {fld}={n} is smaller than the {k} classes; each class needs one",
+            )
     c_tr, c_te = balanced_counts(n_train, k), balanced_counts(n_test, k)
 
     def short(c: int, have: int, where: str, asked: str) -> str:
@@ -86,7 +89,9 @@ def subset_problem(
             for split, need, fld in (("train", c_tr[j], "n_train"), ("test", c_te[j], "n_test")):
                 have = counts.splits[split][c]
                 if need > have:
-                    return fld, short(c, have, f"the {split} split ({counts.origins[split]})", str(need))
+                    return fld, short(
+                        c, have, f"the {split} split ({counts.origins[split]})", str(need)
+                    )
         return None
     (only,) = counts.splits
     for j, c in enumerate(cl):

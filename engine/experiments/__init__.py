@@ -45,6 +45,18 @@ def execute(spec: RunSpec, run_dir: str | Path, **kwargs: Any) -> RunStore:
 
 
 __all__ = [
-    "Artifact", "CellFinished", "Event", "Failed", "Finished", "Log", "Metric", "Progress",
-    "RunSpec", "Started", "Summary", "TableRow", "execute", "run",
+    "Artifact",
+    "CellFinished",
+    "Event",
+    "Failed",
+    "Finished",
+    "Log",
+    "Metric",
+    "Progress",
+    "RunSpec",
+    "Started",
+    "Summary",
+    "TableRow",
+    "execute",
+    "run",
 ]

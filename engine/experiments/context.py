@@ -57,7 +57,9 @@ class TrainedModel:
         """Whether training settled (``engine.results.converged`` on the epoch losses)."""
         from engine.results import constant_loss, converged
 
-        return converged((h["loss"] for h in self.history), baseline=constant_loss(self.dataset.y_train))
+        return converged(
+            (h["loss"] for h in self.history), baseline=constant_loss(self.dataset.y_train)
+        )
 
     @property
     def above_chance(self) -> bool:
@@ -144,7 +146,11 @@ class RunContext:
     # -- data --------------------------------------------------------------------
 
     def dataset(
-        self, name: str | None = None, seed: int | None = None, *, n_train: int | None = None,
+        self,
+        name: str | None = None,
+        seed: int | None = None,
+        *,
+        n_train: int | None = None,
         n_test: int | None = None,
     ) -> Dataset:
         """The spec's data subset for ``seed`` (default: the first seed), cached.
@@ -162,9 +168,16 @@ class RunContext:
         nte = d.n_test if n_test is None else n_test
         key = self._data_key(name, seed, ntr, nte)
         if key not in self._datasets:
+
             def load(root: str | None) -> Dataset:
                 return load_dataset(
-                    name, root=root, classes=d.classes, n_train=ntr, n_test=nte, seed=seed, center=d.center
+                    name,
+                    root=root,
+                    classes=d.classes,
+                    n_train=ntr,
+                    n_test=nte,
+                    seed=seed,
+                    center=d.center,
                 )
 
             try:
@@ -178,7 +191,9 @@ class RunContext:
                 ds = load(None)
                 from engine.data import find_root
 
-                self.note(f"{name}: not in --data-dir {d.data_dir}; using {find_root(name) or 'the built-in copy'}")
+                self.note(
+                    f"{name}: not in --data-dir {d.data_dir}; using {find_root(name) or 'the built-in copy'}"
+                )
             self._datasets[key] = ds
             for note in ds.notes:  # the same note for every seed: report it once
                 self.note(note)
@@ -194,7 +209,11 @@ class RunContext:
     def _data_key(self, name: str, seed: int, n_train: int, n_test: int) -> tuple[Any, ...]:
         """The cache key of a subset: (name, seed), plus the sizes when not the spec's."""
         d = self.spec.data
-        return (name, seed) if (n_train, n_test) == (d.n_train, d.n_test) else (name, seed, n_train, n_test)
+        return (
+            (name, seed)
+            if (n_train, n_test) == (d.n_train, d.n_test)
+            else (name, seed, n_train, n_test)
+        )
 
     def note(self, text: str) -> None:
         """A one-line note for the run's log (each text once per run)."""
@@ -223,7 +242,13 @@ class RunContext:
     # -- models ------------------------------------------------------------------
 
     def new_model(
-        self, kind: str, width: int, seed: int, ds: Dataset, *, context: torch.Tensor | None = None,
+        self,
+        kind: str,
+        width: int,
+        seed: int,
+        ds: Dataset,
+        *,
+        context: torch.Tensor | None = None,
         d_k: int | None = None,
     ) -> nn.Module:
         """``kind`` at ``width``, initialised for ``seed``, on the run's device and dtype, as
@@ -235,13 +260,27 @@ class RunContext:
         rows = self.context_rows(ds) if context is None else context
         shift = None if ds.pixel_mean is None else ds.pixel_mean.to(self.device)
         return build_model(
-            kind, rows, width, ds.n_out, sigma_w=sp.model.sigma_w,
-            train_output=sp.model.train_output, seed=seed, dtype=self.dtype,
-            d_k=d_k, init_std=sp.qkv.init_std or None, input_shift=shift,
+            kind,
+            rows,
+            width,
+            ds.n_out,
+            sigma_w=sp.model.sigma_w,
+            train_output=sp.model.train_output,
+            seed=seed,
+            dtype=self.dtype,
+            d_k=d_k,
+            init_std=sp.qkv.init_std or None,
+            input_shift=shift,
         ).to(self.device)
 
     def train_model(
-        self, kind: str, width: int, seed: int, *, dataset: Dataset | None = None, adversarial: bool = False,
+        self,
+        kind: str,
+        width: int,
+        seed: int,
+        *,
+        dataset: Dataset | None = None,
+        adversarial: bool = False,
         d_k: int | None = None,
     ) -> Generator[Event, None, TrainedModel]:
         """Train (or reuse) ``kind`` at ``width`` for ``seed``; ``yield from`` it.
@@ -270,9 +309,12 @@ class RunContext:
 
             f = sp.flip
             perturb = make_pgd_perturb(
-                eps=f.adv_eps, steps=f.pgd_steps, alpha=resolve_alpha(f.pgd_alpha, f.adv_eps, f.pgd_steps),
+                eps=f.adv_eps,
+                steps=f.pgd_steps,
+                alpha=resolve_alpha(f.pgd_alpha, f.adv_eps, f.pgd_steps),
                 random_start=f.random_start,
-                norm=f.norm, generator=torch.Generator(device=self.device).manual_seed(seed),
+                norm=f.norm,
+                generator=torch.Generator(device=self.device).manual_seed(seed),
             )
         probe, k0 = self._drift_probe(model, x, seed)
         gen = torch.Generator().manual_seed(batch_seed(seed, width))
@@ -281,7 +323,9 @@ class RunContext:
         t0 = time.perf_counter()
         epochs = sp.train.epochs
         yield Progress("cell", 0, epochs, f"training {kind} m={width} seed={seed}", cell=cell)
-        for st in train(model, x, y, sp.train, generator=gen, perturb=perturb, should_stop=self.cancelled):
+        for st in train(
+            model, x, y, sp.train, generator=gen, perturb=perturb, should_stop=self.cancelled
+        ):
             history.append({"epoch": st.epoch, "loss": st.loss, "accuracy": st.accuracy})
             yield Metric("train_loss", st.loss, st.epoch, cell=cell)
             yield Metric("train_accuracy", st.accuracy, st.epoch, cell=cell)
@@ -296,9 +340,20 @@ class RunContext:
         tr_loss, tr_acc = evaluate(model, x, y)
         te_loss, te_acc = evaluate(model, self.to_device(ds.x_test_raw), self.to_device(ds.y_test))
         tm = TrainedModel(
-            model=model, init_state=init_state, dataset=ds, kind=kind, width=width, seed=seed,
-            adversarial=adversarial, train_loss=tr_loss, train_accuracy=tr_acc, test_accuracy=te_acc,
-            test_loss=te_loss, seconds=time.perf_counter() - t0, history=history, drift=drift,
+            model=model,
+            init_state=init_state,
+            dataset=ds,
+            kind=kind,
+            width=width,
+            seed=seed,
+            adversarial=adversarial,
+            train_loss=tr_loss,
+            train_accuracy=tr_acc,
+            test_accuracy=te_acc,
+            test_loss=te_loss,
+            seconds=time.perf_counter() - t0,
+            history=history,
+            drift=drift,
         )
         self._trained[key] = tm
         return tm
@@ -311,7 +366,9 @@ class RunContext:
         from engine.train import train
 
         if tm.adversarial:
-            raise ConfigError("adversarial", True, "a standard-trained model (the twin has no attack)")
+            raise ConfigError(
+                "adversarial", True, "a standard-trained model (the twin has no attack)"
+            )
         key = (id(tm), "linearized")
         if key in self._twins:
             return self._twins[key]
@@ -328,7 +385,9 @@ class RunContext:
         self._twins[key] = twin
         return twin
 
-    def _drift_probe(self, model: nn.Module, x: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _drift_probe(
+        self, model: nn.Module, x: torch.Tensor, seed: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         if not self.spec.ntk.drift_every:
             return x[:0], None
         try:

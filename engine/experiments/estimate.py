@@ -48,7 +48,12 @@ def planned_flops(spec: RunSpec) -> float:
 
     exps = {e.name for e in select(spec.experiment)}
     d = math.prod(get_info(spec.data.name).image_shape)
-    n, ep, seeds, kinds = spec.data.n_train, spec.train.epochs, len(spec.seeds), len(spec.model.kinds)
+    n, ep, seeds, kinds = (
+        spec.data.n_train,
+        spec.train.epochs,
+        len(spec.seeds),
+        len(spec.model.kinds),
+    )
     fl, la = spec.flip, spec.landscape
     widths: set[int] = set(spec.model.widths) if {"train", "ntk"} & exps else set()
     if {"flip", "advtrain"} & exps:

@@ -134,7 +134,19 @@ class Failed(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     t.__name__: t
-    for t in (Started, Progress, Metric, TableRow, CellFinished, CellFailed, Artifact, Log, Summary, Finished, Failed)
+    for t in (
+        Started,
+        Progress,
+        Metric,
+        TableRow,
+        CellFinished,
+        CellFailed,
+        Artifact,
+        Log,
+        Summary,
+        Finished,
+        Failed,
+    )
 }
 
 

@@ -92,10 +92,16 @@ def run_influence_check(ctx: RunContext) -> Iterator[Event]:
     for seed in sp.seeds:
         name = ctx.dataset(seed=seed, n_train=ic.n_train, n_test=ic.n_test).name
         for kind in sp.model.kinds:
-            plan.append(Cell(
-                f"influence_check/{name}/{kind}/{seed}", check_cell, (kind, seed), seed,
-                f"influence check {MODEL_LABELS[kind]} seed={seed}", (ic.n_train, ic.n_test),
-            ))
+            plan.append(
+                Cell(
+                    f"influence_check/{name}/{kind}/{seed}",
+                    check_cell,
+                    (kind, seed),
+                    seed,
+                    f"influence check {MODEL_LABELS[kind]} seed={seed}",
+                    (ic.n_train, ic.n_test),
+                )
+            )
     for ev in run_cells(ctx, plan):
         if isinstance(ev, TableRow) and ev.table == "influence_check":
             rows.append(ev.row)
@@ -137,7 +143,9 @@ def _cell(
     for note in _gradient_estimates(ctx, tm.model, ds, indices, estimates, seconds, ridges):
         yield Log(note, "warning")  # an event, not ctx.note: the cell may run remotely
 
-    orders = [batch_seed(seed, width)] + ([batch_seed(seed, width) + OTHER_ORDER] if ic.noise_floor else [])
+    orders = [batch_seed(seed, width)] + (
+        [batch_seed(seed, width) + OTHER_ORDER] if ic.noise_floor else []
+    )
     steps = len(orders) * (len(indices) + 1)
     truths = []
     t_truth = 0.0
@@ -152,15 +160,23 @@ def _cell(
                 truths.append(stop.value)
                 break
             yield Progress(
-                "cell", j * (len(indices) + 1) + k + 1, steps,
-                f"retraining {MODEL_LABELS[kind]} without point {k} of {len(indices)}", cell=cell,
+                "cell",
+                j * (len(indices) + 1) + k + 1,
+                steps,
+                f"retraining {MODEL_LABELS[kind]} without point {k} of {len(indices)}",
+                cell=cell,
             )
         t_truth += time.perf_counter() - t0
     truth = truths[0]
 
     base = {
-        "model": MODEL_LABELS[kind], "dataset": ds.name, "seed": seed, "width": width,
-        "n_train": n, "context": ic.context if kind != "relu" else "none", **tm.guards(),
+        "model": MODEL_LABELS[kind],
+        "dataset": ds.name,
+        "seed": seed,
+        "width": width,
+        "n_train": n,
+        "context": ic.context if kind != "relu" else "none",
+        **tm.guards(),
     }
     rows = []
     scores: dict[str, list[float]] = {"truth": point_scores(truth).tolist()}
@@ -168,21 +184,45 @@ def _cell(
         a = agreement(est, truth)
         method, rule = key
         label = ridges[key]
-        rows.append({**base, "estimator": method, "ridge": label, "spearman": a.spearman,
-                     "spearman_p": a.spearman_p, "sign_agreement": a.sign_agreement, "n_points": a.n_points,
-                     "seconds": round(seconds[key], 4)})
+        rows.append(
+            {
+                **base,
+                "estimator": method,
+                "ridge": label,
+                "spearman": a.spearman,
+                "spearman_p": a.spearman_p,
+                "sign_agreement": a.sign_agreement,
+                "n_points": a.n_points,
+                "seconds": round(seconds[key], 4),
+            }
+        )
         scores[f"{method} {label}"] = point_scores(est).tolist()
     if ic.noise_floor:
         a = agreement(truths[1], truth)
-        rows.append({**base, "estimator": NOISE, "ridge": "", "spearman": a.spearman,
-                     "spearman_p": a.spearman_p, "sign_agreement": a.sign_agreement, "n_points": a.n_points,
-                     "seconds": round(t_truth / len(orders), 4)})
+        rows.append(
+            {
+                **base,
+                "estimator": NOISE,
+                "ridge": "",
+                "spearman": a.spearman,
+                "spearman_p": a.spearman_p,
+                "sign_agreement": a.sign_agreement,
+                "n_points": a.n_points,
+                "seconds": round(t_truth / len(orders), 4),
+            }
+        )
         scores[NOISE] = point_scores(truths[1]).tolist()
     yield Artifact(
         "influence_check_scores",
-        {"indices": indices, "n_top": int(top.numel()), "scores": scores,
-         "train_loss": tm.train_loss, "train_accuracy": tm.train_accuracy,
-         "test_accuracy": tm.test_accuracy, "truth_seconds": t_truth},
+        {
+            "indices": indices,
+            "n_top": int(top.numel()),
+            "scores": scores,
+            "train_loss": tm.train_loss,
+            "train_accuracy": tm.train_accuracy,
+            "test_accuracy": tm.test_accuracy,
+            "truth_seconds": t_truth,
+        },
         cell=cell,
     )
     for r in rows:
@@ -210,7 +250,9 @@ def _kernel_estimates(
     rules = list(dict.fromkeys((*ic.ridges, sp.flip.ridge)))
     t0 = time.perf_counter()
     # one eNTK serves every ridge; each row's seconds is that whole call (the eNTK dominates)
-    out = model_kernel_influence(model, ds, rules, l2=sp.train.l2, transductive=sp.data.transductive)
+    out = model_kernel_influence(
+        model, ds, rules, l2=sp.train.l2, transductive=sp.data.transductive
+    )
     took = time.perf_counter() - t0
     for rule, (rho, infl) in out.items():
         key = ("kernel_loo", _ridge_key(rule))
@@ -219,8 +261,13 @@ def _kernel_estimates(
 
 
 def _gradient_estimates(
-    ctx: RunContext, model: nn.Module, ds: Dataset, indices: list[int], est: Estimates,
-    secs: dict[tuple[str, str], float], labels: dict[tuple[str, str], str],
+    ctx: RunContext,
+    model: nn.Module,
+    ds: Dataset,
+    indices: list[int],
+    est: Estimates,
+    secs: dict[tuple[str, str], float],
+    labels: dict[tuple[str, str], str],
 ) -> list[str]:
     """Add ("gradient_cg" | "gradient_exact", "lambda"): I [t, k] for the removed points
     (k Hessian solves, ``gradient_influence(train_indices=…)``), damped by the L2 λ.
@@ -232,7 +279,9 @@ def _gradient_estimates(
     if not ic.gradient:
         return notes
     if sp.train.l2 <= 0:
-        return ["influence_check: gradient influence skipped: it needs a positive damping; train.l2 is 0"]
+        return [
+            "influence_check: gradient influence skipped: it needs a positive damping; train.l2 is 0"
+        ]
     m64 = _float64_copy(ctx, model, ds)
     n_params = sum(p.numel() for p in m64.parameters() if p.requires_grad)
     loss = "mse" if ds.task == "binary" else "ce"
@@ -246,8 +295,15 @@ def _gradient_estimates(
             continue
         t0 = time.perf_counter()
         infl = gradient_influence(
-            m64, ds.x_train_raw.to(dev), ds.y_train.to(dev), ds.x_test_raw.to(dev),
-            ds.y_test.to(dev), lam=sp.train.l2, loss=loss, method=method, cg_tol=CG_TOL,
+            m64,
+            ds.x_train_raw.to(dev),
+            ds.y_train.to(dev),
+            ds.x_test_raw.to(dev),
+            ds.y_test.to(dev),
+            lam=sp.train.l2,
+            loss=loss,
+            method=method,
+            cg_tol=CG_TOL,
             train_indices=indices,
         )
         key = (f"gradient_{method}", "lambda")
@@ -263,7 +319,10 @@ def _float64_copy(ctx: RunContext, model: nn.Module, ds: Dataset) -> nn.Module:
 
     m = copy.deepcopy(model).to(torch.float64).eval()
     return rebuild_context(
-        m, ds.x_train_raw.to(torch.float64), ds.x_test_raw.to(torch.float64), ctx.spec.data.transductive
+        m,
+        ds.x_train_raw.to(torch.float64),
+        ds.x_test_raw.to(torch.float64),
+        ctx.spec.data.transductive,
     )
 
 
@@ -285,7 +344,9 @@ def _fitter(ctx: RunContext, ds: Dataset, kind: str, width: int, seed: int, orde
             context = rows[keep]
         model = ctx.new_model(kind, width, seed, ds, context=context)
         gen = torch.Generator().manual_seed(order)
-        for _ in train(model, x, y, sp.train, generator=gen, should_stop=ctx.cancelled, exclude=exclude):
+        for _ in train(
+            model, x, y, sp.train, generator=gen, should_stop=ctx.cancelled, exclude=exclude
+        ):
             pass
         model.eval()
         with torch.no_grad():
@@ -311,7 +372,9 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
     failed = results.failed_cells(rows)
     by: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
     for r in rows:
-        by.setdefault(str(r["model"]), {}).setdefault((str(r["estimator"]), str(r["ridge"] or "")), []).append(r)
+        by.setdefault(str(r["model"]), {}).setdefault(
+            (str(r["estimator"]), str(r["ridge"] or "")), []
+        ).append(r)
     models: dict[str, Any] = {}
     headline: list[str] = []
     for model, ests in by.items():
@@ -319,13 +382,22 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
         for (est, ridge), rs in ests.items():
             rho = mean_std(num(r["spearman"]) for r in rs)
             sign = mean_std(num(r["sign_agreement"]) for r in rs)
-            signif = sum(1 for r in rs if num(r.get("spearman_p")) < 0.05 and num(r["spearman"]) > 0)
-            table.append({
-                "estimator": est, "ridge": ridge, "spearman": rho.mean, "spearman_std": rho.std,
-                "significant_seeds": signif, "sign_agreement": sign.mean,
-                "n_points": int(sum(int(num(r["n_points"])) for r in rs)), "seeds": len(rs),
-                "seconds": mean_std(num(r["seconds"]) for r in rs).mean,
-            })
+            signif = sum(
+                1 for r in rs if num(r.get("spearman_p")) < 0.05 and num(r["spearman"]) > 0
+            )
+            table.append(
+                {
+                    "estimator": est,
+                    "ridge": ridge,
+                    "spearman": rho.mean,
+                    "spearman_std": rho.std,
+                    "significant_seeds": signif,
+                    "sign_agreement": sign.mean,
+                    "n_points": int(sum(int(num(r["n_points"])) for r in rs)),
+                    "seeds": len(rs),
+                    "seconds": mean_std(num(r["seconds"]) for r in rs).mean,
+                }
+            )
         cands = [t for t in table if t["estimator"] != NOISE and math.isfinite(t["spearman"])]
         cands.sort(key=lambda t: (t["spearman"], t["sign_agreement"]), reverse=True)
         noise = next((t for t in table if t["estimator"] == NOISE), None)
@@ -333,9 +405,17 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
         best = cands[0] if cands and resolved is not False else None
         seeds = {str(r.get("seed")) for rs in ests.values() for r in rs}
         note = results.guard_note(failed, model, len(seeds))
-        models[model] = {"estimators": table, "closest": best, "noise_floor": noise, "resolved": resolved,
-                         "guards": note}
-        listing = "; ".join(f"{_name(t)} ρ {t['spearman']:.2f}, sign {100 * t['sign_agreement']:.0f} %" for t in cands)
+        models[model] = {
+            "estimators": table,
+            "closest": best,
+            "noise_floor": noise,
+            "resolved": resolved,
+            "guards": note,
+        }
+        listing = "; ".join(
+            f"{_name(t)} ρ {t['spearman']:.2f}, sign {100 * t['sign_agreement']:.0f} %"
+            for t in cands
+        )
         if resolved is False:
             assert noise is not None
             headline.append(
@@ -347,7 +427,9 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
             headline[-1] = results.marked(headline[-1], note)
             continue
         if not cands:
-            headline.append(f"{model}: no estimator gives a finite rank correlation with retraining")
+            headline.append(
+                f"{model}: no estimator gives a finite rank correlation with retraining"
+            )
             continue
         assert best is not None
         line = (

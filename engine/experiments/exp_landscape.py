@@ -82,7 +82,9 @@ def run_landscape(ctx: RunContext) -> Iterator[Event]:
     splits = ("train", "test") if ls.split == "both" else (ls.split,)
     cells = [(s, k) for s in sp.seeds for k in sp.model.kinds]
     # resumed cells: their results as the earlier run wrote them
-    results: list[dict[str, Any]] = [decode_floats(r) for r in ctx.previous_artifacts("landscape_result")]
+    results: list[dict[str, Any]] = [
+        decode_floats(r) for r in ctx.previous_artifacts("landscape_result")
+    ]
     name = sp.data.name
     for i, (seed, kind) in enumerate(cells):
         ds = ctx.dataset(seed=seed)
@@ -209,7 +211,13 @@ def _measure(
     guards = tm.guards()
     yield TableRow(
         "sharpness",
-        {"model": label, "seed": seed, "hessian_top_eig": eig.value, "hessian_trace": tr.value, **guards},
+        {
+            "model": label,
+            "seed": seed,
+            "hessian_top_eig": eig.value,
+            "hessian_trace": tr.value,
+            **guards,
+        },
         cell=cell,
     )
     return {
@@ -254,7 +262,10 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
     failed = failed_cells(results)
     for label in dict.fromkeys(r["model"] for r in results):
         mine = [r for r in results if r["model"] == label]
-        models[label] = {k: _mean_std([r.get(k, math.nan) for r in mine]) for k in keys + ("train_loss", "interp_min_t")}
+        models[label] = {
+            k: _mean_std([r.get(k, math.nan) for r in mine])
+            for k in keys + ("train_loss", "interp_min_t")
+        }
         models[label]["guards"] = guard_note(failed, label, cells_of(mine))
         models[label]["eig_converged"] = all(r["eig_converged"] for r in mine)
         models[label]["seeds"] = [r["seed"] for r in mine]

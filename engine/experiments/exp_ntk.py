@@ -66,7 +66,12 @@ LIN_NOT_AVAILABLE = "lin_distance not available (no linearized twin in these row
 TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's logits"
 
 
-@register("ntk", "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)", order=30, cells=True)
+@register(
+    "ntk",
+    "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)",
+    order=30,
+    cells=True,
+)
 def run_ntk(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
     plan: list[Cell] = []
@@ -77,12 +82,28 @@ def run_ntk(ctx: RunContext) -> Iterator[Event]:
         for kind in sp.model.kinds:
             for width in sp.model.widths:
                 label = f"ntk {MODEL_LABELS[kind]} m={width} seed={seed}"
-                plan.append(Cell(f"ntk/{ds.name}/{kind}/{width}/{seed}", ntk_cell, (kind, width, seed), seed, label))
+                plan.append(
+                    Cell(
+                        f"ntk/{ds.name}/{kind}/{width}/{seed}",
+                        ntk_cell,
+                        (kind, width, seed),
+                        seed,
+                        label,
+                    )
+                )
         if "qkv" in sp.model.kinds:  # QKV-Attn at the largest width for each d_k of qkv.dk_sweep
             width = max(sp.model.widths)
             for dk in sp.qkv.dk_sweep:
                 label = f"ntk {MODEL_LABELS['qkv']} d_k={dk} m={width} seed={seed}"
-                plan.append(Cell(f"ntk/{ds.name}/qkv/{width}/dk{dk}/{seed}", dk_cell, (width, seed, dk), seed, label))
+                plan.append(
+                    Cell(
+                        f"ntk/{ds.name}/qkv/{width}/dk{dk}/{seed}",
+                        dk_cell,
+                        (width, seed, dk),
+                        seed,
+                        label,
+                    )
+                )
     rows: list[dict[str, Any]] = []
     for ev in run_cells(ctx, plan):
         if isinstance(ev, TableRow) and ev.table == "ntk_distance":
@@ -119,7 +140,17 @@ def dk_cell(ctx: RunContext, cell: str, width: int, seed: int, dk: int) -> Itera
     ds = ctx.dataset(seed=seed)
     tm = yield from ctx.train_model("qkv", width, seed, d_k=dk)
     row, _ = _cell_row(ctx, tm, ds, None)
-    keep = ("model", "dataset", "width", "seed", "kernel_drift", "train_loss", "test_accuracy", "converged", "above_chance")
+    keep = (
+        "model",
+        "dataset",
+        "width",
+        "seed",
+        "kernel_drift",
+        "train_loss",
+        "test_accuracy",
+        "converged",
+        "above_chance",
+    )
     out = {k: row[k] for k in keep}
     out["d_k"] = dk
     yield TableRow("qkv_dk", out, cell=cell)
@@ -161,7 +192,9 @@ def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tens
     )
 
 
-def lin_distances(f_m: torch.Tensor, f_lin: torch.Tensor, f_init: torch.Tensor) -> tuple[float, float]:
+def lin_distances(
+    f_m: torch.Tensor, f_lin: torch.Tensor, f_init: torch.Tensor
+) -> tuple[float, float]:
     """(‖f_m − f_lin‖, ‖f_m − f_lin‖ / ‖f_m − f_m,init‖) over test outputs [n, K] (Frobenius).
 
     The relative distance divides by how far training moved the network's outputs, so
@@ -249,7 +282,10 @@ def trend(widths: list[int], values: list[float]) -> dict[str, Any]:
 def headline(models: dict[str, Any]) -> list[str]:
     """One line per model: the trend with width and the distance at the ends of the sweep,
     marked with the cells that fail a guard (``entry["guards"]``)."""
-    return [results.marked(line, models[label].get("guards", "")) for label, line in zip(models, _lines(models))]
+    return [
+        results.marked(line, models[label].get("guards", ""))
+        for label, line in zip(models, _lines(models))
+    ]
 
 
 def _lines(models: dict[str, Any]) -> list[str]:
@@ -263,7 +299,9 @@ def _lines(models: dict[str, Any]) -> list[str]:
             )
             ld = e.get("mean_lin_distance_rel")
             if ld:
-                line += f"; distance to its linearization {e['lin_trend']}: {ld[0]:.4g}→{ld[-1]:.4g}"
+                line += (
+                    f"; distance to its linearization {e['lin_trend']}: {ld[0]:.4g}→{ld[-1]:.4g}"
+                )
             else:
                 line += f"; {LIN_NOT_AVAILABLE}"
             lines.append(line)
@@ -278,7 +316,9 @@ def _lines(models: dict[str, Any]) -> list[str]:
             line += f" (paper m={pw[0]}→{pw[-1]}: {paper[pw[0]]['paper']}→{paper[pw[-1]]['paper']})"
         ld = e.get("mean_lin_distance_rel")
         if ld:
-            line += f"; distance to its linearization (rel.) {e['lin_trend']}: {ld[0]:.4g}→{ld[-1]:.4g}"
+            line += (
+                f"; distance to its linearization (rel.) {e['lin_trend']}: {ld[0]:.4g}→{ld[-1]:.4g}"
+            )
         lines.append(line)
     return lines
 
@@ -306,7 +346,8 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
             "cells": len(mine),
             "guards": results.guard_note(failed, label, results.cells_of(mine)),
             "mean_kernel_drift": [
-                mean_std(r.get("kernel_drift", math.nan) for r in mine if r["width"] == w)[0] for w in widths
+                mean_std(r.get("kernel_drift", math.nan) for r in mine if r["width"] == w)[0]
+                for w in widths
             ],
             "drift_trend": trend(
                 [r["width"] for r in mine], [r.get("kernel_drift", math.nan) for r in mine]

@@ -109,7 +109,9 @@ def run_spectrum(ctx: RunContext) -> Iterator[Event]:
         ctx.check_cancel()
         summary = yield from _cell(ctx, ds, label, cell, primary=i == 0)
         per_dataset[label] = summary
-        yield Artifact("spectrum_entry", {"label": label, "entry": encode_floats(summary)}, cell=cell)
+        yield Artifact(
+            "spectrum_entry", {"label": label, "entry": encode_floats(summary)}, cell=cell
+        )
         yield CellFinished(cell)
     yield Progress("sweep", len(names), len(names), "spectrum done")
     per_dataset = {k: per_dataset[k] for k in order if k in per_dataset}
@@ -203,9 +205,16 @@ def _qkv_spectra(ctx: RunContext, ds: Dataset, xk: torch.Tensor) -> dict[str, An
 
     sp = ctx.spec
     model = build_model(
-        "qkv", ctx.context_rows(ds).to(torch.float64), max(sp.model.widths), ds.n_out,
-        sigma_w=sp.model.sigma_w, train_output=sp.model.train_output, seed=sp.seeds[0],
-        dtype=torch.float64, d_k=sp.qkv.d_k or None, init_std=sp.qkv.init_std or None,
+        "qkv",
+        ctx.context_rows(ds).to(torch.float64),
+        max(sp.model.widths),
+        ds.n_out,
+        sigma_w=sp.model.sigma_w,
+        train_output=sp.model.train_output,
+        seed=sp.seeds[0],
+        dtype=torch.float64,
+        d_k=sp.qkv.d_k or None,
+        init_std=sp.qkv.init_std or None,
     ).to(xk.device)
     with torch.no_grad():
         theta = empirical_ntk(model, xk, output=None if ds.n_out == 1 else 0)
@@ -223,7 +232,9 @@ def _targets(
     """{target: (y_train, y_test, labels or None)}: eigen-targets (one SVD), noisy ones, labels."""
     targets: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]] = {}
     gen = torch.Generator().manual_seed(ctx.spec.seeds[0])
-    eig = eigen_target_set(xk, xt, which=("top", "bottom"), k=N_TARGET_DIRS, rtol=ctx.spec.spectrum.rtol)
+    eig = eigen_target_set(
+        xk, xt, which=("top", "bottom"), k=N_TARGET_DIRS, rtol=ctx.spec.spectrum.rtol
+    )
     for which, (ytr, yte) in eig.items():
         noise = TARGET_NOISE * torch.randn(ytr.shape, generator=gen, dtype=torch.float64)
         targets[f"eig_{which}"] = (ytr, yte, None)

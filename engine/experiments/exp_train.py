@@ -25,7 +25,12 @@ if TYPE_CHECKING:
     from engine.experiments.context import RunContext
 
 
-@register("train", "Train 2L-ReLU and MLP-Attn per width and seed: loss, accuracy, curves", order=10, cells=True)
+@register(
+    "train",
+    "Train 2L-ReLU and MLP-Attn per width and seed: loss, accuracy, curves",
+    order=10,
+    cells=True,
+)
 def run_train(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
     plan: list[Cell] = []
@@ -35,13 +40,26 @@ def run_train(ctx: RunContext) -> Iterator[Event]:
         for kind in sp.model.kinds:
             for width in sp.model.widths:
                 label = f"train {MODEL_LABELS[kind]} m={width} seed={seed}"
-                plan.append(Cell(f"train/{name}/{kind}/{width}/{seed}", train_cell, (kind, width, seed), seed, label))
+                plan.append(
+                    Cell(
+                        f"train/{name}/{kind}/{width}/{seed}",
+                        train_cell,
+                        (kind, width, seed),
+                        seed,
+                        label,
+                    )
+                )
     rows: list[dict] = []
 
     def note(row: dict) -> None:
         if flag(row.get("above_chance")) is None:  # a row written before the guard columns
             ds = ctx.dataset(seed=int(row["seed"]))
-            row = {**row, "above_chance": above_chance(float(row["test_accuracy"]), ds.n_test, majority_rate(ds.y_test))}
+            row = {
+                **row,
+                "above_chance": above_chance(
+                    float(row["test_accuracy"]), ds.n_test, majority_rate(ds.y_test)
+                ),
+            }
         rows.append(row)
 
     for r in ctx.previous_rows("train"):
@@ -84,15 +102,26 @@ def train_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> 
     ds = ctx.dataset(seed=seed)
     tm = yield from ctx.train_model(kind, width, seed)
     row = {
-        "model": MODEL_LABELS[kind], "dataset": ds.name, "width": width, "seed": seed,
-        "training": "standard", "epochs": sp.train.epochs, "train_loss": tm.train_loss,
-        "train_accuracy": tm.train_accuracy, "test_loss": tm.test_loss,
-        "test_accuracy": tm.test_accuracy, "seconds": round(tm.seconds, 3), **tm.guards(),
+        "model": MODEL_LABELS[kind],
+        "dataset": ds.name,
+        "width": width,
+        "seed": seed,
+        "training": "standard",
+        "epochs": sp.train.epochs,
+        "train_loss": tm.train_loss,
+        "train_accuracy": tm.train_accuracy,
+        "test_loss": tm.test_loss,
+        "test_accuracy": tm.test_accuracy,
+        "seconds": round(tm.seconds, 3),
+        **tm.guards(),
     }
     yield Artifact(
         "train_curve",
-        {"epoch": [h["epoch"] for h in tm.history], "loss": [h["loss"] for h in tm.history],
-         "accuracy": [h["accuracy"] for h in tm.history]},
+        {
+            "epoch": [h["epoch"] for h in tm.history],
+            "loss": [h["loss"] for h in tm.history],
+            "accuracy": [h["accuracy"] for h in tm.history],
+        },
         cell=cell,
     )
     yield TableRow("train", row, cell=cell)

@@ -206,12 +206,14 @@ def summarize(
                 got[model] = p["pooled"]
                 pp = f"{paper:.1f}%" if paper is not None else "n/a"
                 sp = split_text(p)
-                lines.append(marked(
-                    f"{training} {model:8s} {attack.upper():4s} ε={eps:g}: {p['pooled']:5.1f}% "
-                    f"[{p['ci_low']:.1f}, {p['ci_high']:.1f}] ({p['k']}/{p['n']} over {p['seeds']} seed(s), "
-                    f"per-seed {p['mean']:.1f} ± {p['std']:.1f}){'; ' + sp if sp else ''}; paper {pp}",
-                    notes.get(model, ""),
-                ))
+                lines.append(
+                    marked(
+                        f"{training} {model:8s} {attack.upper():4s} ε={eps:g}: {p['pooled']:5.1f}% "
+                        f"[{p['ci_low']:.1f}, {p['ci_high']:.1f}] ({p['k']}/{p['n']} over {p['seeds']} seed(s), "
+                        f"per-seed {p['mean']:.1f} ± {p['std']:.1f}){'; ' + sp if sp else ''}; paper {pp}",
+                        notes.get(model, ""),
+                    )
+                )
             r, a = got.get("2L-ReLU"), got.get("MLP-Attn")
             pr = (
                 paper_rate_for_run(dataset, classes, training, "2L-ReLU", attack)
@@ -230,11 +232,13 @@ def summarize(
             if not key.startswith("paper_"):
                 pv = v.get(f"paper_{key}")
                 ours = f"×{val:.2f}" if val is not None and math.isfinite(val) else "n/a"
-                lines.append(marked(
-                    f"{training} MLP-Attn / 2L-ReLU {attack.upper()} ε={key}: {ours}"
-                    + (f" (paper ×{pv:.1f})" if pv else ""),
-                    both,
-                ))
+                lines.append(
+                    marked(
+                        f"{training} MLP-Attn / 2L-ReLU {attack.upper()} ε={key}: {ours}"
+                        + (f" (paper ×{pv:.1f})" if pv else ""),
+                        both,
+                    )
+                )
     g = grid(rows, training)
     if len(protocols_in(r for r in rows if r.get("training", "standard") == training)) > 1:
         for c in g:
@@ -242,11 +246,13 @@ def summarize(
             rates = " vs ".join(
                 f"{c[m]['pooled']:.1f}%" if c[m] else "n/a" for m in ("MLP-Attn", "2L-ReLU")
             )
-            lines.append(marked(
-                f"{training} grid ridge={c['ridge']} ranking={c['ranking']} {c['attack'].upper()} "
-                f"ε={c['eps']:g}: MLP-Attn vs 2L-ReLU {rates} ({rr})",
-                both,
-            ))
+            lines.append(
+                marked(
+                    f"{training} grid ridge={c['ridge']} ranking={c['ranking']} {c['attack'].upper()} "
+                    f"ε={c['eps']:g}: MLP-Attn vs 2L-ReLU {rates} ({rr})",
+                    both,
+                )
+            )
     return {
         "dataset": dataset,
         "classes": list(classes) if classes else None,

@@ -123,7 +123,9 @@ def paper_settings(spec: RunSpec) -> RunSpec:
     changes: dict[str, object] = {}
     for key in QUICK:
         section, _, name = key.partition("__")
-        changes[key] = getattr(getattr(default, section), name) if name else getattr(default, section)
+        changes[key] = (
+            getattr(getattr(default, section), name) if name else getattr(default, section)
+        )
     return spec.replace(**changes)
 
 

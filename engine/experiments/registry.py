@@ -38,7 +38,12 @@ _REGISTRY: dict[str, Experiment] = {}
 
 
 def register(
-    name: str, description: str, *, order: int = 100, cells: bool = False, in_all: bool = True,
+    name: str,
+    description: str,
+    *,
+    order: int = 100,
+    cells: bool = False,
+    in_all: bool = True,
     sizes: Callable[[RunSpec], tuple[int, int]] | None = None,
 ) -> Callable[[ExperimentFn], ExperimentFn]:
     """Decorator: register ``fn`` as experiment ``name`` (``cells``: split into cells;
@@ -73,7 +78,9 @@ def select(names: str) -> list[Experiment]:
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     bad = [n for n in wanted if n not in known]
     if bad or not wanted:
-        raise ConfigError("experiment", names, f"all or a comma-separated list of: {', '.join(known)}")
+        raise ConfigError(
+            "experiment", names, f"all or a comma-separated list of: {', '.join(known)}"
+        )
     return sorted((known[n] for n in dict.fromkeys(wanted)), key=lambda e: (e.order, e.name))
 
 

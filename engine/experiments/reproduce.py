@@ -122,27 +122,48 @@ def plan(
         if 4 in tables:
             multi.append("advtrain")
         data = DataSpec(
-            name=name, data_dir=data_dir, classes=None, n_train=base.data.n_train,
-            n_test=base.data.n_test, transductive=base.data.transductive,
+            name=name,
+            data_dir=data_dir,
+            classes=None,
+            n_train=base.data.n_train,
+            n_test=base.data.n_test,
+            transductive=base.data.transductive,
         )
-        parts.append(Part(f"{name}-multiclass", name, "multiclass", base.replace(experiment=",".join(multi), data=data)))
+        parts.append(
+            Part(
+                f"{name}-multiclass",
+                name,
+                "multiclass",
+                base.replace(experiment=",".join(multi), data=data),
+            )
+        )
         if 3 in tables:
             cls = BINARY_CLASSES.get(name, (0, 1))
             n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
             bdata = DataSpec(
-                name=name, data_dir=data_dir, classes=cls, n_train=n_tr,
-                n_test=n_te, transductive=base.data.transductive,
+                name=name,
+                data_dir=data_dir,
+                classes=cls,
+                n_train=n_tr,
+                n_test=n_te,
+                transductive=base.data.transductive,
             )
             bspec = base.replace(experiment="spectrum,flip", data=bdata)
-            if not (base.flip.ridges or base.flip.rankings):  # the sensitivity grid (README claim 3)
+            if not (
+                base.flip.ridges or base.flip.rankings
+            ):  # the sensitivity grid (README claim 3)
                 bspec = bspec.replace(flip__ridges=GRID_RIDGES, flip__rankings=GRID_RANKINGS)
             parts.append(Part(f"{name}-binary", name, "binary", bspec, note=note))
         if 1 in tables:  # claim 1 under full-batch GD beside the paper's Adam (README claim 1)
             cls = BINARY_CLASSES.get(name, (0, 1))
             n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
             gdata = DataSpec(
-                name=name, data_dir=data_dir, classes=cls, n_train=n_tr,
-                n_test=n_te, transductive=base.data.transductive,
+                name=name,
+                data_dir=data_dir,
+                classes=cls,
+                n_train=n_tr,
+                n_test=n_te,
+                transductive=base.data.transductive,
             )
             gspec = base.replace(experiment="ntk", data=gdata, **GD_SWEEP)
             parts.append(Part(f"{name}-binary-gd", name, "binary", gspec, role="gd", note=note))
@@ -175,7 +196,14 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
     ``runs`` maps a part key to ``read_run`` output (``tables``: name → rows) or to
     ``{"missing": reason}`` when the part could not run (e.g. no data set here).
     """
-    out: dict[str, Any] = {"table1": [], "table2": [], "table3": [], "table4": [], "kappa": [], "flip_grid": []}
+    out: dict[str, Any] = {
+        "table1": [],
+        "table2": [],
+        "table3": [],
+        "table4": [],
+        "kappa": [],
+        "flip_grid": [],
+    }
     stats: dict[str, Any] = {}
     for part in parts:
         run = runs.get(part.key, {"missing": "not run"})
@@ -193,9 +221,12 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
             out["table4"] += _table4(part.dataset, flips, reason)
             out["kappa"] += _kappa(part.dataset, tables.get("spectrum"), reason)
             stats[part.dataset].update(
-                ntk=tables.get("ntk_distance"), flip=flips,
-                spectrum=tables.get("spectrum"), alignment=tables.get("alignment"),
-                sharpness=tables.get("sharpness"), reason=reason,
+                ntk=tables.get("ntk_distance"),
+                flip=flips,
+                spectrum=tables.get("spectrum"),
+                alignment=tables.get("alignment"),
+                sharpness=tables.get("sharpness"),
+                reason=reason,
             )
         else:
             out["table3"] += _flip_table(3, part.dataset, flips, reason)
@@ -211,8 +242,17 @@ def _table1(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[s
     for model in MODELS:
         paper = paper_ntk_distances(model, ds) or {}
         for w in TABLE1_WIDTHS:
-            cell: dict[str, Any] = {"dataset": ds, "model": model, "width": w, "paper": paper.get(w)}
-            vals = [_f(r["ntk_distance"]) for r in rows or [] if r["model"] == model and int(_f(r["width"])) == w]
+            cell: dict[str, Any] = {
+                "dataset": ds,
+                "model": model,
+                "width": w,
+                "paper": paper.get(w),
+            }
+            vals = [
+                _f(r["ntk_distance"])
+                for r in rows or []
+                if r["model"] == model and int(_f(r["width"])) == w
+            ]
             if reason or rows is None:
                 cell.update(_no_data(reason or "the ntk experiment did not run"))
             elif not vals:
@@ -224,12 +264,20 @@ def _table1(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[s
     return res
 
 
-def _pooled(rows: list[dict], model: str, attack: str, training: str, eps: float | None = None) -> dict[str, Any] | None:
+def _pooled(
+    rows: list[dict], model: str, attack: str, training: str, eps: float | None = None
+) -> dict[str, Any] | None:
     """Pooled flip rate (percent) from the integer counts (``flip_summary.pooled``)."""
     from engine.experiments.flip_summary import pooled
 
-    sel = [r for r in rows if r["model"] == model and r["attack"] == attack and r["training"] == training
-           and (eps is None or abs(_f(r["eps"]) - eps) < 1e-9)]
+    sel = [
+        r
+        for r in rows
+        if r["model"] == model
+        and r["attack"] == attack
+        and r["training"] == training
+        and (eps is None or abs(_f(r["eps"]) - eps) < 1e-9)
+    ]
     return pooled(sel)
 
 
@@ -240,7 +288,9 @@ def _default_protocol(rows: list[dict] | None, part: Part) -> list[dict] | None:
     if rows is None:
         return None
     f = part.spec.flip
-    return [r for r in rows if same_rule(r.get("ridge", ""), f.ridge) and r.get("ranking") == f.ranking]
+    return [
+        r for r in rows if same_rule(r.get("ridge", ""), f.ridge) and r.get("ranking") == f.ranking
+    ]
 
 
 def _flip_grid(ds: str, task: str, rows: list[dict] | None) -> list[dict[str, Any]]:
@@ -249,17 +299,30 @@ def _flip_grid(ds: str, task: str, rows: list[dict] | None) -> list[dict[str, An
     from engine.experiments.flip_summary import grid, ridge_rule
 
     cells = grid(list(rows or []), "standard")
-    eps = 0.3 if any(abs(c["eps"] - 0.3) < 1e-9 for c in cells) else (cells[0]["eps"] if cells else 0.3)
+    eps = (
+        0.3
+        if any(abs(c["eps"] - 0.3) < 1e-9 for c in cells)
+        else (cells[0]["eps"] if cells else 0.3)
+    )
     out = []
     for c in cells:
         if abs(c["eps"] - eps) > 1e-9:
             continue
         a, r = c["MLP-Attn"], c["2L-ReLU"]
-        out.append({
-            "dataset": ds, "task": task, "ridge": c["ridge"], "rule": str(ridge_rule(c["ridge"])),
-            "ranking": c["ranking"], "attack": ATTACK_LABELS.get(c["attack"], c["attack"]), "eps": eps,
-            "attn": a["pooled"] if a else None, "relu": r["pooled"] if r else None, "ratio": c["ratio"],
-        })
+        out.append(
+            {
+                "dataset": ds,
+                "task": task,
+                "ridge": c["ridge"],
+                "rule": str(ridge_rule(c["ridge"])),
+                "ranking": c["ranking"],
+                "attack": ATTACK_LABELS.get(c["attack"], c["attack"]),
+                "eps": eps,
+                "attn": a["pooled"] if a else None,
+                "relu": r["pooled"] if r else None,
+                "ratio": c["ratio"],
+            }
+        )
     return out
 
 
@@ -271,14 +334,22 @@ def _paper_flip(table: int, ds: str, model: str, attack: str) -> float | None:
     return paper_flip_rate(table, ds, model, attack)
 
 
-def _flip_table(table: int, ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[str, Any]]:
+def _flip_table(
+    table: int, ds: str, rows: list[dict] | None, reason: str | None
+) -> list[dict[str, Any]]:
     res = []
     for attack in ("fgsm", "pgd", "mim"):
         by_model: dict[str, dict[str, Any]] = {}
         for model in MODELS:
-            cell: dict[str, Any] = {"dataset": ds, "model": model, "attack": ATTACK_LABELS[attack],
-                                    "paper": _paper_flip(table, ds, model, attack)}
-            got = _pooled(rows or [], model, attack, "standard", 0.3) or _pooled(rows or [], model, attack, "standard")
+            cell: dict[str, Any] = {
+                "dataset": ds,
+                "model": model,
+                "attack": ATTACK_LABELS[attack],
+                "paper": _paper_flip(table, ds, model, attack),
+            }
+            got = _pooled(rows or [], model, attack, "standard", 0.3) or _pooled(
+                rows or [], model, attack, "standard"
+            )
             if reason or rows is None:
                 cell.update(_no_data(reason or "the flip experiment did not run"))
             elif got is None:
@@ -299,9 +370,12 @@ def _flip_table(table: int, ds: str, rows: list[dict] | None, reason: str | None
 def _table4(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[str, Any]]:
     res = []
     for model in MODELS:
-        cell: dict[str, Any] = {"dataset": ds, "model": model,
-                                "paper_standard": _paper_flip(4, ds, model, "pgd_standard"),
-                                "paper_adversarial": _paper_flip(4, ds, model, "pgd_adversarial")}
+        cell: dict[str, Any] = {
+            "dataset": ds,
+            "model": model,
+            "paper_standard": _paper_flip(4, ds, model, "pgd_standard"),
+            "paper_adversarial": _paper_flip(4, ds, model, "pgd_adversarial"),
+        }
         std = _pooled(rows or [], model, "pgd", "standard")
         adv = _pooled(rows or [], model, "pgd", "adversarial")
         if reason or rows is None:
@@ -368,8 +442,19 @@ def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]
         col = "ntk_distance"  # a run without the linearized twin: the paper's column
     v, stat, x = _width_rule(rows, col, *MODELS)
     rr, pr, ra, pa = x["rho_ref"], x["p_ref"], x["rho_other"], x["p_other"]
-    return _claim(1, t, f"{col}: {stat}", v, dataset=ds, rho_relu=rr, p_relu=pr, rho_attn=ra, p_attn=pa,
-                  rule_verdict=x["rule_verdict"], **extra)
+    return _claim(
+        1,
+        t,
+        f"{col}: {stat}",
+        v,
+        dataset=ds,
+        rho_relu=rr,
+        p_relu=pr,
+        rho_attn=ra,
+        p_attn=pa,
+        rule_verdict=x["rule_verdict"],
+        **extra,
+    )
 
 
 def _guarded(verdict: str, rows: list[dict]) -> str:
@@ -392,15 +477,19 @@ def _width_rule(
         xs = [math.log2(_f(r["width"])) for r in sel]
         res[model] = spearman(xs, [_f(r[column]) for r in sel]) + (len(set(xs)),)
         per_width[model] = {
-            w: mean_std(_f(r[column]) for r in sel if _f(r["width"]) == w) for w in {_f(r["width"]) for r in sel}
+            w: mean_std(_f(r[column]) for r in sel if _f(r["width"]) == w)
+            for w in {_f(r["width"]) for r in sel}
         }
     (rr, pr, nw), (ro, po, no) = res[ref], res[other]
     common = sorted(set(per_width[ref]) & set(per_width[other]))
     above = bool(common) and all(
-        per_width[other][w].mean - per_width[ref][w].mean > per_width[other][w].std + per_width[ref][w].std
+        per_width[other][w].mean - per_width[ref][w].mean
+        > per_width[other][w].std + per_width[ref][w].std
         for w in common
     )
-    stat = f"ρ {ref} {rr:+.2f} (p={pr:.2g}), {other} {ro:+.2f} (p={po:.2g}) over {min(nw, no)} widths"
+    stat = (
+        f"ρ {ref} {rr:+.2f} (p={pr:.2g}), {other} {ro:+.2f} (p={po:.2g}) over {min(nw, no)} widths"
+    )
     if common:
         stat += f"; {other} above {ref} by more than the seed spread at {'every' if above else 'not every'} width"
     other_falls = ro < 0 and po < ALPHA
@@ -411,8 +500,14 @@ def _width_rule(
     else:
         v = FAILS
     used = [r for r in rows if r["model"] in (ref, other)]
-    vals: dict[str, Any] = {"rho_ref": rr, "p_ref": pr, "rho_other": ro, "p_other": po,
-                            "other_above": above, "rule_verdict": v}
+    vals: dict[str, Any] = {
+        "rho_ref": rr,
+        "p_ref": pr,
+        "rho_other": ro,
+        "p_other": po,
+        "other_above": above,
+        "rule_verdict": v,
+    }
     return _guarded(v, used), stat, vals
 
 
@@ -448,7 +543,10 @@ def _claim2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
 
 
 def _claim3(
-    ds: str, rows: list[dict] | None, binary: list[dict] | None = None, grid: list[dict] | None = None
+    ds: str,
+    rows: list[dict] | None,
+    binary: list[dict] | None = None,
+    grid: list[dict] | None = None,
 ) -> dict[str, Any]:
     """Claim 3 on the default protocol (10-class rows; the binary ones when no 10-class
     flips ran), with the sensitivity grid's MLP-Attn / 2L-ReLU ratios beside it."""
@@ -458,7 +556,14 @@ def _claim3(
     if not rows:
         rows, task = binary, "binary"
     if not rows:
-        return _claim(3, t, "flip-rate ratio MLP-Attn / 2L-ReLU with 95% Wilson CIs", NO_DATA, dataset=ds, grid=grid or [])
+        return _claim(
+            3,
+            t,
+            "flip-rate ratio MLP-Attn / 2L-ReLU with 95% Wilson CIs",
+            NO_DATA,
+            dataset=ds,
+            grid=grid or [],
+        )
     parts, above, below = [], 0, 0
     attacks = sorted({r["attack"] for r in rows if r["training"] == "standard"})
     for a in attacks:
@@ -467,14 +572,19 @@ def _claim3(
         if pa is None or pr is None:
             continue
         ratio = pa["pooled"] / pr["pooled"] if pr["pooled"] else float("inf")
-        parts.append(f"{ATTACK_LABELS.get(a, a)} {pa['pooled']:.1f}% vs {pr['pooled']:.1f}% (×{ratio:.2g})")
+        parts.append(
+            f"{ATTACK_LABELS.get(a, a)} {pa['pooled']:.1f}% vs {pr['pooled']:.1f}% (×{ratio:.2g})"
+        )
         above += pa["ci_low"] > pr["ci_high"]
         below += pr["ci_low"] > pa["ci_high"]
     if not parts:
         return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds, grid=grid or [])
     r0 = rows[0]
     v = HOLDS if above == len(parts) else FAILS if below else INCONCLUSIVE
-    rule, v = v, _guarded(v, [r for r in rows if r["training"] == "standard" and r["model"] in MODELS])
+    rule, v = (
+        v,
+        _guarded(v, [r for r in rows if r["training"] == "standard" and r["model"] in MODELS]),
+    )
     stat = f"{task}, ridge {r0.get('ridge')}, ranking {r0.get('ranking')}: " + "; ".join(parts)
     if side:
         stat += f" | grid (MLP-Attn/2L-ReLU): {side}"
@@ -489,7 +599,10 @@ def _grid_text(grid: list[dict]) -> str:
     out = []
     for task, rule, ranking in keys:
         rs = [g for g in grid if (g["task"], g["rule"], g["ranking"]) == (task, rule, ranking)]
-        ratios = " ".join(f"{g['attack']} ×{g['ratio']:.2g}" if g["ratio"] is not None else f"{g['attack']} n/a" for g in rs)
+        ratios = " ".join(
+            f"{g['attack']} ×{g['ratio']:.2g}" if g["ratio"] is not None else f"{g['attack']} n/a"
+            for g in rs
+        )
         out.append(f"{task} {rule}/{ranking} {ratios}")
     return "; ".join(out)
 
@@ -501,7 +614,13 @@ def _claim4(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     if std is None or adv is None:
         return _claim(4, t, "PGD flip rate, standard → adversarial", NO_DATA, dataset=ds)
     stat = f"2L-ReLU PGD flip rate {std['mean']:.1f}% → {adv['mean']:.1f}%"
-    v = HOLDS if adv["ci_low"] > std["ci_high"] else FAILS if adv["ci_high"] < std["ci_low"] else INCONCLUSIVE
+    v = (
+        HOLDS
+        if adv["ci_low"] > std["ci_high"]
+        else FAILS
+        if adv["ci_high"] < std["ci_low"]
+        else INCONCLUSIVE
+    )
     return _claim(4, t, stat, v, dataset=ds)
 
 
@@ -511,15 +630,27 @@ def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
         return _claim(5, t, "relative test MSE, G³ vs G", NO_DATA, dataset=ds)
 
     def rel(kernel: str, target: str) -> float:
-        sel = [r for r in rows if r["kernel"] == kernel and r["target"] == target and abs(_f(r["ridge"]) - 1e-3) < 1e-12]
+        sel = [
+            r
+            for r in rows
+            if r["kernel"] == kernel
+            and r["target"] == target
+            and abs(_f(r["ridge"]) - 1e-3) < 1e-12
+        ]
         return _f(sel[0]["test_rel_mse"]) if sel else float("nan")
 
     # The noisy eigen-targets when present: without noise G fits any linear target exactly.
     names = {r["target"] for r in rows}
-    t_top, t_bot = ("eig_top_noisy", "eig_bottom_noisy") if "eig_top_noisy" in names else ("eig_top", "eig_bottom")
+    t_top, t_bot = (
+        ("eig_top_noisy", "eig_bottom_noisy")
+        if "eig_top_noisy" in names
+        else ("eig_top", "eig_bottom")
+    )
     top = (rel("G", t_top), rel("G3", t_top))
     bot = (rel("G", t_bot), rel("G3", t_bot))
-    stat = f"aligned: G {top[0]:.3g} vs G³ {top[1]:.3g}; misaligned: G {bot[0]:.3g} vs G³ {bot[1]:.3g}"
+    stat = (
+        f"aligned: G {top[0]:.3g} vs G³ {top[1]:.3g}; misaligned: G {bot[0]:.3g} vs G³ {bot[1]:.3g}"
+    )
     if not all(math.isfinite(x) for x in top + bot):
         return _claim(5, t, stat, INCONCLUSIVE, dataset=ds)
     helps, hurts = top[1] < top[0], bot[1] > bot[0]

@@ -38,7 +38,10 @@ def run(
     try:
         exps = select(spec.experiment)
         ctx = RunContext(
-            spec, done_cells=done_cells, cancel=cancel, previous_rows=previous_rows,
+            spec,
+            done_cells=done_cells,
+            cancel=cancel,
+            previous_rows=previous_rows,
             previous_artifacts=previous_artifacts,
         )
         yield Log(f"device: {ctx.device}, dtype: {spec.dtype}")
@@ -47,7 +50,8 @@ def run(
             if local:
                 yield Log(
                     f"{', '.join(local)} not split into cells yet: run in this process "
-                    f"(executor {spec.executor.kind} serves the others)", "warning",
+                    f"(executor {spec.executor.kind} serves the others)",
+                    "warning",
                 )
         for i, exp in enumerate(exps):
             ctx.check_cancel()
@@ -108,7 +112,10 @@ def execute(
     src: EventSource = source if source is not None else run
     try:
         for ev in src(
-            spec, done_cells=frozenset(st.done_cells), cancel=cancel, previous_rows=previous,
+            spec,
+            done_cells=frozenset(st.done_cells),
+            cancel=cancel,
+            previous_rows=previous,
             previous_artifacts=st.previous_artifacts,
         ):
             st.write(ev)

@@ -70,14 +70,28 @@ class DataSpec:
     """Subtract the training set's per-pixel mean before the unit-norm scaling, for train, test and attacked inputs (paper: false)."""
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.name, str) and bool(self.name), "data.name", self.name, "a data set name")
-        _check(_pos_int(self.n_train) and self.n_train >= 2, "data.n_train", self.n_train, "an integer ≥ 2")
+        _check(
+            isinstance(self.name, str) and bool(self.name),
+            "data.name",
+            self.name,
+            "a data set name",
+        )
+        _check(
+            _pos_int(self.n_train) and self.n_train >= 2,
+            "data.n_train",
+            self.n_train,
+            "an integer ≥ 2",
+        )
         _check(_pos_int(self.n_test), "data.n_test", self.n_test, "a positive integer")
         if self.classes is not None:
             cl = tuple(self.classes)
             _check(
-                len(cl) >= 2 and all(isinstance(c, int) and c >= 0 for c in cl) and len(set(cl)) == len(cl),
-                "data.classes", self.classes, "two or more distinct non-negative class labels, e.g. 3,8",
+                len(cl) >= 2
+                and all(isinstance(c, int) and c >= 0 for c in cl)
+                and len(set(cl)) == len(cl),
+                "data.classes",
+                self.classes,
+                "two or more distinct non-negative class labels, e.g. 3,8",
             )
             object.__setattr__(self, "classes", cl)
 
@@ -98,15 +112,28 @@ class ModelSpec:
     def __post_init__(self) -> None:
         kinds = tuple(self.kinds)
         _check(
-            len(kinds) >= 1 and all(k in MODEL_KINDS for k in kinds) and len(set(kinds)) == len(kinds),
-            "model.kinds", self.kinds, "a non-empty subset of relu, attn, qkv",
+            len(kinds) >= 1
+            and all(k in MODEL_KINDS for k in kinds)
+            and len(set(kinds)) == len(kinds),
+            "model.kinds",
+            self.kinds,
+            "a non-empty subset of relu, attn, qkv",
         )
         widths = tuple(self.widths)
         _check(
-            len(widths) >= 1 and all(_pos_int(w) and w <= 2**20 for w in widths) and len(set(widths)) == len(widths),
-            "model.widths", self.widths, "distinct positive integers up to 1048576, e.g. 16,1024,4096",
+            len(widths) >= 1
+            and all(_pos_int(w) and w <= 2**20 for w in widths)
+            and len(set(widths)) == len(widths),
+            "model.widths",
+            self.widths,
+            "distinct positive integers up to 1048576, e.g. 16,1024,4096",
         )
-        _check(_pos_float(self.sigma_w), "model.sigma_w", self.sigma_w, "a positive number (paper: 0.01)")
+        _check(
+            _pos_float(self.sigma_w),
+            "model.sigma_w",
+            self.sigma_w,
+            "a positive number (paper: 0.01)",
+        )
         object.__setattr__(self, "kinds", kinds)
         object.__setattr__(self, "widths", tuple(sorted(set(widths))))
 
@@ -127,10 +154,22 @@ class TrainSpec:
     """L2 penalty λ, added to the loss as (λ/2)‖θ‖² (paper: λ = 1e-3)."""
 
     def __post_init__(self) -> None:
-        _check(self.optimizer in OPTIMIZERS, "train.optimizer", self.optimizer, f"one of {', '.join(OPTIMIZERS)}")
+        _check(
+            self.optimizer in OPTIMIZERS,
+            "train.optimizer",
+            self.optimizer,
+            f"one of {', '.join(OPTIMIZERS)}",
+        )
         _check(_pos_float(self.lr), "train.lr", self.lr, "a positive number (paper: 1e-3)")
-        _check(_pos_int(self.epochs), "train.epochs", self.epochs, "a positive integer (paper: 500)")
-        _check(_pos_int(self.batch_size), "train.batch_size", self.batch_size, "a positive integer (paper: 128)")
+        _check(
+            _pos_int(self.epochs), "train.epochs", self.epochs, "a positive integer (paper: 500)"
+        )
+        _check(
+            _pos_int(self.batch_size),
+            "train.batch_size",
+            self.batch_size,
+            "a positive integer (paper: 128)",
+        )
         _check(_nonneg_float(self.l2), "train.l2", self.l2, "a number ≥ 0 (paper: 1e-3)")
 
 
@@ -157,10 +196,22 @@ class NTKSpec:
         _check(_pos_float(self.lam), "ntk.lam", self.lam, "a positive number")
         object.__setattr__(self, "ridge", check_ridge_rule(self.ridge, "ntk.ridge"))
         _check(self.predictor in PREDICTORS, "ntk.predictor", self.predictor, "ridge or flow")
-        _check(self.compare in ("logits", "probabilities"), "ntk.compare", self.compare, "logits or probabilities")
+        _check(
+            self.compare in ("logits", "probabilities"),
+            "ntk.compare",
+            self.compare,
+            "logits or probabilities",
+        )
         _check(_pos_float(self.flow_time), "ntk.flow_time", self.flow_time, "a positive number")
-        _check(isinstance(self.drift_every, int) and self.drift_every >= 0, "ntk.drift_every", self.drift_every, "an integer ≥ 0")
-        _check(_pos_int(self.drift_points), "ntk.drift_points", self.drift_points, "a positive integer")
+        _check(
+            isinstance(self.drift_every, int) and self.drift_every >= 0,
+            "ntk.drift_every",
+            self.drift_every,
+            "an integer ≥ 0",
+        )
+        _check(
+            _pos_int(self.drift_points), "ntk.drift_points", self.drift_points, "a positive integer"
+        )
 
 
 @dataclass(frozen=True)
@@ -174,11 +225,18 @@ class SpectrumSpec:
 
     def __post_init__(self) -> None:
         if self.rtol is not None:
-            _check(_pos_float(self.rtol) and self.rtol < 1, "spectrum.rtol", self.rtol, "a number in (0, 1), e.g. 1e-10")
+            _check(
+                _pos_float(self.rtol) and self.rtol < 1,
+                "spectrum.rtol",
+                self.rtol,
+                "a number in (0, 1), e.g. 1e-10",
+            )
         datasets = tuple(self.datasets)
         _check(
             all(isinstance(n, str) and n for n in datasets) and len(set(datasets)) == len(datasets),
-            "spectrum.datasets", self.datasets, "distinct data set names, e.g. mnist,cifar10",
+            "spectrum.datasets",
+            self.datasets,
+            "distinct data set names, e.g. mnist,cifar10",
         )
         object.__setattr__(self, "datasets", datasets)
 
@@ -227,32 +285,72 @@ class FlipSpec:
     def __post_init__(self) -> None:
         attacks = tuple(self.attacks)
         _check(
-            len(attacks) >= 1 and all(a in ATTACKS for a in attacks) and len(set(attacks)) == len(attacks),
-            "flip.attacks", self.attacks, "a subset of fgsm, pgd, mim (each once)",
+            len(attacks) >= 1
+            and all(a in ATTACKS for a in attacks)
+            and len(set(attacks)) == len(attacks),
+            "flip.attacks",
+            self.attacks,
+            "a subset of fgsm, pgd, mim (each once)",
         )
-        _check(all(_nonneg_float(e) for e in self.eps), "flip.eps", self.eps, "numbers in (0, 1] (pixel space), e.g. 0.1,0.3")
+        _check(
+            all(_nonneg_float(e) for e in self.eps),
+            "flip.eps",
+            self.eps,
+            "numbers in (0, 1] (pixel space), e.g. 0.1,0.3",
+        )
         eps = tuple(float(e) for e in self.eps)
         _check(
-            len(eps) >= 1 and all(_pos_float(e) and e <= 1 for e in eps) and len(set(eps)) == len(eps),
-            "flip.eps", self.eps, "distinct numbers in (0, 1] (pixel space), e.g. 0.1,0.3",
+            len(eps) >= 1
+            and all(_pos_float(e) and e <= 1 for e in eps)
+            and len(set(eps)) == len(eps),
+            "flip.eps",
+            self.eps,
+            "distinct numbers in (0, 1] (pixel space), e.g. 0.1,0.3",
         )
         _check(self.norm in NORMS, "flip.norm", self.norm, "linf or l2")
         _check(_pos_int(self.width), "flip.width", self.width, "a positive integer")
-        _check(_pos_float(self.top_frac) and self.top_frac <= 1, "flip.top_frac", self.top_frac, "a fraction in (0, 1]")
-        _check(self.ranking in RANKINGS, "flip.ranking", self.ranking, f"one of {', '.join(RANKINGS)}")
-        _check(self.intervention in INTERVENTIONS, "flip.intervention", self.intervention, f"one of {', '.join(INTERVENTIONS)}")
+        _check(
+            _pos_float(self.top_frac) and self.top_frac <= 1,
+            "flip.top_frac",
+            self.top_frac,
+            "a fraction in (0, 1]",
+        )
+        _check(
+            self.ranking in RANKINGS, "flip.ranking", self.ranking, f"one of {', '.join(RANKINGS)}"
+        )
+        _check(
+            self.intervention in INTERVENTIONS,
+            "flip.intervention",
+            self.intervention,
+            f"one of {', '.join(INTERVENTIONS)}",
+        )
         object.__setattr__(self, "ridge", check_ridge_rule(self.ridge, "flip.ridge"))
         ridges = tuple(check_ridge_rule(r, "flip.ridges") for r in self.ridges)
         object.__setattr__(self, "ridges", tuple(dict.fromkeys(ridges)))
         rankings = tuple(self.rankings)
-        _check(all(r in RANKINGS for r in rankings), "flip.rankings", self.rankings, f"a list of {', '.join(RANKINGS)}")
+        _check(
+            all(r in RANKINGS for r in rankings),
+            "flip.rankings",
+            self.rankings,
+            f"a list of {', '.join(RANKINGS)}",
+        )
         object.__setattr__(self, "rankings", tuple(dict.fromkeys(rankings)))
         _check(_pos_int(self.pgd_steps), "flip.pgd_steps", self.pgd_steps, "a positive integer")
-        _check(self.pgd_alpha is None or _pos_float(self.pgd_alpha), "flip.pgd_alpha", self.pgd_alpha, "a positive number, or leave it out for 2.5·ε/pgd_steps")
+        _check(
+            self.pgd_alpha is None or _pos_float(self.pgd_alpha),
+            "flip.pgd_alpha",
+            self.pgd_alpha,
+            "a positive number, or leave it out for 2.5·ε/pgd_steps",
+        )
         _check(_pos_int(self.restarts), "flip.restarts", self.restarts, "a positive integer")
         _check(_pos_int(self.mim_steps), "flip.mim_steps", self.mim_steps, "a positive integer")
         _check(_nonneg_float(self.mim_decay), "flip.mim_decay", self.mim_decay, "a number ≥ 0")
-        _check(_pos_float(self.adv_eps) and self.adv_eps <= 1, "flip.adv_eps", self.adv_eps, "a number in (0, 1]")
+        _check(
+            _pos_float(self.adv_eps) and self.adv_eps <= 1,
+            "flip.adv_eps",
+            self.adv_eps,
+            "a number in (0, 1]",
+        )
         object.__setattr__(self, "attacks", attacks)
         object.__setattr__(self, "eps", eps)
 
@@ -260,7 +358,11 @@ class FlipSpec:
         """The (ridge, ranking) combinations to evaluate: the default protocol
         (``ridge``, ``ranking``) first, then the grid ``ridges`` × ``rankings`` (an empty
         list stands for the default alone)."""
-        grid = [(r, k) for r in (self.ridges or (self.ridge,)) for k in (self.rankings or (self.ranking,))]
+        grid = [
+            (r, k)
+            for r in (self.ridges or (self.ridge,))
+            for k in (self.rankings or (self.ranking,))
+        ]
         return tuple(dict.fromkeys([(self.ridge, self.ranking), *grid]))
 
 
@@ -295,19 +397,54 @@ class InfluenceCheckSpec:
     """Also retrain with another batch order and report how well that agrees with the truth (the resolution of the ground truth)."""
 
     def __post_init__(self) -> None:
-        _check(_pos_int(self.n_train) and self.n_train >= 4, "influence_check.n_train", self.n_train, "an integer ≥ 4")
+        _check(
+            _pos_int(self.n_train) and self.n_train >= 4,
+            "influence_check.n_train",
+            self.n_train,
+            "an integer ≥ 4",
+        )
         _check(_pos_int(self.n_test), "influence_check.n_test", self.n_test, "a positive integer")
         _check(_pos_int(self.width), "influence_check.width", self.width, "a positive integer")
-        _check(isinstance(self.top, int) and not isinstance(self.top, bool) and self.top >= 0, "influence_check.top", self.top, "an integer ≥ 0")
-        _check(isinstance(self.random, int) and not isinstance(self.random, bool) and self.random >= 0, "influence_check.random", self.random, "an integer ≥ 0")
-        _check(self.top + self.random >= 3, "influence_check.top", self.top, "top + random ≥ 3 points (a rank correlation needs three)")
+        _check(
+            isinstance(self.top, int) and not isinstance(self.top, bool) and self.top >= 0,
+            "influence_check.top",
+            self.top,
+            "an integer ≥ 0",
+        )
+        _check(
+            isinstance(self.random, int) and not isinstance(self.random, bool) and self.random >= 0,
+            "influence_check.random",
+            self.random,
+            "an integer ≥ 0",
+        )
+        _check(
+            self.top + self.random >= 3,
+            "influence_check.top",
+            self.top,
+            "top + random ≥ 3 points (a rank correlation needs three)",
+        )
         ridges = tuple(check_ridge_rule(r, "influence_check.ridges") for r in self.ridges)
         object.__setattr__(self, "ridges", tuple(dict.fromkeys(ridges)))
         grad = tuple(self.gradient)
-        _check(all(g in GRADIENT_METHODS for g in grad), "influence_check.gradient", self.gradient, "a list of cg, exact (or empty)")
+        _check(
+            all(g in GRADIENT_METHODS for g in grad),
+            "influence_check.gradient",
+            self.gradient,
+            "a list of cg, exact (or empty)",
+        )
         object.__setattr__(self, "gradient", tuple(dict.fromkeys(grad)))
-        _check(_pos_int(self.exact_max_params), "influence_check.exact_max_params", self.exact_max_params, "a positive integer")
-        _check(self.context in INFLUENCE_CONTEXTS, "influence_check.context", self.context, "refit or fixed")
+        _check(
+            _pos_int(self.exact_max_params),
+            "influence_check.exact_max_params",
+            self.exact_max_params,
+            "a positive integer",
+        )
+        _check(
+            self.context in INFLUENCE_CONTEXTS,
+            "influence_check.context",
+            self.context,
+            "refit or fixed",
+        )
 
 
 @dataclass(frozen=True)
@@ -333,13 +470,43 @@ class LandscapeSpec:
 
     def __post_init__(self) -> None:
         _check(_pos_int(self.width), "landscape.width", self.width, "a positive integer")
-        _check(_pos_int(self.points_1d) and self.points_1d >= 3, "landscape.points_1d", self.points_1d, "an integer ≥ 3")
-        _check(_pos_int(self.points_2d) and self.points_2d >= 3, "landscape.points_2d", self.points_2d, "an integer ≥ 3")
+        _check(
+            _pos_int(self.points_1d) and self.points_1d >= 3,
+            "landscape.points_1d",
+            self.points_1d,
+            "an integer ≥ 3",
+        )
+        _check(
+            _pos_int(self.points_2d) and self.points_2d >= 3,
+            "landscape.points_2d",
+            self.points_2d,
+            "an integer ≥ 3",
+        )
         _check(_pos_float(self.span), "landscape.span", self.span, "a positive number")
-        _check(self.split in ("train", "test", "both"), "landscape.split", self.split, "train, test or both")
-        _check(_pos_int(self.hessian_iters), "landscape.hessian_iters", self.hessian_iters, "a positive integer")
-        _check(_pos_float(self.hessian_tol), "landscape.hessian_tol", self.hessian_tol, "a positive number")
-        _check(_pos_int(self.hutchinson_samples), "landscape.hutchinson_samples", self.hutchinson_samples, "a positive integer")
+        _check(
+            self.split in ("train", "test", "both"),
+            "landscape.split",
+            self.split,
+            "train, test or both",
+        )
+        _check(
+            _pos_int(self.hessian_iters),
+            "landscape.hessian_iters",
+            self.hessian_iters,
+            "a positive integer",
+        )
+        _check(
+            _pos_float(self.hessian_tol),
+            "landscape.hessian_tol",
+            self.hessian_tol,
+            "a positive number",
+        )
+        _check(
+            _pos_int(self.hutchinson_samples),
+            "landscape.hutchinson_samples",
+            self.hutchinson_samples,
+            "a positive integer",
+        )
 
 
 @dataclass(frozen=True)
@@ -363,17 +530,37 @@ class ExecutorSpec:
         _check(self.kind in EXECUTORS, "executor.kind", self.kind, "local or ray")
         _check(
             self.address is None or (isinstance(self.address, str) and bool(self.address.strip())),
-            "executor.address", self.address, "host:port of a Ray head node, ray://host:port or auto",
+            "executor.address",
+            self.address,
+            "host:port of a Ray head node, ray://host:port or auto",
         )
         _check(
-            isinstance(self.max_parallel, int) and not isinstance(self.max_parallel, bool) and self.max_parallel >= 0,
-            "executor.max_parallel", self.max_parallel, "an integer ≥ 0 (0: no limit)",
+            isinstance(self.max_parallel, int)
+            and not isinstance(self.max_parallel, bool)
+            and self.max_parallel >= 0,
+            "executor.max_parallel",
+            self.max_parallel,
+            "an integer ≥ 0 (0: no limit)",
         )
-        _check(_pos_int(self.cpus_per_cell), "executor.cpus_per_cell", self.cpus_per_cell, "a positive integer")
-        _check(_nonneg_float(self.gpus_per_cell), "executor.gpus_per_cell", self.gpus_per_cell, "a number ≥ 0")
         _check(
-            isinstance(self.max_retries, int) and not isinstance(self.max_retries, bool) and 0 <= self.max_retries <= 100,
-            "executor.max_retries", self.max_retries, "an integer in 0…100",
+            _pos_int(self.cpus_per_cell),
+            "executor.cpus_per_cell",
+            self.cpus_per_cell,
+            "a positive integer",
+        )
+        _check(
+            _nonneg_float(self.gpus_per_cell),
+            "executor.gpus_per_cell",
+            self.gpus_per_cell,
+            "a number ≥ 0",
+        )
+        _check(
+            isinstance(self.max_retries, int)
+            and not isinstance(self.max_retries, bool)
+            and 0 <= self.max_retries <= 100,
+            "executor.max_retries",
+            self.max_retries,
+            "an integer in 0…100",
         )
         object.__setattr__(self, "gpus_per_cell", float(self.gpus_per_cell))
 
@@ -390,10 +577,22 @@ class QKVSpec:
     """ntk: extra d_k values swept at the largest width (empty: none)."""
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.d_k, int) and not isinstance(self.d_k, bool) and self.d_k >= 0, "qkv.d_k", self.d_k, "an integer ≥ 0 (0: d_k = d)")
-        _check(_nonneg_float(self.init_std), "qkv.init_std", self.init_std, "a number ≥ 0 (0: 1/√d)")
+        _check(
+            isinstance(self.d_k, int) and not isinstance(self.d_k, bool) and self.d_k >= 0,
+            "qkv.d_k",
+            self.d_k,
+            "an integer ≥ 0 (0: d_k = d)",
+        )
+        _check(
+            _nonneg_float(self.init_std), "qkv.init_std", self.init_std, "a number ≥ 0 (0: 1/√d)"
+        )
         sweep = tuple(self.dk_sweep)
-        _check(all(_pos_int(k) for k in sweep), "qkv.dk_sweep", self.dk_sweep, "positive integers, e.g. 8,32,128")
+        _check(
+            all(_pos_int(k) for k in sweep),
+            "qkv.dk_sweep",
+            self.dk_sweep,
+            "positive integers, e.g. 8,32,128",
+        )
         object.__setattr__(self, "dk_sweep", tuple(sorted(set(sweep))))
 
 
@@ -423,20 +622,34 @@ class RunSpec:
     """Whether the --quick preset was applied (recorded for the report)."""
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.experiment, str) and bool(self.experiment), "experiment", self.experiment, "an experiment name or all")
+        _check(
+            isinstance(self.experiment, str) and bool(self.experiment),
+            "experiment",
+            self.experiment,
+            "an experiment name or all",
+        )
         seeds = tuple(self.seeds)
         _check(
-            len(seeds) >= 1 and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds) and len(set(seeds)) == len(seeds),
-            "seeds", self.seeds, "distinct non-negative integers, e.g. 0,1,2",
+            len(seeds) >= 1
+            and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+            and len(set(seeds)) == len(seeds),
+            "seeds",
+            self.seeds,
+            "distinct non-negative integers, e.g. 0,1,2",
         )
         object.__setattr__(self, "seeds", seeds)
         _check(
-            isinstance(self.device, str) and (self.device in ("auto", "cpu") or self.device.startswith("cuda")),
-            "device", self.device, "auto, cpu or cuda",
+            isinstance(self.device, str)
+            and (self.device in ("auto", "cpu") or self.device.startswith("cuda")),
+            "device",
+            self.device,
+            "auto, cpu or cuda",
         )
         _check(self.dtype in ("float32", "float64"), "dtype", self.dtype, "float32 or float64")
         _check(
-            not (self.data.center and "qkv" in self.model.kinds), "data.center", True,
+            not (self.data.center and "qkv" in self.model.kinds),
+            "data.center",
+            True,
             "false while QKV-Attn is among the models (centring is supported for relu and attn)",
         )
 
@@ -537,7 +750,9 @@ def _from_dict(cls: type, d: Any, prefix: str) -> Any:
             allowed = _probe_allowed(cls, k, v)
             default = getattr(cls(), k)
             example = f", e.g. {_toml_value(default)}" if default not in (None, ()) else ""
-            raise ConfigError(prefix + k, v, f"{allowed} ({kind})" if allowed else f"{kind}{example}")
+            raise ConfigError(
+                prefix + k, v, f"{allowed} ({kind})" if allowed else f"{kind}{example}"
+            )
         kwargs[k] = value
     try:
         return cls(**kwargs)
@@ -551,7 +766,12 @@ def _from_dict(cls: type, d: Any, prefix: str) -> Any:
 # "false" strings), an int an integer, a float a number, a tuple a TOML array whose
 # elements have the element type (a string is never a list of characters).
 
-_KIND = {bool: "a TOML boolean (true or false)", int: "an integer", float: "a number", str: "a string"}
+_KIND = {
+    bool: "a TOML boolean (true or false)",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+}
 _PLURAL = {bool: "booleans", int: "integers", float: "numbers", str: "strings"}
 
 
@@ -609,7 +829,11 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
-        return repr(v) if not isinstance(v, float) or math.isfinite(v) else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
+        return (
+            repr(v)
+            if not isinstance(v, float) or math.isfinite(v)
+            else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
+        )
     if isinstance(v, str):
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(v, (list, tuple)):

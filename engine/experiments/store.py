@@ -36,38 +36,117 @@ from engine.experiments.spec import RunSpec
 # Column names are part of the public interface (DESIGN.md, README "Run directory").
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "ntk_distance": (
-        "model", "dataset", "width", "seed", "ntk_distance", "ntk_distance_rel",
-        "kernel_distance_init", "kernel_distance_final", "kernel_drift", "train_loss", "test_accuracy",
-        "lin_distance", "lin_distance_rel", "lin_test_accuracy", "converged", "above_chance",
+        "model",
+        "dataset",
+        "width",
+        "seed",
+        "ntk_distance",
+        "ntk_distance_rel",
+        "kernel_distance_init",
+        "kernel_distance_final",
+        "kernel_drift",
+        "train_loss",
+        "test_accuracy",
+        "lin_distance",
+        "lin_distance_rel",
+        "lin_test_accuracy",
+        "converged",
+        "above_chance",
     ),
     "spectrum": (
-        "dataset", "n", "d", "rank", "rtol", "kappa_G", "kappa_G_cubed", "kappa_G3_direct",
-        "kappa_d", "width_threshold_v1", "width_threshold_v2",
+        "dataset",
+        "n",
+        "d",
+        "rank",
+        "rtol",
+        "kappa_G",
+        "kappa_G_cubed",
+        "kappa_G3_direct",
+        "kappa_d",
+        "width_threshold_v1",
+        "width_threshold_v2",
     ),
     "eigenvalues": ("index", "eig_G", "eig_G3"),
     "flip_rates": (
-        "model", "dataset", "attack", "eps", "training", "seed", "flip_rate", "spearman",
-        "topk_overlap", "n_selected", "ridge", "ranking", "n_flipped", "n_helpful",
-        "flipped_helpful", "flipped_harmful", "converged", "above_chance",
+        "model",
+        "dataset",
+        "attack",
+        "eps",
+        "training",
+        "seed",
+        "flip_rate",
+        "spearman",
+        "topk_overlap",
+        "n_selected",
+        "ridge",
+        "ranking",
+        "n_flipped",
+        "n_helpful",
+        "flipped_helpful",
+        "flipped_harmful",
+        "converged",
+        "above_chance",
     ),
     "influence_check": (
-        "model", "dataset", "seed", "width", "n_train", "context", "estimator", "ridge",
-        "spearman", "spearman_p", "sign_agreement", "n_points", "seconds", "converged",
+        "model",
+        "dataset",
+        "seed",
+        "width",
+        "n_train",
+        "context",
+        "estimator",
+        "ridge",
+        "spearman",
+        "spearman_p",
+        "sign_agreement",
+        "n_points",
+        "seconds",
+        "converged",
         "above_chance",
     ),
     "landscape": ("model", "direction", "alpha", "beta", "loss"),
     "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace", "converged", "above_chance"),
     "alignment": (
-        "dataset", "kernel", "target", "ridge", "alignment", "test_mse", "test_rel_mse", "train_mse",
-        "test_accuracy", "n_train",
+        "dataset",
+        "kernel",
+        "target",
+        "ridge",
+        "alignment",
+        "test_mse",
+        "test_rel_mse",
+        "train_mse",
+        "test_accuracy",
+        "n_train",
     ),
     "ntk_spectrum": (
-        "dataset", "kernel", "n", "rank", "rtol", "kappa", "lambda_max", "lambda_min", "top10_share",
-        "effective_rank", "eig_ratio_10", "eig_ratio_100", "decay_exponent",
+        "dataset",
+        "kernel",
+        "n",
+        "rank",
+        "rtol",
+        "kappa",
+        "lambda_max",
+        "lambda_min",
+        "top10_share",
+        "effective_rank",
+        "eig_ratio_10",
+        "eig_ratio_100",
+        "decay_exponent",
     ),
     "train": (
-        "model", "dataset", "width", "seed", "training", "epochs", "train_loss", "train_accuracy",
-        "test_loss", "test_accuracy", "seconds", "converged", "above_chance",
+        "model",
+        "dataset",
+        "width",
+        "seed",
+        "training",
+        "epochs",
+        "train_loss",
+        "train_accuracy",
+        "test_loss",
+        "test_accuracy",
+        "seconds",
+        "converged",
+        "above_chance",
     ),
 }
 
@@ -138,7 +217,9 @@ class RunStore:
             if resume and (self.path / "events.jsonl").exists():
                 self._load_previous()
             elif any(p.name != LOCK_NAME for p in self.path.iterdir()):
-                raise ConfigError("out", str(self.path), "a new or empty folder (or pass --resume to continue it)")
+                raise ConfigError(
+                    "out", str(self.path), "a new or empty folder (or pass --resume to continue it)"
+                )
             atomic_write(self.path / "spec.toml", spec.to_toml())
             self.env = env_info(spec)
             self.env.update(start_time=_iso(), status="running")
@@ -166,7 +247,9 @@ class RunStore:
         kept = []
         for e in events:
             cell = e.get("cell")
-            if cell is not None and (cell == "" and e["kind"] == "TableRow" or cell and cell not in self.done_cells):
+            if cell is not None and (
+                cell == "" and e["kind"] == "TableRow" or cell and cell not in self.done_cells
+            ):
                 continue
             if e["kind"] in ("Finished", "Failed", "Summary"):
                 continue
@@ -213,7 +296,11 @@ class RunStore:
         if cols is not None and set(ev.row) != set(cols):
             missing = sorted(set(cols) - set(ev.row))
             extra = sorted(set(ev.row) - set(cols))
-            raise ConfigError(f"table {ev.table}", f"missing {missing}, extra {extra}", f"exactly {', '.join(cols)}")
+            raise ConfigError(
+                f"table {ev.table}",
+                f"missing {missing}, extra {extra}",
+                f"exactly {', '.join(cols)}",
+            )
         if ev.cell:
             self._pending.setdefault(ev.cell, []).append((ev.table, ev.row))
         else:
@@ -235,8 +322,16 @@ class RunStore:
         self._dirty.clear()
 
     def _write_summary(self) -> None:
-        doc = {"status": self.status, "experiment": self.spec.experiment, "dataset": self.spec.data.name, **self.summary}
-        atomic_write(self.path / "summary.json", json.dumps(to_jsonable(doc), indent=2, sort_keys=False) + "\n")
+        doc = {
+            "status": self.status,
+            "experiment": self.spec.experiment,
+            "dataset": self.spec.data.name,
+            **self.summary,
+        }
+        atomic_write(
+            self.path / "summary.json",
+            json.dumps(to_jsonable(doc), indent=2, sort_keys=False) + "\n",
+        )
 
     def _write_env(self) -> None:
         atomic_write(self.path / "env.json", json.dumps(to_jsonable(self.env), indent=2) + "\n")
@@ -279,7 +374,11 @@ def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
         except FileExistsError:
             i += 1
         except OSError as e:
-            raise ConfigError("runs root", str(base), f"a folder where run directories can be created ({e.strerror})") from None
+            raise ConfigError(
+                "runs root",
+                str(base),
+                f"a folder where run directories can be created ({e.strerror})",
+            ) from None
 
 
 def run_status(path: str | Path, recorded: str | None) -> str:
@@ -319,10 +418,16 @@ def read_run(path: str | Path, *, partial: bool = False) -> dict[str, Any]:
             damage.append(str(e))
             return default
 
-    out: dict[str, Any] = {"path": str(p), "spec": guard(lambda: read_spec(p / "spec.toml").to_dict(), {}), "tables": {}}
+    out: dict[str, Any] = {
+        "path": str(p),
+        "spec": guard(lambda: read_spec(p / "spec.toml").to_dict(), {}),
+        "tables": {},
+    }
     for name, check in (("env", check_env), ("summary", check_summary)):
         f = p / f"{name}.json"
-        out[name] = guard(lambda f=f, check=check: check(read_json_object(f), f), {}) if f.exists() else {}
+        out[name] = (
+            guard(lambda f=f, check=check: check(read_json_object(f), f), {}) if f.exists() else {}
+        )
     out["env"]["status"] = run_status(p, out["env"].get("status", out["summary"].get("status")))
     for f in sorted(p.glob("*.csv")):
         rows = guard(lambda f=f: read_csv_table(f, TABLE_COLUMNS.get(f.stem)), None)

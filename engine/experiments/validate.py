@@ -25,8 +25,21 @@ TEXT_COLUMNS = frozenset(
 )
 # Numeric columns read back as integers (readers index and group by them).
 INT_COLUMNS = frozenset(
-    {"width", "seed", "n", "d", "rank", "index", "epochs", "n_selected", "n_train", "n_flipped",
-     "n_helpful", "flipped_helpful", "flipped_harmful"}
+    {
+        "width",
+        "seed",
+        "n",
+        "d",
+        "rank",
+        "index",
+        "epochs",
+        "n_selected",
+        "n_train",
+        "n_flipped",
+        "n_helpful",
+        "flipped_helpful",
+        "flipped_harmful",
+    }
 )
 
 # Guard columns (engine.results.guards): True/False, empty when unknown. Runs written

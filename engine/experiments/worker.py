@@ -47,7 +47,9 @@ def main() -> int:
         req = json.loads(first)
         spec = RunSpec.from_dict(req["spec"])
         done = frozenset(req.get("done_cells", ()))
-        previous = {str(t): [dict(r) for r in rows] for t, rows in (req.get("previous_rows") or {}).items()}
+        previous = {
+            str(t): [dict(r) for r in rows] for t, rows in (req.get("previous_rows") or {}).items()
+        }
         artifacts = {str(k): list(v) for k, v in (req.get("previous_artifacts") or {}).items()}
     except Exception as e:  # noqa: BLE001 - reported on the protocol, not raised
         out.write(json.dumps(Failed(type(e).__name__, f"bad worker request: {e}").to_json()) + "\n")
@@ -56,8 +58,13 @@ def main() -> int:
     cancel = threading.Event()
     threading.Thread(target=_watch_stdin, args=(sys.stdin, cancel), daemon=True).start()
     try:
-        for ev in run(spec, done_cells=done, cancel=cancel, previous_rows=previous,
-                      previous_artifacts=artifacts):
+        for ev in run(
+            spec,
+            done_cells=done,
+            cancel=cancel,
+            previous_rows=previous,
+            previous_artifacts=artifacts,
+        ):
             out.write(json.dumps(ev.to_json()) + "\n")
             out.flush()
     except Exception as e:  # noqa: BLE001 - a bug: keep the stream well-formed

@@ -29,9 +29,7 @@ Fit = Callable[[int | None], torch.Tensor]
 """exclude index (None: the full training set) → per-test-point losses [t]."""
 
 
-def retraining_effects(
-    fit: Fit, indices: Sequence[int]
-) -> Generator[int, None, torch.Tensor]:
+def retraining_effects(fit: Fit, indices: Sequence[int]) -> Generator[int, None, torch.Tensor]:
     """True effects Δ [t, len(indices)] of removing each point of ``indices``.
 
     A generator: yields the number of points retrained so far after each one (for progress
@@ -79,8 +77,12 @@ def agreement(estimate: torch.Tensor, truth: torch.Tensor) -> Agreement:
     """Compare an estimator's influences ``estimate`` [t, k] with the true effects ``truth``
     [t, k] on the same k points (columns in the same order)."""
     if estimate.shape != truth.shape:
-        raise ConfigError("estimate", tuple(estimate.shape), f"the true effects' shape {tuple(truth.shape)}")
+        raise ConfigError(
+            "estimate", tuple(estimate.shape), f"the true effects' shape {tuple(truth.shape)}"
+        )
     est, tru = point_scores(estimate).cpu(), point_scores(truth).cpu()
     rho, p = spearman(est.tolist(), tru.tolist())
-    sign = float((torch.sign(est) == torch.sign(tru)).double().mean()) if est.numel() else float("nan")
+    sign = (
+        float((torch.sign(est) == torch.sign(tru)).double().mean()) if est.numel() else float("nan")
+    )
     return Agreement(rho, p, sign, int(est.numel()))

@@ -151,8 +151,12 @@ def rebuild_context(
 
 
 def _loo(
-    kk: tuple[torch.Tensor, torch.Tensor], y: torch.Tensor, y_te: torch.Tensor, rho: Ridge,
-    loss: str, n_classes: int | None,
+    kk: tuple[torch.Tensor, torch.Tensor],
+    y: torch.Tensor,
+    y_te: torch.Tensor,
+    rho: Ridge,
+    loss: str,
+    n_classes: int | None,
 ) -> torch.Tensor:
     from engine.influence import ntk_loo_influence
 
@@ -230,8 +234,14 @@ def _unpack(data: Any, y_train, x_test, y_test) -> tuple[torch.Tensor, ...]:
     return data, y_train, x_test, y_test
 
 
-def flip_rate(model: nn.Module, data: Any, *args: Any, ranking: str = "abs_signed_mean",
-              ridge: str | float = "objective", **kw: Any) -> FlipResult:
+def flip_rate(
+    model: nn.Module,
+    data: Any,
+    *args: Any,
+    ranking: str = "abs_signed_mean",
+    ridge: str | float = "objective",
+    **kw: Any,
+) -> FlipResult:
     """One protocol (``ridge``, ``ranking``) of ``flip_rates``; same arguments."""
     return flip_rates(model, data, *args, protocols=[(ridge, ranking)], **kw)[0]
 
@@ -300,7 +310,9 @@ def flip_rates(
         k_out = int(work(x_tr[:1]).reshape(1, -1).shape[1])
     n_classes = None if y_tr.is_floating_point() else k_out  # labels → one-hot over the K outputs
     train_loss = "mse" if y_tr.is_floating_point() else "ce"
-    ridges = {r: resolve_ridge(r, n=n, lam=l2, loss=train_loss, field="flip.ridge") for r, _ in protocols}
+    ridges = {
+        r: resolve_ridge(r, n=n, lam=l2, loss=train_loss, field="flip.ridge") for r, _ in protocols
+    }
 
     f64 = torch.float64
     xte64 = x_te.to(f64)
@@ -334,7 +346,9 @@ def flip_rates(
         x_adv[idx] = adv.to(dev, dt)
         gain[idx.cpu()] = g
 
-    after_cache: dict[tuple[int, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    after_cache: dict[
+        tuple[int, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+    ] = {}
     out = []
     for (r, rk), sel in zip(protocols, sels):
         pts = sel.points if intervention != "adversarial" else torch.arange(n, device=dev)
@@ -353,15 +367,37 @@ def flip_rates(
         infl1 = torch.full_like(infl0[r], float("nan"))
         infl1[:, keep] = infl((ka, kta), ya, ridges[r])
         out.append(
-            _result(infl0[r], infl1, keep, sel, ridges[r], rk, intervention, attack, eps, ci,
-                    float(gain[sel.points.cpu()].mean()) if intervention == "transformed" else float(gain.mean()))
+            _result(
+                infl0[r],
+                infl1,
+                keep,
+                sel,
+                ridges[r],
+                rk,
+                intervention,
+                attack,
+                eps,
+                ci,
+                float(gain[sel.points.cpu()].mean())
+                if intervention == "transformed"
+                else float(gain.mean()),
+            )
         )
     return out
 
 
 def _result(
-    infl0: torch.Tensor, infl1: torch.Tensor, keep: torch.Tensor, sel: Selection, rho: Ridge,
-    ranking: str, intervention: str, attack: Any, eps: float, ci: str, gain: float,
+    infl0: torch.Tensor,
+    infl1: torch.Tensor,
+    keep: torch.Tensor,
+    sel: Selection,
+    rho: Ridge,
+    ranking: str,
+    intervention: str,
+    attack: Any,
+    eps: float,
+    ci: str,
+    gain: float,
 ) -> FlipResult:
     ridge = rho  # the kernel ridge (Spearman's ρ is ``spear``)
     n = infl0.shape[1]
@@ -375,19 +411,39 @@ def _result(
         units = sel.n_units
     else:
         c = count_flips(infl0, infl1, sel)
-        units, nf, nh, fh, fa = c.n_units, c.n_flipped, c.n_helpful, c.flipped_helpful, c.flipped_harmful
+        units, nf, nh, fh, fa = (
+            c.n_units,
+            c.n_flipped,
+            c.n_helpful,
+            c.flipped_helpful,
+            c.flipped_harmful,
+        )
         rate = nf / units
         lo, hi = proportion_ci(nf, units, ci)
     spear, overlap = _ranking_agreement(rank0[keep], rank1[keep], int(sel.points.numel()))
     return FlipResult(
-        flip_rate=rate, ci_low=lo, ci_high=hi, n_flipped=nf, n_selected=units, n_helpful=nh,
-        flipped_helpful=fh, flipped_harmful=fa, spearman=spear, topk_overlap=overlap,
+        flip_rate=rate,
+        ci_low=lo,
+        ci_high=hi,
+        n_flipped=nf,
+        n_selected=units,
+        n_helpful=nh,
+        flipped_helpful=fh,
+        flipped_harmful=fa,
+        spearman=spear,
+        topk_overlap=overlap,
         selected=sel.points.cpu().numpy().astype(np.int64),
-        influence_before=rank0.cpu().numpy(), influence_after=rank1.cpu().numpy(),
-        score_before=score0.cpu().numpy(), score_after=score1.cpu().numpy(),
-        ranking=ranking, ridge=ridge.value, ridge_label=ridge.label, intervention=intervention,
+        influence_before=rank0.cpu().numpy(),
+        influence_after=rank1.cpu().numpy(),
+        score_before=score0.cpu().numpy(),
+        score_after=score1.cpu().numpy(),
+        ranking=ranking,
+        ridge=ridge.value,
+        ridge_label=ridge.label,
+        intervention=intervention,
         attack=attack if isinstance(attack, str) else getattr(attack, "__name__", "custom"),
-        eps=float(eps), attack_loss_gain=gain,
+        eps=float(eps),
+        attack_loss_gain=gain,
     )
 
 

@@ -35,20 +35,41 @@ def build_model(
     scaling (``data.center``; relu and attn), with ``context`` rows already centred."""
     if kind == "relu":
         return TwoLayerNet(
-            context.shape[1], width, n_out, sigma_w=sigma_w, train_output=train_output,
-            seed=seed, dtype=dtype, input_shift=input_shift,
+            context.shape[1],
+            width,
+            n_out,
+            sigma_w=sigma_w,
+            train_output=train_output,
+            seed=seed,
+            dtype=dtype,
+            input_shift=input_shift,
         )
     if kind == "attn":
         return MLPAttn(
-            context, width, n_out, sigma_w=sigma_w, train_output=train_output, seed=seed,
-            dtype=dtype, input_shift=input_shift,
+            context,
+            width,
+            n_out,
+            sigma_w=sigma_w,
+            train_output=train_output,
+            seed=seed,
+            dtype=dtype,
+            input_shift=input_shift,
         )
     if input_shift is not None and kind == "qkv":
-        raise ConfigError("data.center", True, "false for QKV-Attn (centring is not supported there yet)")
+        raise ConfigError(
+            "data.center", True, "false for QKV-Attn (centring is not supported there yet)"
+        )
     if kind == "qkv":
         return QKVAttn(
-            context, width, n_out, d_k=d_k, init_std=init_std, sigma_w=sigma_w,
-            train_output=train_output, seed=seed, dtype=dtype,
+            context,
+            width,
+            n_out,
+            d_k=d_k,
+            init_std=init_std,
+            sigma_w=sigma_w,
+            train_output=train_output,
+            seed=seed,
+            dtype=dtype,
         )
     raise ConfigError("model", kind, f"one of {', '.join(MODEL_KINDS)}")
 

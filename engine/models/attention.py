@@ -25,7 +25,9 @@ class LinearizedAttention(nn.Module):
         self.register_buffer("C", self._gram(context))
         from engine.models.two_layer import _shift
 
-        shift = None if input_shift is None else _shift(input_shift, context.shape[1], context.dtype)
+        shift = (
+            None if input_shift is None else _shift(input_shift, context.shape[1], context.dtype)
+        )
         self.register_buffer("input_shift", shift)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:

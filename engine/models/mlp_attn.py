@@ -91,4 +91,3 @@ class MLPAttn(AttentionHead):
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """x [n, d] → Cx̂/‖Cx̂‖ [n, d], the first layer's input."""
         return self.attention(x)
-

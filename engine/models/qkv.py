@@ -156,4 +156,3 @@ class QKVAttn(AttentionHead):
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """x [b, d] → z = normalise(x̂ W_Q M) [b, d_k], the head's input."""
         return self.attention(x)
-

@@ -66,7 +66,9 @@ class TwoLayerNet(nn.Module):
         # data.center: the training set's per-pixel mean, subtracted before the unit-norm
         # scaling (None: the paper's preprocessing, x/‖x‖)
         self.input_shift: torch.Tensor | None
-        self.register_buffer("input_shift", None if input_shift is None else _shift(input_shift, self.d_in, dtype))
+        self.register_buffer(
+            "input_shift", None if input_shift is None else _shift(input_shift, self.d_in, dtype)
+        )
         if self.train_output:
             self.output = nn.Parameter(a.to(dtype))
         else:

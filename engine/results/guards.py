@@ -184,7 +184,10 @@ def cells_of(rows: Iterable[Mapping[str, Any]], model: str | None = None) -> int
 
 
 def guard_note(
-    failed: Mapping[str, Mapping[str, list[str]]], model: str, total: int | None = None, limit: int = 4
+    failed: Mapping[str, Mapping[str, list[str]]],
+    model: str,
+    total: int | None = None,
+    limit: int = 4,
 ) -> str:
     """``not converged in 2 of 4 cells (m=16 seed=0, m=64 seed=0); at chance in …`` for
     ``model`` ('' when it passes every guard): the mark a summary line carries."""
@@ -195,7 +198,9 @@ def guard_note(
             continue
         of = f" of {total}" if total else ""
         shown = ", ".join(cells[:limit]) + (", …" if len(cells) > limit else "")
-        parts.append(f"{what} in {len(cells)}{of} cell{'s' if (total or len(cells)) != 1 else ''} ({shown})")
+        parts.append(
+            f"{what} in {len(cells)}{of} cell{'s' if (total or len(cells)) != 1 else ''} ({shown})"
+        )
     return "; ".join(parts)
 
 

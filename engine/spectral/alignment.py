@@ -160,7 +160,10 @@ def fit_targets(
     """
     k = pair.train.to(torch.float64)
     kt = pair.test_train.to(k)
-    cols = {name: (as_columns(ytr, k), as_columns(yte, k), lab) for name, (ytr, yte, lab) in targets.items()}
+    cols = {
+        name: (as_columns(ytr, k), as_columns(yte, k), lab)
+        for name, (ytr, yte, lab) in targets.items()
+    }
     if not cols:
         return {}
     y_all = torch.cat([c[0] for c in cols.values()], dim=1)

@@ -34,6 +34,7 @@ class TrainSpec(Protocol):
     @property
     def l2(self) -> float: ...
 
+
 Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
 # Finite divergence: an epoch's mean loss above this many times the first batch's loss
@@ -77,7 +78,9 @@ def accuracy(out: torch.Tensor, y: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096) -> tuple[float, float]:
+def evaluate(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096
+) -> tuple[float, float]:
     """(mean data loss, accuracy) of ``model`` on x [n, d], y [n], in eval mode."""
     was = model.training
     model.eval()
@@ -101,7 +104,9 @@ def _optimizer(model: nn.Module, cfg: TrainSpec) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
     if cfg.optimizer == "adam":
         dev = params[0].device.type if params else "cpu"
-        if dev in ("cpu", "cuda") and all(p.dtype in (torch.float32, torch.float64) for p in params):
+        if dev in ("cpu", "cuda") and all(
+            p.dtype in (torch.float32, torch.float64) for p in params
+        ):
             try:
                 return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.l2, fused=True)
             except (RuntimeError, TypeError):  # torch < 2.4 on CPU: no fused Adam there
@@ -154,7 +159,9 @@ def train(
     """
     n = x.shape[0]
     if exclude is not None and not (0 <= exclude < n):
-        raise ConfigError("exclude", exclude, f"an index in 0..{n - 1} (the training set has {n} points)")
+        raise ConfigError(
+            "exclude", exclude, f"an index in 0..{n - 1} (the training set has {n} points)"
+        )
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
     opt = _optimizer(model, cfg)
     t0 = time.perf_counter()

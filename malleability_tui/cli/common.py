@@ -69,7 +69,9 @@ def write_crash_log(exc: BaseException) -> Path | None:
     for folder in (log_dir(), Path(tempfile.gettempdir())):
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(prefix=time.strftime("crash-%Y%m%d-%H%M%S-"), suffix=".log", dir=folder)
+            fd, name = tempfile.mkstemp(
+                prefix=time.strftime("crash-%Y%m%d-%H%M%S-"), suffix=".log", dir=folder
+            )
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(header + text)
             return Path(name)
@@ -126,7 +128,9 @@ class GuardedGroup(TyperGroup):
                 raise typer.Exit(130) from None
             except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
                 msg, code = error_line(e)
-                err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+                err_console.print(
+                    f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True
+                )
                 raise typer.Exit(code) from None
 
 

@@ -35,7 +35,9 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             for model, ser in series_over_seeds(t["ntk_distance"], "width", "ntk_distance").items():
                 ax.errorbar(ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model)
             ax.set_xscale("log", base=2)
-            ax.set(xlabel="width m", ylabel="‖f_m − f_NTK‖", title=f"NTK distance vs width ({label})")
+            ax.set(
+                xlabel="width m", ylabel="‖f_m − f_NTK‖", title=f"NTK distance vs width ({label})"
+            )
             ax.legend()
             save(fig, f"{label}_table1_ntk_distance")
         if t.get("eigenvalues"):
@@ -44,7 +46,9 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             idx = [num(r["index"]) for r in ev]
             for col, name in (("eig_G", "G = XXᵀ"), ("eig_G3", "G³")):
                 ys = [num(r[col]) for r in ev]
-                ax.semilogy([i for i, y in zip(idx, ys) if y > 0], [y for y in ys if y > 0], label=name)
+                ax.semilogy(
+                    [i for i, y in zip(idx, ys) if y > 0], [y for y in ys if y > 0], label=name
+                )
             ax.set(xlabel="index", ylabel="eigenvalue", title=f"Spectra of G and G³ ({label})")
             ax.legend()
             save(fig, f"{label}_spectrum_G_G3")
@@ -56,10 +60,16 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             fig, ax = plt.subplots(figsize=(5, 3.5))
             wbar = 0.8 / max(len(models), 1)
             for j, m in enumerate(models):
-                vals = [[100 * num(r["flip_rate"]) for r in std if r["model"] == m and r["attack"] == a] for a in attacks]
+                vals = [
+                    [100 * num(r["flip_rate"]) for r in std if r["model"] == m and r["attack"] == a]
+                    for a in attacks
+                ]
                 mean = [mean_std(v).mean for v in vals]
                 ax.bar([i + j * wbar for i in range(len(attacks))], mean, wbar, label=m)
-            ax.set_xticks([i + wbar * (len(models) - 1) / 2 for i in range(len(attacks))], [a.upper() for a in attacks])
+            ax.set_xticks(
+                [i + wbar * (len(models) - 1) / 2 for i in range(len(attacks))],
+                [a.upper() for a in attacks],
+            )
             ax.set(ylabel="flip rate (%)", title=f"Influence flip rate ({label})")
             ax.legend()
             save(fig, f"{label}_{'table3' if binary else 'table2'}_flip_rates")
@@ -68,8 +78,20 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             fig, ax = plt.subplots(figsize=(5, 3.5))
             models = sorted({r["model"] for r in adv})
             for j, tr in enumerate(("standard", "adversarial")):
-                vals = [[100 * num(r["flip_rate"]) for r in adv if r["model"] == m and r["training"] == tr] for m in models]
-                ax.bar([i + 0.4 * j for i in range(len(models))], [mean_std(v).mean for v in vals], 0.4, label=tr)
+                vals = [
+                    [
+                        100 * num(r["flip_rate"])
+                        for r in adv
+                        if r["model"] == m and r["training"] == tr
+                    ]
+                    for m in models
+                ]
+                ax.bar(
+                    [i + 0.4 * j for i in range(len(models))],
+                    [mean_std(v).mean for v in vals],
+                    0.4,
+                    label=tr,
+                )
             ax.set_xticks([i + 0.2 for i in range(len(models))], models)
             ax.set(ylabel="PGD flip rate (%)", title=f"Standard vs adversarial training ({label})")
             ax.legend()
@@ -81,15 +103,23 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             for m in sorted({r["model"] for r in one}):
                 pts = sorted((num(r["alpha"]), num(r["loss"])) for r in one if r["model"] == m)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=m)
-            ax.set(xlabel="α (filter-normalised)", ylabel="loss", title=f"1-D loss landscape ({label})")
+            ax.set(
+                xlabel="α (filter-normalised)", ylabel="loss", title=f"1-D loss landscape ({label})"
+            )
             ax.legend()
             save(fig, f"{label}_landscape_1d")
         two = [r for r in land if r["direction"] == "2d"]
         models = sorted({r["model"] for r in two})
         if models:
-            fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 3.8), squeeze=False)
+            fig, axes = plt.subplots(
+                1, len(models), figsize=(4.5 * len(models), 3.8), squeeze=False
+            )
             for ax, m in zip(axes[0], models):
-                pts = [(num(r["alpha"]), num(r["beta"]), num(r["loss"])) for r in two if r["model"] == m]
+                pts = [
+                    (num(r["alpha"]), num(r["beta"]), num(r["loss"]))
+                    for r in two
+                    if r["model"] == m
+                ]
                 al, be = sorted({p[0] for p in pts}), sorted({p[1] for p in pts})
                 grid = [[float("nan")] * len(al) for _ in be]
                 for a, b, v in pts:

@@ -63,7 +63,9 @@ def build_spec(
     if data_dir is not None:
         ch["data__data_dir"] = str(data_dir)
     if classes is not None:
-        ch["data__classes"] = None if classes.lower() in ("all", "") else parse_ints(classes, "--classes")
+        ch["data__classes"] = (
+            None if classes.lower() in ("all", "") else parse_ints(classes, "--classes")
+        )
     if center is not None:
         ch["data__center"] = center
     if n_train is not None:
@@ -108,13 +110,19 @@ def build_spec(
 
 
 def executor_changes(
-    executor: str | None, address: str | None, max_parallel: int | None, cpus_per_cell: int | None,
+    executor: str | None,
+    address: str | None,
+    max_parallel: int | None,
+    cpus_per_cell: int | None,
     gpus_per_cell: float | None,
 ) -> dict[str, object]:
     """The ``executor__*`` spec changes of the executor flags that were given."""
     given = {
-        "kind": executor.lower() if executor is not None else None, "address": address,
-        "max_parallel": max_parallel, "cpus_per_cell": cpus_per_cell, "gpus_per_cell": gpus_per_cell,
+        "kind": executor.lower() if executor is not None else None,
+        "address": address,
+        "max_parallel": max_parallel,
+        "cpus_per_cell": cpus_per_cell,
+        "gpus_per_cell": gpus_per_cell,
     }
     ch: dict[str, object] = {f"executor__{k}": v for k, v in given.items() if v is not None}
     if address is not None and executor is None:
@@ -123,7 +131,11 @@ def executor_changes(
 
 
 def execute(
-    spec: RunSpec, out: Path | None, *, resume: bool, quiet: bool = False,
+    spec: RunSpec,
+    out: Path | None,
+    *,
+    resume: bool,
+    quiet: bool = False,
     executor: dict[str, object] | None = None,
 ) -> Path:
     """Run ``spec`` into a run directory with progress bars; returns the directory.
@@ -141,7 +153,9 @@ def execute(
         from engine.experiments.validate import read_spec
 
         if not (out / "spec.toml").is_file():
-            die(f"invalid --out {str(out)!r}: a run directory to resume (it has spec.toml); start a new run without --resume")
+            die(
+                f"invalid --out {str(out)!r}: a run directory to resume (it has spec.toml); start a new run without --resume"
+            )
         spec = read_spec(out / "spec.toml").replace(**(executor or {}))
     check_executor(spec.executor)
     path = out or default_run_dir(spec)
@@ -171,14 +185,20 @@ def execute(
         raise typer.Exit(130) from None
     if failed:
         if failed[0].error == "Cancelled":
-            die(f"{failed[0].message} in {path}; continue with: malleability headless --resume --out {path}", 130)
+            die(
+                f"{failed[0].message} in {path}; continue with: malleability headless --resume --out {path}",
+                130,
+            )
         die(f"{failed[0].message} (partial results kept in {path})", 1)
     if store.failed_cells:
         if not quiet:
             show_results(store.tables, store.summary)
         bad = ", ".join(f"{c} ({e})" for c, e in store.failed_cells.items())
-        die(f"partial: {len(store.failed_cells)} cells failed: {bad}; rerun them with: "
-            f"malleability headless --resume --out {path}", 1)
+        die(
+            f"partial: {len(store.failed_cells)} cells failed: {bad}; rerun them with: "
+            f"malleability headless --resume --out {path}",
+            1,
+        )
     if not quiet:
         show_results(store.tables, store.summary)
     console.print(f"run directory: [bold]{path}[/]", highlight=False)
@@ -198,44 +218,142 @@ def show_results(tables: dict, summary: dict) -> None:
                 console.print(f"  {ln}", highlight=False)
 
 
-
-
 # The executor options, shared by headless and reproduce (README "Scale out").
-ExecutorOpt = Annotated[str | None, typer.Option("--executor", help="Where sweep cells run: local (default, in this process) or ray (parallel; README \"Scale out\").")]
-AddressOpt = Annotated[str | None, typer.Option("--address", help="Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.")]
-MaxParallelOpt = Annotated[int | None, typer.Option("--max-parallel", help="Cells in flight at once with --executor ray (default: as many as the CPUs allow).")]
-CpusPerCellOpt = Annotated[int | None, typer.Option("--cpus-per-cell", help="CPUs and torch threads per Ray cell (default 1).")]
-GpusPerCellOpt = Annotated[float | None, typer.Option("--gpus-per-cell", help="GPUs per Ray cell, fractions share one (default 0).")]
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--executor",
+        help='Where sweep cells run: local (default, in this process) or ray (parallel; README "Scale out").',
+    ),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--address",
+        help="Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.",
+    ),
+]
+MaxParallelOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-parallel",
+        help="Cells in flight at once with --executor ray (default: as many as the CPUs allow).",
+    ),
+]
+CpusPerCellOpt = Annotated[
+    int | None,
+    typer.Option("--cpus-per-cell", help="CPUs and torch threads per Ray cell (default 1)."),
+]
+GpusPerCellOpt = Annotated[
+    float | None,
+    typer.Option("--gpus-per-cell", help="GPUs per Ray cell, fractions share one (default 0)."),
+]
 
 
 def headless(
-    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic.")] = None,
-    experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Experiment(s), comma-separated, or all (default). See `malleability experiments`.")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="A run spec TOML file (flags override it).")] = None,
-    classes: Annotated[str | None, typer.Option(help="Class labels to keep, e.g. 3,8 (binary, ±1 targets) or all.")] = None,
-    n_train: Annotated[int | None, typer.Option("--n-train", help="Training examples, class-balanced (default 1000).")] = None,
-    n_test: Annotated[int | None, typer.Option("--n-test", help="Test examples, class-balanced (default 200).")] = None,
-    widths: Annotated[str | None, typer.Option(help="Hidden widths, e.g. 16,1024,4096 (default 4…4096).")] = None,
-    models: Annotated[str | None, typer.Option(help="Models: relu,attn (default both), qkv (QKV-Attn, v2).")] = None,
-    qkv_dk: Annotated[int | None, typer.Option("--qkv-dk", help="QKV-Attn projection width d_k (0: d_k = d, default).")] = None,
-    qkv_dk_sweep: Annotated[str | None, typer.Option("--qkv-dk-sweep", help="ntk: extra QKV-Attn d_k values at the largest width, e.g. 8,32.")] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic.",
+        ),
+    ] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option(
+            "--experiment",
+            "-e",
+            help="Experiment(s), comma-separated, or all (default). See `malleability experiments`.",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="A run spec TOML file (flags override it)."),
+    ] = None,
+    classes: Annotated[
+        str | None, typer.Option(help="Class labels to keep, e.g. 3,8 (binary, ±1 targets) or all.")
+    ] = None,
+    n_train: Annotated[
+        int | None,
+        typer.Option("--n-train", help="Training examples, class-balanced (default 1000)."),
+    ] = None,
+    n_test: Annotated[
+        int | None, typer.Option("--n-test", help="Test examples, class-balanced (default 200).")
+    ] = None,
+    widths: Annotated[
+        str | None, typer.Option(help="Hidden widths, e.g. 16,1024,4096 (default 4…4096).")
+    ] = None,
+    models: Annotated[
+        str | None, typer.Option(help="Models: relu,attn (default both), qkv (QKV-Attn, v2).")
+    ] = None,
+    qkv_dk: Annotated[
+        int | None,
+        typer.Option("--qkv-dk", help="QKV-Attn projection width d_k (0: d_k = d, default)."),
+    ] = None,
+    qkv_dk_sweep: Annotated[
+        str | None,
+        typer.Option(
+            "--qkv-dk-sweep", help="ntk: extra QKV-Attn d_k values at the largest width, e.g. 8,32."
+        ),
+    ] = None,
     seeds: Annotated[str | None, typer.Option(help="Seeds, e.g. 0,1,2 (default).")] = None,
     epochs: Annotated[int | None, typer.Option(help="Training epochs (paper: 500).")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate (paper: 1e-3).")] = None,
-    optimizer: Annotated[str | None, typer.Option(help="adam (paper), sgd or gd (full batch).")] = None,
+    optimizer: Annotated[
+        str | None, typer.Option(help="adam (paper), sgd or gd (full batch).")
+    ] = None,
     attacks: Annotated[str | None, typer.Option(help="Attacks for flip: fgsm,pgd,mim.")] = None,
-    eps: Annotated[str | None, typer.Option(help="ε values in pixel space, e.g. 0.1,0.3 (default 0.3).")] = None,
-    rtol: Annotated[float | None, typer.Option(help="Relative eigenvalue tolerance of the numerical rank (spectrum).")] = None,
-    datasets: Annotated[str | None, typer.Option(help="Extra data sets for spectrum, e.g. mnist,cifar10.")] = None,
-    device: Annotated[str | None, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = None,
+    eps: Annotated[
+        str | None, typer.Option(help="ε values in pixel space, e.g. 0.1,0.3 (default 0.3).")
+    ] = None,
+    rtol: Annotated[
+        float | None,
+        typer.Option(help="Relative eigenvalue tolerance of the numerical rank (spectrum)."),
+    ] = None,
+    datasets: Annotated[
+        str | None, typer.Option(help="Extra data sets for spectrum, e.g. mnist,cifar10.")
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option(help="auto (CUDA when present), cpu or cuda.")
+    ] = None,
     dtype: Annotated[str | None, typer.Option(help="float32 (default) or float64.")] = None,
-    center: Annotated[bool | None, typer.Option("--center/--no-center", help="Subtract the training set's per-pixel mean before the unit-norm scaling (default: no, as the paper).")] = None,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-<experiment>-<dataset>).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Small preset: n_train 300 (capped to what the data set has), widths 16,64,256,1024, 200 epochs at batch 32, one seed.")] = False,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
-    save_config: Annotated[Path | None, typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables; print only the run directory.")] = False,
+    center: Annotated[
+        bool | None,
+        typer.Option(
+            "--center/--no-center",
+            help="Subtract the training set's per-pixel mean before the unit-norm scaling (default: no, as the paper).",
+        ),
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Folder holding the data set's files.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Run directory (default runs/<time>-<experiment>-<dataset>)."
+        ),
+    ] = None,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick",
+            help="Small preset: n_train 300 (capped to what the data set has), widths 16,64,256,1024, 200 epochs at batch 32, one seed.",
+        ),
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")
+    ] = False,
+    save_config: Annotated[
+        Path | None,
+        typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit."),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress bars or tables; print only the run directory."
+        ),
+    ] = False,
     executor: ExecutorOpt = None,
     address: AddressOpt = None,
     max_parallel: MaxParallelOpt = None,
@@ -246,10 +364,30 @@ def headless(
     with expected_errors():
         ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
         spec = build_spec(
-            dataset=dataset, experiment=experiment, config=config, classes=classes, n_train=n_train,
-            n_test=n_test, widths=widths, seeds=seeds, epochs=epochs, lr=lr, optimizer=optimizer, device=device,
-            data_dir=data_dir, quick=quick, attacks=attacks, eps=eps, rtol=rtol, models=models,
-            datasets=datasets, dtype=dtype, qkv_dk=qkv_dk, qkv_dk_sweep=qkv_dk_sweep, executor=ex, center=center,
+            dataset=dataset,
+            experiment=experiment,
+            config=config,
+            classes=classes,
+            n_train=n_train,
+            n_test=n_test,
+            widths=widths,
+            seeds=seeds,
+            epochs=epochs,
+            lr=lr,
+            optimizer=optimizer,
+            device=device,
+            data_dir=data_dir,
+            quick=quick,
+            attacks=attacks,
+            eps=eps,
+            rtol=rtol,
+            models=models,
+            datasets=datasets,
+            dtype=dtype,
+            qkv_dk=qkv_dk,
+            qkv_dk_sweep=qkv_dk_sweep,
+            executor=ex,
+            center=center,
         )
         from engine.experiments.paths import check_file_target, check_folder_target
 
@@ -289,7 +427,9 @@ def check_data(spec: RunSpec) -> None:
 
     dd = spec.data
     for n_train, n_test in subset_sizes(spec):
-        load_dataset(dd.name, root=d, classes=dd.classes, n_train=n_train, n_test=n_test, seed=spec.seeds[0])
+        load_dataset(
+            dd.name, root=d, classes=dd.classes, n_train=n_train, n_test=n_test, seed=spec.seeds[0]
+        )
 
 
 def experiments_cmd(
@@ -307,4 +447,14 @@ def experiments_cmd(
 
 
 __all__ = [
-    "AddressOpt", "CpusPerCellOpt", "ExecutorOpt", "GpusPerCellOpt", "MaxParallelOpt", "build_spec", "execute", "executor_changes", "experiments_cmd", "headless"]
+    "AddressOpt",
+    "CpusPerCellOpt",
+    "ExecutorOpt",
+    "GpusPerCellOpt",
+    "MaxParallelOpt",
+    "build_spec",
+    "execute",
+    "executor_changes",
+    "experiments_cmd",
+    "headless",
+]

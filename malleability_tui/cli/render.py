@@ -43,7 +43,13 @@ def table_of(name: str, rows: list[dict[str, Any]], *, max_rows: int = MAX_ROWS)
     const = [c for c in cols if len(rows) > 1 and len({fmt(r.get(c)) for r in rows}) == 1]
     cols = [c for c in cols if c not in const]
     caption = ", ".join(f"{c}={fmt(rows[0].get(c))}" for c in const)
-    t = Table(title=name, title_justify="left", header_style="bold", caption=caption or None, caption_justify="left")
+    t = Table(
+        title=name,
+        title_justify="left",
+        header_style="bold",
+        caption=caption or None,
+        caption_justify="left",
+    )
     for c in cols:
         t.add_column(c, overflow="fold")
     for r in rows[:max_rows]:
@@ -81,7 +87,9 @@ class ProgressRenderer:
 
     def show(self, ev: Event) -> None:
         if isinstance(ev, ProgressEvent):
-            label = {"experiments": "experiments", "sweep": "sweep", "cell": "cell"}.get(ev.task, ev.task)
+            label = {"experiments": "experiments", "sweep": "sweep", "cell": "cell"}.get(
+                ev.task, ev.task
+            )
             tid = self._tasks.get(label)
             desc = f"{label}: {ev.message}" if ev.message else label
             if tid is None:

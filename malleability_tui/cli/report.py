@@ -27,22 +27,37 @@ def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, dict[str
     if (path / "reproduce.json").exists():
         meta = read_json_object(path / "reproduce.json")
         parts = meta.get("parts")
-        if not isinstance(parts, list) or not all(isinstance(p, dict) and isinstance(p.get("key"), str) for p in parts):
+        if not isinstance(parts, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("key"), str) for p in parts
+        ):
             raise DamagedRun(path / "reproduce.json", "parts must be a list of objects with a key")
         summ_f = path / "summary.json"
         summ = read_json_object(summ_f) if summ_f.exists() else {}
-        runs = [(p["key"], read_run(path / p["key"])) for p in parts if (path / p["key"] / "spec.toml").exists()]
+        runs = [
+            (p["key"], read_run(path / p["key"]))
+            for p in parts
+            if (path / p["key"] / "spec.toml").exists()
+        ]
         return summ, runs
     return None, [(path.name, read_run(path))]
 
 
 def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
     """model → (widths, mean distance, sample std) over seeds."""
-    return {m: (s.x, s.mean, s.std) for m, s in series_over_seeds(rows, "width", "ntk_distance").items()}
+    return {
+        m: (s.x, s.mean, s.std) for m, s in series_over_seeds(rows, "width", "ntk_distance").items()
+    }
 
 
-def text_plot(title: str, series: dict[str, tuple[list[float], list[float]]], *, xlog2: bool = False,
-              ylog: bool = False, width: int = 72, height: int = 16) -> str:
+def text_plot(
+    title: str,
+    series: dict[str, tuple[list[float], list[float]]],
+    *,
+    xlog2: bool = False,
+    ylog: bool = False,
+    width: int = 72,
+    height: int = 16,
+) -> str:
     """A plain-text braille line plot of named (x, y) series (the TUI's plotter)."""
     from malleability_tui.plots import Axis, Series, line_chart
 
@@ -62,21 +77,36 @@ def build_report(path: Path) -> list[Block]:
     if summ is not None:
         from malleability_tui.cli.reproduce import comparison_rows
 
-        blocks.append(("p", "Paper (arXiv 2603.13085 v1) beside ours; ours are mean ± std over seeds; "
-                            "flip rates in %, with pooled 95% Wilson intervals."))
+        blocks.append(
+            (
+                "p",
+                "Paper (arXiv 2603.13085 v1) beside ours; ours are mean ± std over seeds; "
+                "flip rates in %, with pooled 95% Wilson intervals.",
+            )
+        )
         for title, rows in comparison_rows(summ):
             blocks.append(("h2", title))
             blocks.append(("table", (title, rows, len(rows))))
     for label, run in runs:
         blocks.append(("h2", f"Run {label}"))
         env = run["env"]
-        blocks.append(("p", f"status {env.get('status', '?')}; device {env.get('device', '?')}; torch {env.get('torch', '?')}; "
-                            f"started {env.get('start_time', '?')}, ended {env.get('end_time', '?')}; host {env.get('host', '?')}"))
+        blocks.append(
+            (
+                "p",
+                f"status {env.get('status', '?')}; device {env.get('device', '?')}; torch {env.get('torch', '?')}; "
+                f"started {env.get('start_time', '?')}, ended {env.get('end_time', '?')}; host {env.get('host', '?')}",
+            )
+        )
         blocks.append(("pre", RunSpec.from_dict(run["spec"]).to_toml()))
         for section, data in run["summary"].items():
             if isinstance(data, dict) and data.get("headline"):
                 lines = data["headline"]
-                blocks.append(("pre", f"{section}:\n" + "\n".join([lines] if isinstance(lines, str) else lines)))
+                blocks.append(
+                    (
+                        "pre",
+                        f"{section}:\n" + "\n".join([lines] if isinstance(lines, str) else lines),
+                    )
+                )
         t = run["tables"]
         for name, rows in t.items():
             if rows and name not in LONG_TABLES:
@@ -89,14 +119,32 @@ def build_report(path: Path) -> list[Block]:
         if t.get("eigenvalues"):
             ev = t["eigenvalues"]
             idx = [_num(r["index"]) for r in ev]
-            blocks.append(("pre", text_plot("eigenvalues of G and G^3 (log10)", {
-                "G": (idx, [_num(r["eig_G"]) for r in ev]), "G^3": (idx, [_num(r["eig_G3"]) for r in ev])}, ylog=True)))
+            blocks.append(
+                (
+                    "pre",
+                    text_plot(
+                        "eigenvalues of G and G^3 (log10)",
+                        {
+                            "G": (idx, [_num(r["eig_G"]) for r in ev]),
+                            "G^3": (idx, [_num(r["eig_G3"]) for r in ev]),
+                        },
+                        ylog=True,
+                    ),
+                )
+            )
         if t.get("landscape"):
             ls = [r for r in t["landscape"] if r["direction"] == "1d"]
-            ser = {m: ([_num(r["alpha"]) for r in ls if r["model"] == m], [_num(r["loss"]) for r in ls if r["model"] == m])
-                   for m in sorted({r["model"] for r in ls})}
+            ser = {
+                m: (
+                    [_num(r["alpha"]) for r in ls if r["model"] == m],
+                    [_num(r["loss"]) for r in ls if r["model"] == m],
+                )
+                for m in sorted({r["model"] for r in ls})
+            }
             if ser:
-                blocks.append(("pre", text_plot("1-D loss along a filter-normalised direction", ser)))
+                blocks.append(
+                    ("pre", text_plot("1-D loss along a filter-normalised direction", ser))
+                )
     return blocks
 
 
@@ -155,20 +203,33 @@ def to_html(blocks: list[Block]) -> str:
                 continue
             cols = list(rows[0])
             head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-            trs = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(_maybe_num(r.get(c))))}</td>" for c in cols) + "</tr>" for r in rows)
+            trs = "".join(
+                "<tr>"
+                + "".join(f"<td>{html.escape(fmt(_maybe_num(r.get(c))))}</td>" for c in cols)
+                + "</tr>"
+                for r in rows
+            )
             more = f"<p>… {total - len(rows)} more rows in the CSV</p>" if total > len(rows) else ""
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>{more}")
-    style = ("body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
-             "font-size:90%}pre{background:#f6f6f6;padding:.5em;overflow-x:auto}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>malleability report</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")
+    style = (
+        "body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
+        "font-size:90%}pre{background:#f6f6f6;padding:.5em;overflow-x:auto}"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>malleability report</title>"
+        f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"
+    )
 
 
 def report_cmd(
-    run: Annotated[str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")],
+    run: Annotated[
+        str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")
+    ],
     format: Annotated[str, typer.Option("--format", "-f", help="md or html.")] = "md",
-    to: Annotated[Path | None, typer.Option("--to", help="Output file (default <run>/report.<format>).")] = None,
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Output file (default <run>/report.<format>).")
+    ] = None,
 ) -> None:
     """Write a self-contained report: spec, environment, every table, the checklist, plots."""
     if format not in ("md", "html"):
@@ -196,9 +257,13 @@ def resolve_reproduce_or_run(run: str) -> Path:
 
 
 def figures_cmd(
-    run: Annotated[str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")],
+    run: Annotated[
+        str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")
+    ],
     format: Annotated[str, typer.Option("--format", "-f", help="png, pdf or svg.")] = "png",
-    to: Annotated[Path | None, typer.Option("--to", help="Output folder (default <run>/figures).")] = None,
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Output folder (default <run>/figures).")
+    ] = None,
 ) -> None:
     """Paper-style figures (needs matplotlib: pip install 'malleability\\[plots]')."""
     if format not in ("png", "pdf", "svg"):

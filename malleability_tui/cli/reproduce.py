@@ -36,7 +36,12 @@ from malleability_tui.cli.headless import (
 )
 from malleability_tui.cli.render import fmt
 
-VERDICT_STYLE = {"holds": "green", "does not hold": "red", "inconclusive": "yellow", "no data": "dim"}
+VERDICT_STYLE = {
+    "holds": "green",
+    "does not hold": "red",
+    "inconclusive": "yellow",
+    "no data": "dim",
+}
 
 
 def _available(part: Part) -> str | None:
@@ -45,26 +50,67 @@ def _available(part: Part) -> str | None:
 
     d = part.spec.data
     try:
-        load_dataset(d.name, root=d.data_dir, classes=d.classes, n_train=d.n_train, n_test=d.n_test,
-                     seed=part.spec.seeds[0])
+        load_dataset(
+            d.name,
+            root=d.data_dir,
+            classes=d.classes,
+            n_train=d.n_train,
+            n_test=d.n_test,
+            seed=part.spec.seeds[0],
+        )
     except DatasetError as e:
         return str(e)
     return None
 
 
 def reproduce(
-    dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Data set(s): mnist, cifar10, fashion-mnist, digits (repeat the option for several).")] = None,
-    tables: Annotated[str, typer.Option(help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training).")] = "1,2,3,4",
+    dataset: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="Data set(s): mnist, cifar10, fashion-mnist, digits (repeat the option for several).",
+        ),
+    ] = None,
+    tables: Annotated[
+        str,
+        typer.Option(
+            help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training)."
+        ),
+    ] = "1,2,3,4",
     seeds: Annotated[str | None, typer.Option(help="Seeds (default 0,1,2; --quick: 0).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Small preset: widths 16,64,256,1024, n_train 300, 200 epochs at batch 32, one seed.")] = False,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Folder holding the data set's files (or their parent).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce).")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")] = False,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick",
+            help="Small preset: widths 16,64,256,1024, n_train 300, 200 epochs at batch 32, one seed.",
+        ),
+    ] = False,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Folder holding the data set's files (or their parent)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce)."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")
+    ] = False,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
-    widths: Annotated[str | None, typer.Option(help="Override the preset's widths, e.g. 16,256,1024.")] = None,
-    epochs: Annotated[int | None, typer.Option(help="Override the preset's training epochs.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")] = False,
-    models: Annotated[str | None, typer.Option(help="Models (default relu,attn); add qkv for the v2 claim (checklist 7).")] = None,
+    widths: Annotated[
+        str | None, typer.Option(help="Override the preset's widths, e.g. 16,256,1024.")
+    ] = None,
+    epochs: Annotated[
+        int | None, typer.Option(help="Override the preset's training epochs.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")
+    ] = False,
+    models: Annotated[
+        str | None,
+        typer.Option(help="Models (default relu,attn); add qkv for the v2 claim (checklist 7)."),
+    ] = None,
     executor: ExecutorOpt = None,
     address: AddressOpt = None,
     max_parallel: MaxParallelOpt = None,
@@ -90,15 +136,24 @@ def reproduce(
             over["model__kinds"] = parse_names(models)
         ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
         over.update(ex)  # every sub-run gets the same executor
-        parts = plan(names, tables=tabs, seeds=sd, quick=quick,
-                     data_dir=str(data_dir) if data_dir else None, device=device, overrides=over)
+        parts = plan(
+            names,
+            tables=tabs,
+            seeds=sd,
+            quick=quick,
+            data_dir=str(data_dir) if data_dir else None,
+            device=device,
+            overrides=over,
+        )
         from engine.experiments.executors import check_executor
 
         for part in parts[:1]:  # before any folder exists: Ray missing is one line
             check_executor(part.spec.executor)
         path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
         if path.exists() and any(path.iterdir()) and not resume and not dry_run:
-            die(f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)")
+            die(
+                f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"
+            )
         est = estimate_seconds([p.spec for p in parts])
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
@@ -109,10 +164,23 @@ def reproduce(
         if dry_run:
             return
         path.mkdir(parents=True, exist_ok=True)
-        meta = {"datasets": list(names), "tables": list(tabs), "quick": quick,
-                "parts": [{"key": p.key, "dataset": p.dataset, "task": p.task, "role": p.role, "spec": p.spec.to_dict()}
-                          for p in parts],
-                "estimated_seconds": est, "start_time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        meta = {
+            "datasets": list(names),
+            "tables": list(tabs),
+            "quick": quick,
+            "parts": [
+                {
+                    "key": p.key,
+                    "dataset": p.dataset,
+                    "task": p.task,
+                    "role": p.role,
+                    "spec": p.spec.to_dict(),
+                }
+                for p in parts
+            ],
+            "estimated_seconds": est,
+            "start_time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
         atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
         runs: dict[str, dict[str, Any]] = {}
         t0 = time.perf_counter()
@@ -124,17 +192,30 @@ def reproduce(
                 runs[part.key] = {"missing": reason}
                 continue
             console.rule(f"{part.key}: {part.spec.experiment}")
-            execute(part.spec, sub, resume=resume and (sub / "events.jsonl").exists(), quiet=False,
-                    executor=ex)
+            execute(
+                part.spec,
+                sub,
+                resume=resume and (sub / "events.jsonl").exists(),
+                quiet=False,
+                executor=ex,
+            )
             runs[part.key] = read_run(sub)
         comparison = compare(runs, parts)
         meta.update(end_time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), seconds=time.perf_counter() - t0)
         atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
-        summary = {"status": "finished", "experiment": "reproduce", "dataset": ",".join(names),
-                   "seconds": meta["seconds"], **comparison}
+        summary = {
+            "status": "finished",
+            "experiment": "reproduce",
+            "dataset": ",".join(names),
+            "seconds": meta["seconds"],
+            **comparison,
+        }
         atomic_write(path / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n")
         show_comparison(comparison)
-        console.print(f"reproduction: [bold]{path}[/] ({hms(meta['seconds'])}); report: malleability report {path}", highlight=False)
+        console.print(
+            f"reproduction: [bold]{path}[/] ({hms(meta['seconds'])}); report: malleability report {path}",
+            highlight=False,
+        )
 
 
 def _pm(c: dict[str, Any], key: str = "mean", unit: str = "") -> str:
@@ -150,42 +231,97 @@ def _ours_flip(c: dict[str, Any]) -> str:
     """Percent: mean ± std [pooled 95% Wilson interval], as the TUI's flips panel prints it."""
     if c.get("status") == NO_DATA or c.get("mean") is None:
         return "no data"
-    return flip_text(num(c["mean"]), num(c.get("std")), num(c.get("ci_low")), num(c.get("ci_high")), scale=1)
+    return flip_text(
+        num(c["mean"]), num(c.get("std")), num(c.get("ci_low")), num(c.get("ci_high")), scale=1
+    )
 
 
 def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]]]:
     """(title, rows of strings) for Tables 1–4, κ and the checklist: paper beside ours."""
     out: list[tuple[str, list[dict[str, str]]]] = []
-    out.append(("Table 1: NTK distance ‖f_m − f_NTK‖ (mean ± std over seeds)", [
-        {"dataset": c["dataset"], "model": c["model"], "m": str(c["width"]),
-         "paper": fmt(c.get("paper")) or "-", "ours": _pm(c)}
-        for c in cmp.get("table1", [])]))
+    out.append(
+        (
+            "Table 1: NTK distance ‖f_m − f_NTK‖ (mean ± std over seeds)",
+            [
+                {
+                    "dataset": c["dataset"],
+                    "model": c["model"],
+                    "m": str(c["width"]),
+                    "paper": fmt(c.get("paper")) or "-",
+                    "ours": _pm(c),
+                }
+                for c in cmp.get("table1", [])
+            ],
+        )
+    )
     for n, title in ((2, "Table 2: flip rate %, 10-class"), (3, "Table 3: flip rate %, binary")):
-        out.append((f"{title} (ours: mean ± std [95% CI]; ratio = MLP-Attn / 2L-ReLU)", [
-            {"dataset": c["dataset"], "model": c["model"], "attack": c["attack"],
-             "paper": fmt(c.get("paper")) or "-", "ours": _ours_flip(c),
-             "ratio": fmt(c.get("ratio")), "paper ratio": fmt(c.get("paper_ratio")) or "-"}
-            for c in cmp.get(f"table{n}", [])]))
-    out.append(("Claim 3 sensitivity: MLP-Attn / 2L-ReLU flip-rate ratio (pooled %, MLP-Attn vs 2L-ReLU) per protocol", grid_rows(cmp.get("flip_grid", []))))
+        out.append(
+            (
+                f"{title} (ours: mean ± std [95% CI]; ratio = MLP-Attn / 2L-ReLU)",
+                [
+                    {
+                        "dataset": c["dataset"],
+                        "model": c["model"],
+                        "attack": c["attack"],
+                        "paper": fmt(c.get("paper")) or "-",
+                        "ours": _ours_flip(c),
+                        "ratio": fmt(c.get("ratio")),
+                        "paper ratio": fmt(c.get("paper_ratio")) or "-",
+                    }
+                    for c in cmp.get(f"table{n}", [])
+                ],
+            )
+        )
+    out.append(
+        (
+            "Claim 3 sensitivity: MLP-Attn / 2L-ReLU flip-rate ratio (pooled %, MLP-Attn vs 2L-ReLU) per protocol",
+            grid_rows(cmp.get("flip_grid", [])),
+        )
+    )
     rows4 = []
     for c in cmp.get("table4", []):
-        paper = f"{fmt(c.get('paper_standard'))} → {fmt(c.get('paper_adversarial'))}" if c.get("paper_standard") else "-"
-        ours = "no data" if c.get("status") == NO_DATA else f"{_ours_flip(c['standard'])} → {_ours_flip(c['adversarial'])}"
+        paper = (
+            f"{fmt(c.get('paper_standard'))} → {fmt(c.get('paper_adversarial'))}"
+            if c.get("paper_standard")
+            else "-"
+        )
+        ours = (
+            "no data"
+            if c.get("status") == NO_DATA
+            else f"{_ours_flip(c['standard'])} → {_ours_flip(c['adversarial'])}"
+        )
         rows4.append({"dataset": c["dataset"], "model": c["model"], "paper": paper, "ours": ours})
     out.append(("Table 4: PGD flip rate %, standard → adversarial training", rows4))
     rows_k = []
     for c in cmp.get("kappa", []):
         nd = c.get("status") == NO_DATA
-        rows_k.append({"dataset": c["dataset"], "paper κ": fmt(c.get("paper_kappa")) or "-",
-                       "ours κ(G)": "no data" if nd else fmt(c.get("kappa_G")),
-                       "n": "" if nd else fmt(c.get("n")), "rank": "" if nd else fmt(c.get("rank")),
-                       "κ(G)³": "" if nd else fmt(c.get("kappa_G_cubed")),
-                       "κ(G³) measured": "" if nd else fmt(c.get("kappa_G3_direct"))})
+        rows_k.append(
+            {
+                "dataset": c["dataset"],
+                "paper κ": fmt(c.get("paper_kappa")) or "-",
+                "ours κ(G)": "no data" if nd else fmt(c.get("kappa_G")),
+                "n": "" if nd else fmt(c.get("n")),
+                "rank": "" if nd else fmt(c.get("rank")),
+                "κ(G)³": "" if nd else fmt(c.get("kappa_G_cubed")),
+                "κ(G³) measured": "" if nd else fmt(c.get("kappa_G3_direct")),
+            }
+        )
     out.append(("κ(G) of the training subset", rows_k))
-    out.append(("Claims checklist (rules: README 'Claims checklist')", [
-        {"#": str(c["claim"]), "dataset": c.get("dataset", ""), "claim": c["title"],
-         "statistic": c["statistic"], "verdict": c["verdict"]}
-        for c in cmp.get("checklist", [])]))
+    out.append(
+        (
+            "Claims checklist (rules: README 'Claims checklist')",
+            [
+                {
+                    "#": str(c["claim"]),
+                    "dataset": c.get("dataset", ""),
+                    "claim": c["title"],
+                    "statistic": c["statistic"],
+                    "verdict": c["verdict"],
+                }
+                for c in cmp.get("checklist", [])
+            ],
+        )
+    )
     return out
 
 
@@ -194,8 +330,20 @@ def grid_rows(cells: list[dict[str, Any]]) -> list[dict[str, str]]:
     out: dict[tuple[str, str, str, str], dict[str, str]] = {}
     for c in cells:
         key = (c["dataset"], c["task"], c["rule"], c["ranking"])
-        row = out.setdefault(key, {"dataset": c["dataset"], "task": c["task"], "ridge": c["ridge"], "ranking": c["ranking"]})
-        rates = f"{fmt(c['attn'])} vs {fmt(c['relu'])}" if c["attn"] is not None and c["relu"] is not None else "no data"
+        row = out.setdefault(
+            key,
+            {
+                "dataset": c["dataset"],
+                "task": c["task"],
+                "ridge": c["ridge"],
+                "ranking": c["ranking"],
+            },
+        )
+        rates = (
+            f"{fmt(c['attn'])} vs {fmt(c['relu'])}"
+            if c["attn"] is not None and c["relu"] is not None
+            else "no data"
+        )
         row[c["attack"]] = (f"×{c['ratio']:.2f} " if c["ratio"] is not None else "") + f"({rates})"
     return list(out.values())
 

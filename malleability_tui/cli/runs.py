@@ -47,17 +47,26 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
         data = read_run(d, partial=True)
         summ, env = data["summary"], data["env"]
         damage = data["damage"]
-        out.append({
-            "name": d.name, "path": str(d), "experiment": summ.get("experiment", data["spec"].get("experiment", "?")),
-            "dataset": summ.get("dataset", data["spec"].get("data", {}).get("name", "?")),
-            "status": "damaged" if damage else env.get("status", "?"),
-            "start": env.get("start_time", ""), "device": env.get("device", ""),
-            "damage": "; ".join(damage),
-        })
+        out.append(
+            {
+                "name": d.name,
+                "path": str(d),
+                "experiment": summ.get("experiment", data["spec"].get("experiment", "?")),
+                "dataset": summ.get("dataset", data["spec"].get("data", {}).get("name", "?")),
+                "status": "damaged" if damage else env.get("status", "?"),
+                "start": env.get("start_time", ""),
+                "device": env.get("device", ""),
+                "damage": "; ".join(damage),
+            }
+        )
     return out
+
+
 @app.command("list")
 def list_cmd(
-    root: Annotated[Path | None, typer.Option(help="Runs folder (default $MALLEABILITY_RUNS or ./runs).")] = None,
+    root: Annotated[
+        Path | None, typer.Option(help="Runs folder (default $MALLEABILITY_RUNS or ./runs).")
+    ] = None,
 ) -> None:
     """List past runs with their experiment, data set and status."""
     rows = list_runs(runs_root(root))
@@ -68,7 +77,9 @@ def list_cmd(
     for c in ("name", "experiment", "dataset", "status", "start", "device"):
         t.add_column(c)
     for r in rows:
-        t.add_row(*(str(r[c]) for c in ("name", "experiment", "dataset", "status", "start", "device")))
+        t.add_row(
+            *(str(r[c]) for c in ("name", "experiment", "dataset", "status", "start", "device"))
+        )
     console.print(t)
     for r in rows:
         if r["damage"]:
@@ -84,7 +95,10 @@ def show_cmd(
     with expected_errors():
         data = read_run(resolve_run(run, root))
     env = data["env"]
-    console.print(f"[bold]{data['path']}[/]  status={env.get('status', '?')}  device={env.get('device', '?')}", highlight=False)
+    console.print(
+        f"[bold]{data['path']}[/]  status={env.get('status', '?')}  device={env.get('device', '?')}",
+        highlight=False,
+    )
     spec = data["spec"]
     console.print(
         f"experiment={spec.get('experiment')}  dataset={spec.get('data', {}).get('name')}  "
@@ -121,9 +135,18 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
         raise ConfigError("to", str(to), "a folder outside the run directory")
     data = read_run(path)
     if fmt_ == "csv":
-        sources = [f for f in sorted(path.glob("*.csv")) + [path / "spec.toml", path / "summary.json", path / "env.json"] if f.is_file()]
+        sources = [
+            f
+            for f in sorted(path.glob("*.csv"))
+            + [path / "spec.toml", path / "summary.json", path / "env.json"]
+            if f.is_file()
+        ]
         if not force and to.is_dir() and any(to.iterdir()):
-            raise ConfigError("to", str(to), "a new or empty folder (it holds files; pass --force to overwrite them)")
+            raise ConfigError(
+                "to",
+                str(to),
+                "a new or empty folder (it holds files; pass --force to overwrite them)",
+            )
         make_folder(to, "to")
         written = []
         for f in sources:
@@ -132,7 +155,9 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
         return written
     target = to / f"{path.name}.json"
     if target.exists() and not force:
-        raise ConfigError("to", str(target), "a file that does not exist yet (pass --force to overwrite it)")
+        raise ConfigError(
+            "to", str(target), "a file that does not exist yet (pass --force to overwrite it)"
+        )
     make_folder(to, "to")
     from engine.experiments.store import atomic_write
 
@@ -142,10 +167,20 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
 
 def export_cmd(
     run: Annotated[str, typer.Argument(help="Run directory or its name under the runs folder.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="csv (the run's CSV files) or json (one file).")] = "csv",
-    to: Annotated[Path | None, typer.Option("--to", help="Destination folder (default export/<run name>).")] = None,
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="csv (the run's CSV files) or json (one file).")
+    ] = "csv",
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Destination folder (default export/<run name>).")
+    ] = None,
     root: Annotated[Path | None, typer.Option(help="Runs folder.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Write into a folder that already holds files (same names are overwritten).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write into a folder that already holds files (same names are overwritten).",
+        ),
+    ] = False,
 ) -> None:
     """Export a run's results for your own plots and papers."""
     if format not in ("csv", "json"):

@@ -39,7 +39,12 @@ def compare_rows(a: RunState, b: RunState) -> list[Row]:
     (run, spec, numbers by width, headlines, tables), A's keys first."""
     va, vb = _values(a), _values(b)
     keys = list(va) + [k for k in vb if k not in va]
-    order = {s: i for i, s in enumerate(("run", "spec", "ntk_distance", "test_accuracy", "headline", "tables"))}
+    order = {
+        s: i
+        for i, s in enumerate(
+            ("run", "spec", "ntk_distance", "test_accuracy", "headline", "tables")
+        )
+    }
     keys.sort(key=lambda k: order.get(k[0], len(order)))  # stable: A's order within a section
     return [(sec, what, va.get((sec, what), ""), vb.get((sec, what), "")) for sec, what in keys]
 

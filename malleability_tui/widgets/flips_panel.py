@@ -33,16 +33,29 @@ def check_cells(rows: list[dict], dataset: str = "") -> tuple[list[tuple[str, ..
     for model, m in s["models"].items():
         ests = sorted(
             m["estimators"],
-            key=lambda t: (t["estimator"] == "retrain_other_order", -(t["spearman"] if math.isfinite(t["spearman"]) else -2)),
+            key=lambda t: (
+                t["estimator"] == "retrain_other_order",
+                -(t["spearman"] if math.isfinite(t["spearman"]) else -2),
+            ),
         )
         for t in ests:
-            best = m["closest"] is not None and (t["estimator"], t["ridge"]) == (m["closest"]["estimator"], m["closest"]["ridge"])
-            out.append((
-                model, ESTIMATOR_LABELS.get(t["estimator"], t["estimator"]) + (" ★" if best else ""),
-                t["ridge"] or "–", f"{t['spearman']:.2f}" if math.isfinite(t["spearman"]) else "n/a",
-                f"{100 * t['sign_agreement']:.0f}%" if math.isfinite(t["sign_agreement"]) else "n/a",
-                str(t["n_points"]), str(t["seeds"]),
-            ))
+            best = m["closest"] is not None and (t["estimator"], t["ridge"]) == (
+                m["closest"]["estimator"],
+                m["closest"]["ridge"],
+            )
+            out.append(
+                (
+                    model,
+                    ESTIMATOR_LABELS.get(t["estimator"], t["estimator"]) + (" ★" if best else ""),
+                    t["ridge"] or "–",
+                    f"{t['spearman']:.2f}" if math.isfinite(t["spearman"]) else "n/a",
+                    f"{100 * t['sign_agreement']:.0f}%"
+                    if math.isfinite(t["sign_agreement"])
+                    else "n/a",
+                    str(t["n_points"]),
+                    str(t["seeds"]),
+                )
+            )
     return out, list(s["headline"])
 
 
@@ -67,11 +80,17 @@ def grid_cells(rows: list[dict]) -> list[tuple[str, ...]]:
     out = []
     for c in grid(std):
         a, b = c["MLP-Attn"], c["2L-ReLU"]
-        out.append((
-            str(c["ridge"]), str(c["ranking"]), str(c["attack"]).upper(), f"{c['eps']:g}",
-            f"{a['pooled']:.1f}%" if a else "–", f"{b['pooled']:.1f}%" if b else "–",
-            f"×{c['ratio']:.2f}" if c["ratio"] is not None else "–",
-        ))
+        out.append(
+            (
+                str(c["ridge"]),
+                str(c["ranking"]),
+                str(c["attack"]).upper(),
+                f"{c['eps']:g}",
+                f"{a['pooled']:.1f}%" if a else "–",
+                f"{b['pooled']:.1f}%" if b else "–",
+                f"×{c['ratio']:.2f}" if c["ratio"] is not None else "–",
+            )
+        )
     return out
 
 
@@ -165,7 +184,9 @@ class FlipsPanel(Vertical):
                 grid.add_row(*c)
             self._last_grid = cells
         grid.set_class(bool(cells), "shown")
-        ccells, clines = check_cells(st.tables.get("influence_check", []), str((st.spec.get("data") or {}).get("name", "")))
+        ccells, clines = check_cells(
+            st.tables.get("influence_check", []), str((st.spec.get("data") or {}).get("name", ""))
+        )
         check = self.query_one("#flip-check", DataTable)
         if getattr(self, "_last_check", None) != ccells:
             check.clear()
@@ -175,7 +196,9 @@ class FlipsPanel(Vertical):
         check.set_class(bool(ccells), "shown")
         notes = adversarial_lines(rows)
         if not rows:
-            notes = [] if ccells else ["No flip rates yet: run the flip (and advtrain) experiments."]
+            notes = (
+                [] if ccells else ["No flip rates yet: run the flip (and advtrain) experiments."]
+            )
         else:
             notes.insert(
                 0,
@@ -183,11 +206,18 @@ class FlipsPanel(Vertical):
                 "influence ranks · ÷ReLU: mean flip rate over 2L-ReLU's · paper: v1 Tables 2–4",
             )
             if cells:
-                notes.insert(1, "grid: pooled flip rates per ridge × ranking on the same models and attacked points (standard training)")
+                notes.insert(
+                    1,
+                    "grid: pooled flip rates per ridge × ranking on the same models and attacked points (standard training)",
+                )
             for training in dict.fromkeys(str(r.get("training") or "standard") for r in all_rows):
                 mine = [r for r in all_rows if str(r.get("training") or "standard") == training]
-                notes[:0] = [n.replace("[yellow]", f"[yellow]{training}: ", 1) for n in guard_notes(mine)]
+                notes[:0] = [
+                    n.replace("[yellow]", f"[yellow]{training}: ", 1) for n in guard_notes(mine)
+                ]
         if ccells:
-            notes.append("influence check: ρ = Spearman of each estimator's s_i with retraining without i (★ closest)")
+            notes.append(
+                "influence check: ρ = Spearman of each estimator's s_i with retraining without i (★ closest)"
+            )
             notes.extend(clines)
         self.query_one("#flip-notes", Static).update("\n".join(notes))

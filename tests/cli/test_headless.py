@@ -13,8 +13,23 @@ from typer.testing import CliRunner
 from malleability_tui.cli.main import app
 
 runner = CliRunner()
-TINY = ["--dataset", "digits", "--experiment", "train", "--quick", "--widths", "8", "--epochs", "2",
-        "--n-train", "60", "--n-test", "30", "--models", "relu"]
+TINY = [
+    "--dataset",
+    "digits",
+    "--experiment",
+    "train",
+    "--quick",
+    "--widths",
+    "8",
+    "--epochs",
+    "2",
+    "--n-train",
+    "60",
+    "--n-test",
+    "30",
+    "--models",
+    "relu",
+]
 
 
 def _invoke(args: list[str]):
@@ -38,7 +53,15 @@ def test_quick_run_writes_complete_directory(run_dir: Path) -> None:
     assert rows[0].startswith("model,dataset,width,seed")
     assert len(rows) == 2  # one model × one width × one seed
     kinds = {json.loads(ln)["kind"] for ln in (run_dir / "events.jsonl").read_text().splitlines()}
-    assert {"Started", "Progress", "Metric", "TableRow", "CellFinished", "Summary", "Finished"} <= kinds
+    assert {
+        "Started",
+        "Progress",
+        "Metric",
+        "TableRow",
+        "CellFinished",
+        "Summary",
+        "Finished",
+    } <= kinds
 
 
 def test_resume_skips_finished_cells(run_dir: Path) -> None:
@@ -89,17 +112,46 @@ def test_bad_input_is_one_line_error(args: list[str], message: str, tmp_path: Pa
 
 def test_missing_dataset_says_how_to_get_it(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    res = runner.invoke(app, ["headless", *TINY, "--dataset", "cifar10", "--data-dir", str(tmp_path / "empty"),
-                              "--out", str(tmp_path / "r")])
+    res = runner.invoke(
+        app,
+        [
+            "headless",
+            *TINY,
+            "--dataset",
+            "cifar10",
+            "--data-dir",
+            str(tmp_path / "empty"),
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     assert res.exit_code == 1 and "Traceback" not in res.output
     assert "malleability data fetch cifar10" in res.output and "--data-dir" in res.output
     assert not (tmp_path / "r").exists()  # nothing half-made
-    res = runner.invoke(app, ["headless", *TINY, "--dataset", "cifar10", "--data-dir", str(tmp_path / "typo")])
+    res = runner.invoke(
+        app, ["headless", *TINY, "--dataset", "cifar10", "--data-dir", str(tmp_path / "typo")]
+    )
     assert res.exit_code == 1 and "typo" in res.output and "Traceback" not in res.output
 
 
 def test_diverging_run_is_reported(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["headless", *TINY, "--optimizer", "sgd", "--classes", "3,8", "--lr", "1e20", "--epochs", "4", "--out", str(tmp_path / "r")])
+    res = runner.invoke(
+        app,
+        [
+            "headless",
+            *TINY,
+            "--optimizer",
+            "sgd",
+            "--classes",
+            "3,8",
+            "--lr",
+            "1e20",
+            "--epochs",
+            "4",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     assert res.exit_code == 1 and "diverged" in res.output and "Traceback" not in res.output
     assert json.loads((tmp_path / "r" / "env.json").read_text())["status"] == "failed"
 
@@ -135,17 +187,44 @@ def test_engine_never_imports_ui() -> None:
 
 
 def test_single_split_folder_warns_once(shared_data: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["headless", *TINY, "--dataset", "mnist", "--data-dir", str(shared_data / "mnist"),
-                              "--seeds", "0,1", "--out", str(tmp_path / "r")], catch_exceptions=False)
+    res = runner.invoke(
+        app,
+        [
+            "headless",
+            *TINY,
+            "--dataset",
+            "mnist",
+            "--data-dir",
+            str(shared_data / "mnist"),
+            "--seeds",
+            "0,1",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     assert " ".join(res.output.split()).count("only the test split") == 1
     logs = [json.loads(ln) for ln in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
-    assert [e["level"] for e in logs if e["kind"] == "Log" and "only the test split" in e["message"]] == ["warning"]
+    assert [
+        e["level"] for e in logs if e["kind"] == "Log" and "only the test split" in e["message"]
+    ] == ["warning"]
 
 
 def test_quick_caps_a_small_binary_task_in_one_line(tmp_path: Path) -> None:
     cfg = tmp_path / "q.toml"
-    res = _invoke(["headless", "--dataset", "digits", "--classes", "3,8", "--quick", "--save-config", str(cfg)])
+    res = _invoke(
+        [
+            "headless",
+            "--dataset",
+            "digits",
+            "--classes",
+            "3,8",
+            "--quick",
+            "--save-config",
+            str(cfg),
+        ]
+    )
     assert res.exit_code == 0, res.output
     from engine.experiments.spec import RunSpec
 

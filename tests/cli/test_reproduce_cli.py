@@ -12,14 +12,38 @@ from typer.testing import CliRunner
 from malleability_tui.cli.main import app
 
 runner = CliRunner()
-TABLES = ("spectrum", "eigenvalues", "alignment", "ntk_distance", "flip_rates", "landscape", "sharpness")
+TABLES = (
+    "spectrum",
+    "eigenvalues",
+    "alignment",
+    "ntk_distance",
+    "flip_rates",
+    "landscape",
+    "sharpness",
+)
 
 
 @pytest.fixture(scope="module")
 def repro(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("repro") / "digits"
-    res = runner.invoke(app, ["reproduce", "--dataset", "digits", "--quick", "--widths", "8,16,32,64",
-                              "--epochs", "8", "--device", "cpu", "--out", str(out)], catch_exceptions=False)
+    res = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "--dataset",
+            "digits",
+            "--quick",
+            "--widths",
+            "8,16,32,64",
+            "--epochs",
+            "8",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     assert "Claims checklist" in res.output
     return out
@@ -35,30 +59,61 @@ def _finite_numbers(obj) -> list[float]:
 
 def test_every_file_table_and_claim(repro: Path) -> None:
     meta = json.loads((repro / "reproduce.json").read_text())
-    assert [p["key"] for p in meta["parts"]] == ["digits-multiclass", "digits-binary", "digits-binary-gd"]
+    assert [p["key"] for p in meta["parts"]] == [
+        "digits-multiclass",
+        "digits-binary",
+        "digits-binary-gd",
+    ]
     multi = repro / "digits-multiclass"
     for t in TABLES:
         rows = (multi / f"{t}.csv").read_text().splitlines()
         assert len(rows) > 1, t
     # models × attacks × the four protocols of the sensitivity grid
-    assert len((repro / "digits-binary" / "flip_rates.csv").read_text().splitlines()) == 1 + 2 * 3 * 4
+    assert (
+        len((repro / "digits-binary" / "flip_rates.csv").read_text().splitlines()) == 1 + 2 * 3 * 4
+    )
     s = json.loads((repro / "summary.json").read_text())
-    assert len(s["table1"]) == 6 and len(s["table2"]) == 6 and len(s["table3"]) == 6 and len(s["table4"]) == 2
-    assert sorted(c["claim"] for c in s["checklist"]) == [1, 1, 2, 3, 4, 5, 6, 7]  # claim 1: Adam and GD
-    assert all(c["verdict"].split(":")[0] in ("holds", "does not hold", "inconclusive")
-               for c in s["checklist"] if c["claim"] != 7)
+    assert (
+        len(s["table1"]) == 6
+        and len(s["table2"]) == 6
+        and len(s["table3"]) == 6
+        and len(s["table4"]) == 2
+    )
+    assert sorted(c["claim"] for c in s["checklist"]) == [
+        1,
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+    ]  # claim 1: Adam and GD
+    assert all(
+        c["verdict"].split(":")[0] in ("holds", "does not hold", "inconclusive")
+        for c in s["checklist"]
+        if c["claim"] != 7
+    )
     # 8 epochs leave MLP-Attn on its initial plateau: the guarded claims say so
     for c in s["checklist"]:
         if c["claim"] in (3, 6) or (c["claim"] == 1 and c["sweep"] == "Adam, 10-class"):
             assert c["verdict"].startswith("inconclusive: models not converged"), c
     assert [c["verdict"] for c in s["checklist"] if c["claim"] == 7] == ["no data"]  # no QKV-Attn
     for cell in s["table2"] + s["table3"]:
-        assert cell.get("status") != "no data" and math.isfinite(cell["mean"]) and cell["ci_low"] <= cell["mean"] <= cell["ci_high"]
+        assert (
+            cell.get("status") != "no data"
+            and math.isfinite(cell["mean"])
+            and cell["ci_low"] <= cell["mean"] <= cell["ci_high"]
+        )
     for cell in s["table4"]:
-        assert math.isfinite(cell["standard"]["mean"]) and math.isfinite(cell["adversarial"]["mean"])
+        assert math.isfinite(cell["standard"]["mean"]) and math.isfinite(
+            cell["adversarial"]["mean"]
+        )
     # Table 1 asks for m = 16, 1024, 4096: the sweep has 16 only, the rest are "no data" with a reason.
     t1 = {(c["model"], c["width"]): c for c in s["table1"]}
-    assert math.isfinite(t1[("2L-ReLU", 16)]["mean"]) and t1[("2L-ReLU", 1024)]["status"] == "no data"
+    assert (
+        math.isfinite(t1[("2L-ReLU", 16)]["mean"]) and t1[("2L-ReLU", 1024)]["status"] == "no data"
+    )
     assert "1024" in t1[("2L-ReLU", 1024)]["reason"]
     assert s["kappa"][0]["kappa_G"] > 1
     nums = _finite_numbers({k: s[k] for k in ("table2", "table3", "kappa")})
@@ -67,25 +122,46 @@ def test_every_file_table_and_claim(repro: Path) -> None:
 
 def test_report_md_html_and_figures(repro: Path, tmp_path: Path) -> None:
     for fmt in ("md", "html"):
-        res = runner.invoke(app, ["report", str(repro), "--format", fmt, "--to", str(tmp_path / f"r.{fmt}")])
+        res = runner.invoke(
+            app, ["report", str(repro), "--format", fmt, "--to", str(tmp_path / f"r.{fmt}")]
+        )
         assert res.exit_code == 0, res.output
         text = (tmp_path / f"r.{fmt}").read_text()
         assert "Claims checklist" in text and "Table 2" in text and "flip_rates" in text
     pytest.importorskip("matplotlib")
-    res = runner.invoke(app, ["figures", str(repro), "--format", "png", "--to", str(tmp_path / "fig")])
+    res = runner.invoke(
+        app, ["figures", str(repro), "--format", "png", "--to", str(tmp_path / "fig")]
+    )
     assert res.exit_code == 0, res.output
     names = {p.name for p in (tmp_path / "fig").glob("*.png")}
-    for want in ("digits-multiclass_table1_ntk_distance.png", "digits-multiclass_spectrum_G_G3.png",
-                 "digits-multiclass_table2_flip_rates.png", "digits-binary_table3_flip_rates.png",
-                 "digits-multiclass_table4_adversarial.png", "digits-multiclass_landscape_2d.png"):
+    for want in (
+        "digits-multiclass_table1_ntk_distance.png",
+        "digits-multiclass_spectrum_G_G3.png",
+        "digits-multiclass_table2_flip_rates.png",
+        "digits-binary_table3_flip_rates.png",
+        "digits-multiclass_table4_adversarial.png",
+        "digits-multiclass_landscape_2d.png",
+    ):
         assert want in names
 
 
 def test_missing_data_is_reported_not_invented(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    res = runner.invoke(app, ["reproduce", "--dataset", "cifar10", "--data-dir", str(empty), "--quick",
-                              "--out", str(tmp_path / "r")], catch_exceptions=False)
+    res = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "--dataset",
+            "cifar10",
+            "--data-dir",
+            str(empty),
+            "--quick",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     s = json.loads((tmp_path / "r" / "summary.json").read_text())
     cells = s["table1"] + s["table2"] + s["table3"] + s["table4"] + s["kappa"]
@@ -95,5 +171,7 @@ def test_missing_data_is_reported_not_invented(tmp_path: Path) -> None:
 
 
 def test_bad_tables_option(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["reproduce", "--dataset", "digits", "--tables", "5", "--out", str(tmp_path / "r")])
+    res = runner.invoke(
+        app, ["reproduce", "--dataset", "digits", "--tables", "5", "--out", str(tmp_path / "r")]
+    )
     assert res.exit_code != 0 and "--tables" in res.output and "Traceback" not in res.output

@@ -55,11 +55,17 @@ def test_resume_of_a_finished_run_keeps_every_summary_number(tmp_path: Path) -> 
     cfg.write_text(SPEC)
     out = tmp_path / "run"
     runner = CliRunner()
-    first = runner.invoke(app, ["headless", "--config", str(cfg), "--out", str(out), "--quiet"], catch_exceptions=False)
+    first = runner.invoke(
+        app,
+        ["headless", "--config", str(cfg), "--out", str(out), "--quiet"],
+        catch_exceptions=False,
+    )
     assert first.exit_code == 0, first.output
     before = _summary(out)
     assert {"train", "spectrum", "ntk", "flip", "landscape", "influence_check"} <= set(before)
-    again = runner.invoke(app, ["headless", "--resume", "--out", str(out), "--quiet"], catch_exceptions=False)
+    again = runner.invoke(
+        app, ["headless", "--resume", "--out", str(out), "--quiet"], catch_exceptions=False
+    )
     assert again.exit_code == 0, again.output
     after = _summary(out)
     assert after == before

@@ -66,7 +66,24 @@ def test_headless_run_on_cuda(tmp_path) -> None:
 
     from malleability_tui.cli.main import app
 
-    res = CliRunner().invoke(app, ["headless", "--dataset", "digits", "--experiment", "train,ntk", "--quick",
-                                   "--widths", "16", "--epochs", "3", "--device", "cuda", "--out", str(tmp_path / "r")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "headless",
+            "--dataset",
+            "digits",
+            "--experiment",
+            "train,ntk",
+            "--quick",
+            "--widths",
+            "16",
+            "--epochs",
+            "3",
+            "--device",
+            "cuda",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "r" / "env.json").read_text())["device"].startswith("cuda")

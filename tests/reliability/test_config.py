@@ -63,7 +63,9 @@ def test_new_fields_are_typed_from_their_annotation() -> None:
     for sec, cls in SECTIONS.items():
         for f in dataclasses.fields(cls):
             default = getattr(cls(), f.name)
-            wrong = "not-a-value" if not isinstance(default, str) else -12345  # ntk.ridge takes numbers ≥ 0
+            wrong = (
+                "not-a-value" if not isinstance(default, str) else -12345
+            )  # ntk.ridge takes numbers ≥ 0
             if default is None:
                 wrong = {"x": 1}
             with pytest.raises(ConfigError) as e:

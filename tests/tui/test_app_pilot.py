@@ -277,7 +277,9 @@ async def test_resume_interrupted_run_from_the_browser(tmp_path):
         await pilot.pause()
         text = screen_text(app)
         assert "u resumes it here" in text
-        footer = await footer_text(pilot, app)  # the footer fits: the Runs keys and the app's, whole
+        footer = await footer_text(
+            pilot, app
+        )  # the footer fits: the Runs keys and the app's, whole
         assert "u Resume" in footer and "q Quit" in footer and "c Cancel" not in footer
         await pilot.press("u")
         await wait_job(pilot, app)
@@ -318,7 +320,9 @@ async def test_a_run_at_chance_says_so_in_every_panel(tmp_path):
             return replace(e, row={**e.row, "above_chance": False})
         return e
 
-    run = write_run(tmp_path / "runs" / "20250101-000000-all-digits", [at_chance(e) for e in canned_events()])
+    run = write_run(
+        tmp_path / "runs" / "20250101-000000-all-digits", [at_chance(e) for e in canned_events()]
+    )
     app = make_test_app(tmp_path, open_run=str(run))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

@@ -47,7 +47,9 @@ async def test_first_launch_opens_on_the_quick_preset_and_paper_is_one_key_away(
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert (_field(app, "widths"), _field(app, "epochs"), _field(app, "seeds")) == (
-            "16,64,256,1024", str(QUICK["train__epochs"]), "0",
+            "16,64,256,1024",
+            str(QUICK["train__epochs"]),
+            "0",
         )
         await pilot.press("f6")
         await pilot.pause()
@@ -153,7 +155,9 @@ async def test_plain_keys_type_in_text_fields_and_the_footer_says_so(tmp_path):
         await pilot.press("end", "?", "q", "2", "r", "e", "s", "c")
         await pilot.pause()
         assert inp.value == "5?q2resc" and app.is_running
-        assert app.query_one(TabbedContent).active == "setup" and not isinstance(app.screen, HelpScreen)
+        assert app.query_one(TabbedContent).active == "setup" and not isinstance(
+            app.screen, HelpScreen
+        )
         footer = await footer_text(pilot, app)
         assert "^r Run" in footer and "F1 Help" in footer and "esc Leave field" in footer
         assert "c Cancel" not in footer and "1-7" not in footer
@@ -209,7 +213,9 @@ async def test_screenshot_leaves_the_toasts_out(tmp_path):
 
 async def test_compare_only_takes_its_own_keys_and_highlights_differences(tmp_path):
     a = write_run(tmp_path / "runs" / "20250101-000000-all-digits")
-    b = write_run(tmp_path / "runs" / "20250102-000000-all-digits", canned_events(fail="DivergedError"))
+    b = write_run(
+        tmp_path / "runs" / "20250102-000000-all-digits", canned_events(fail="DivergedError")
+    )
     rows = compare_rows(load_run_state(a), load_run_state(b))
     status = next(r for r in rows if r[:2] == ("run", "status"))
     assert status[2:] == ("finished", "failed")
@@ -236,7 +242,7 @@ async def test_compare_only_takes_its_own_keys_and_highlights_differences(tmp_pa
 
 
 async def test_a_fast_second_panel_key_wins_over_the_first_panels_focus(tmp_path):
-    """"4" then "5" in quick succession: the Flips panel's focus (given after "4") reaches the
+    """ "4" then "5" in quick succession: the Flips panel's focus (given after "4") reaches the
     tabs after "5" switched away; it must not pull Flips back (a lost key)."""
     app = make_test_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -56,7 +56,9 @@ def test_flip_rows_ci_ratio_paper():
     relu, attn = out["2L-ReLU"], out["MLP-Attn"]
     assert math.isclose(relu.flip, 0.11) and math.isclose(attn.ratio, 0.41 / 0.11)
     # 22 flips of 200 pooled over the two seeds: Wilson 95% interval [0.0738, 0.1609]
-    assert math.isclose(relu.lo, 0.07377, abs_tol=1e-4) and math.isclose(relu.hi, 0.16093, abs_tol=1e-4)
+    assert math.isclose(relu.lo, 0.07377, abs_tol=1e-4) and math.isclose(
+        relu.hi, 0.16093, abs_tol=1e-4
+    )
     assert relu.paper == 3.3 and attn.paper == 28.9  # PAPER.md Table 2, MNIST PGD
     assert F.paper_flip("mnist:3v8", "MLP-Attn", "fgsm", "standard") == 25.9
 
@@ -109,6 +111,9 @@ def test_guard_notes_from_live_and_csv_rows():
     disk = [{k: str(v) for k, v in r.items()} for r in live]
     notes = F.guard_notes(live)
     assert notes == F.guard_notes(disk) and len(notes) == 1
-    assert "MLP-Attn: not converged in 1 of 2 cells (m=16 seed=0); at chance in 2 of 2 cells" in notes[0]
+    assert (
+        "MLP-Attn: not converged in 1 of 2 cells (m=16 seed=0); at chance in 2 of 2 cells"
+        in notes[0]
+    )
     assert notes[0].startswith("[yellow]⚠") and "their numbers are not results" in notes[0]
     assert F.guard_notes([{"model": "2L-ReLU", "width": 16}]) == []

@@ -53,7 +53,8 @@ def test_reproduce_dry_run_prints_the_estimate(tmp_path):
     from malleability_tui.cli.main import app
 
     res = CliRunner().invoke(
-        app, ["reproduce", "--dataset", "digits", "--quick", "--dry-run", "--out", str(tmp_path / "r")]
+        app,
+        ["reproduce", "--dataset", "digits", "--quick", "--dry-run", "--out", str(tmp_path / "r")],
     )
     assert res.exit_code == 0, res.output
     assert "estimated run time ≈ " in res.output and not (tmp_path / "r").exists()

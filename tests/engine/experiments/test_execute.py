@@ -16,9 +16,21 @@ SPEC = RunSpec(experiment="train", seeds=(0,), device="cpu").replace(
 
 
 def _row(width: int) -> dict:
-    return {"model": "2L-ReLU", "dataset": "digits", "width": width, "seed": 0, "training": "standard",
-            "epochs": 2, "train_loss": 0.5, "train_accuracy": 0.5, "test_loss": 0.5,
-            "test_accuracy": 0.5, "seconds": 0.1, "converged": True, "above_chance": True}
+    return {
+        "model": "2L-ReLU",
+        "dataset": "digits",
+        "width": width,
+        "seed": 0,
+        "training": "standard",
+        "epochs": 2,
+        "train_loss": 0.5,
+        "train_accuracy": 0.5,
+        "test_loss": 0.5,
+        "test_accuracy": 0.5,
+        "seconds": 0.1,
+        "converged": True,
+        "above_chance": True,
+    }
 
 
 def _status(run) -> str:

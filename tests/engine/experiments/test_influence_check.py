@@ -89,8 +89,14 @@ def test_full_batch_gd_has_no_batch_order_noise(tmp_path):
     retraining, so it agrees with the truth exactly (the noise floor's known answer)."""
     spec = _spec(gradient=()).replace(train__optimizer="gd", train__lr=0.5, model__kinds=("relu",))
     events, _ = _run(spec, tmp_path)
-    noise = [e.row for e in events if isinstance(e, TableRow) and e.row.get("estimator") == "retrain_other_order"]
-    assert noise and noise[0]["spearman"] == pytest.approx(1.0) and noise[0]["sign_agreement"] == 1.0
+    noise = [
+        e.row
+        for e in events
+        if isinstance(e, TableRow) and e.row.get("estimator") == "retrain_other_order"
+    ]
+    assert (
+        noise and noise[0]["spearman"] == pytest.approx(1.0) and noise[0]["sign_agreement"] == 1.0
+    )
 
 
 def test_all_leaves_it_out_and_its_subset_is_checked():
@@ -115,11 +121,48 @@ def test_bad_options_are_config_errors():
 def test_summary_names_the_estimator_with_the_highest_rank_correlation():
     base = {"model": "2L-ReLU", "n_points": 40, "seconds": 0.1}
     rows = [
-        {**base, "estimator": "kernel_loo", "ridge": "lambda:0.001", "spearman": 0.2, "sign_agreement": 0.6, "seed": 0},
-        {**base, "estimator": "kernel_loo", "ridge": "objective:0.1", "spearman": 0.7, "sign_agreement": 0.8, "seed": 0},
-        {**base, "estimator": "kernel_loo", "ridge": "objective:0.1", "spearman": 0.5, "sign_agreement": 0.9, "seed": 1},
-        {**base, "estimator": "retrain_other_order", "ridge": "", "spearman": 0.95, "spearman_p": 1e-9, "sign_agreement": 1.0, "seed": 0},
-        {**base, "estimator": "retrain_other_order", "ridge": "", "spearman": 0.9, "spearman_p": 1e-8, "sign_agreement": 1.0, "seed": 1},
+        {
+            **base,
+            "estimator": "kernel_loo",
+            "ridge": "lambda:0.001",
+            "spearman": 0.2,
+            "sign_agreement": 0.6,
+            "seed": 0,
+        },
+        {
+            **base,
+            "estimator": "kernel_loo",
+            "ridge": "objective:0.1",
+            "spearman": 0.7,
+            "sign_agreement": 0.8,
+            "seed": 0,
+        },
+        {
+            **base,
+            "estimator": "kernel_loo",
+            "ridge": "objective:0.1",
+            "spearman": 0.5,
+            "sign_agreement": 0.9,
+            "seed": 1,
+        },
+        {
+            **base,
+            "estimator": "retrain_other_order",
+            "ridge": "",
+            "spearman": 0.95,
+            "spearman_p": 1e-9,
+            "sign_agreement": 1.0,
+            "seed": 0,
+        },
+        {
+            **base,
+            "estimator": "retrain_other_order",
+            "ridge": "",
+            "spearman": 0.9,
+            "spearman_p": 1e-8,
+            "sign_agreement": 1.0,
+            "seed": 1,
+        },
     ]
     s = summarize(rows, "digits")
     best = s["models"]["2L-ReLU"]["closest"]
@@ -134,20 +177,57 @@ def test_summary_is_inconclusive_when_retraining_is_chaotic():
     against them is not a result."""
     base = {"model": "MLP-Attn", "n_points": 40, "seconds": 0.1, "seed": 0}
     rows = [
-        {**base, "estimator": "kernel_loo", "ridge": "objective:0.1", "spearman": 0.4, "spearman_p": 0.01, "sign_agreement": 0.8},
-        {**base, "estimator": "retrain_other_order", "ridge": "", "spearman": -0.5, "spearman_p": 0.001, "sign_agreement": 0.4},
+        {
+            **base,
+            "estimator": "kernel_loo",
+            "ridge": "objective:0.1",
+            "spearman": 0.4,
+            "spearman_p": 0.01,
+            "sign_agreement": 0.8,
+        },
+        {
+            **base,
+            "estimator": "retrain_other_order",
+            "ridge": "",
+            "spearman": -0.5,
+            "spearman_p": 0.001,
+            "sign_agreement": 0.4,
+        },
     ]
     s = summarize(rows, "digits")
-    assert s["models"]["MLP-Attn"]["resolved"] is False and s["models"]["MLP-Attn"]["closest"] is None
+    assert (
+        s["models"]["MLP-Attn"]["resolved"] is False and s["models"]["MLP-Attn"]["closest"] is None
+    )
     assert s["headline"][0].startswith("MLP-Attn: INCONCLUSIVE")
 
 
 def test_rows_carry_the_guards_and_the_summary_marks_unconverged_models():
-    base = {"model": "MLP-Attn", "n_points": 40, "seconds": 0.1, "seed": 0, "width": 256,
-            "converged": False, "above_chance": True}
+    base = {
+        "model": "MLP-Attn",
+        "n_points": 40,
+        "seconds": 0.1,
+        "seed": 0,
+        "width": 256,
+        "converged": False,
+        "above_chance": True,
+    }
     rows = [
-        {**base, "estimator": "kernel_loo", "ridge": "objective:0.1", "spearman": 0.6, "spearman_p": 1e-4, "sign_agreement": 0.8},
-        {**base, "estimator": "retrain_other_order", "ridge": "", "spearman": 0.9, "spearman_p": 1e-9, "sign_agreement": 1.0},
+        {
+            **base,
+            "estimator": "kernel_loo",
+            "ridge": "objective:0.1",
+            "spearman": 0.6,
+            "spearman_p": 1e-4,
+            "sign_agreement": 0.8,
+        },
+        {
+            **base,
+            "estimator": "retrain_other_order",
+            "ridge": "",
+            "spearman": 0.9,
+            "spearman_p": 1e-9,
+            "sign_agreement": 1.0,
+        },
     ]
     s = summarize(rows, "digits")
     assert "not converged in 1 of 1 cell" in s["headline"][0] and "not results" in s["headline"][0]

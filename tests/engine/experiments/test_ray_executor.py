@@ -189,19 +189,25 @@ def test_cancel_raises_cancelled_from_run_cells(tmp_path) -> None:
 def test_influence_check_cells_give_the_same_rows_on_ray() -> None:
     from engine.experiments.spec import ExecutorSpec, InfluenceCheckSpec
 
-    spec = RunSpec.from_dict({
-        "experiment": "influence_check", "seeds": [0], "device": "cpu", "dtype": "float64",
-        "data": {"name": "digits", "classes": [3, 8]},
-        "model": {"kinds": ["relu", "attn"]},
-        "train": {"epochs": 3, "batch_size": 10},
-    }).replace(influence_check=InfluenceCheckSpec(n_train=30, n_test=10, width=8, top=2, random=2))
+    spec = RunSpec.from_dict(
+        {
+            "experiment": "influence_check",
+            "seeds": [0],
+            "device": "cpu",
+            "dtype": "float64",
+            "data": {"name": "digits", "classes": [3, 8]},
+            "model": {"kinds": ["relu", "attn"]},
+            "train": {"epochs": 3, "batch_size": 10},
+        }
+    ).replace(influence_check=InfluenceCheckSpec(n_train=30, n_test=10, width=8, top=2, random=2))
 
     def rows(s: RunSpec) -> dict[tuple[str, str, str], float]:
         evs = list(run(s))
         assert isinstance(evs[-1], Finished), evs[-1]
         return {
             (e.row["model"], e.row["estimator"], e.row["ridge"]): e.row["spearman"]
-            for e in evs if isinstance(e, TableRow) and e.table == "influence_check"
+            for e in evs
+            if isinstance(e, TableRow) and e.table == "influence_check"
         }
 
     local = rows(spec)

@@ -22,7 +22,13 @@ def test_plan_parts_and_experiments() -> None:
     parts = plan(("mnist",), tables=(1, 2, 3, 4), seeds=(0, 1), data_dir="/d")
     assert [p.key for p in parts] == ["mnist-multiclass", "mnist-binary", "mnist-binary-gd"]
     multi, binary, gd = parts
-    assert set(multi.spec.experiment.split(",")) == {"spectrum", "landscape", "ntk", "flip", "advtrain"}
+    assert set(multi.spec.experiment.split(",")) == {
+        "spectrum",
+        "landscape",
+        "ntk",
+        "flip",
+        "advtrain",
+    }
     assert multi.spec.data.classes is None and binary.spec.data.classes == (3, 8)
     assert binary.spec.experiment == "spectrum,flip" and multi.spec.seeds == (0, 1)
     assert gd.role == "gd" and gd.spec.experiment == "ntk" and gd.spec.data.classes == (3, 8)
@@ -44,7 +50,11 @@ def test_explicit_seeds_win_over_the_quick_preset() -> None:
 
 def test_wilson_and_mean_std() -> None:
     lo, hi = wilson_interval(10, 100)
-    assert lo < 0.1 < hi and lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)
+    assert (
+        lo < 0.1 < hi
+        and lo == pytest.approx(0.0552, abs=1e-3)
+        and hi == pytest.approx(0.1744, abs=1e-3)
+    )
     assert mean_std([1.0, 3.0, float("nan")]) == (2.0, math.sqrt(2.0), 2)
 
 
@@ -53,21 +63,56 @@ def _ntk(relu_slope: float, attn_slope: float, widths=(4, 16, 64, 256, 1024)) ->
     for seed in (0, 1):
         for i, w in enumerate(widths):
             for model, s in (("2L-ReLU", relu_slope), ("MLP-Attn", attn_slope)):
-                rows.append({"model": model, "width": str(w), "seed": str(seed), "ntk_distance": str(10 + s * i + 0.01 * seed)})
+                rows.append(
+                    {
+                        "model": model,
+                        "width": str(w),
+                        "seed": str(seed),
+                        "ntk_distance": str(10 + s * i + 0.01 * seed),
+                    }
+                )
     return rows
 
 
-def _flips(attn: float, relu: float, relu_adv: float | None = None, n: int = 100,
-           ridge: str = "objective:0.5", ranking: str = "abs_signed_mean") -> list[dict]:
+def _flips(
+    attn: float,
+    relu: float,
+    relu_adv: float | None = None,
+    n: int = 100,
+    ridge: str = "objective:0.5",
+    ranking: str = "abs_signed_mean",
+) -> list[dict]:
     rows = []
     proto = {"ridge": ridge, "ranking": ranking}
     for a in ("fgsm", "pgd", "mim"):
         for model, r in (("MLP-Attn", attn), ("2L-ReLU", relu)):
-            rows.append({"model": model, "attack": a, "eps": "0.3", "training": "standard", "seed": "0",
-                         "flip_rate": str(r), "n_selected": str(n), "n_flipped": str(round(r * n)), **proto})
+            rows.append(
+                {
+                    "model": model,
+                    "attack": a,
+                    "eps": "0.3",
+                    "training": "standard",
+                    "seed": "0",
+                    "flip_rate": str(r),
+                    "n_selected": str(n),
+                    "n_flipped": str(round(r * n)),
+                    **proto,
+                }
+            )
     if relu_adv is not None:
-        rows.append({"model": "2L-ReLU", "attack": "pgd", "eps": "0.3", "training": "adversarial", "seed": "0",
-                     "flip_rate": str(relu_adv), "n_selected": str(n), "n_flipped": str(round(relu_adv * n)), **proto})
+        rows.append(
+            {
+                "model": "2L-ReLU",
+                "attack": "pgd",
+                "eps": "0.3",
+                "training": "adversarial",
+                "seed": "0",
+                "flip_rate": str(relu_adv),
+                "n_selected": str(n),
+                "n_flipped": str(round(relu_adv * n)),
+                **proto,
+            }
+        )
     return rows
 
 
@@ -75,15 +120,24 @@ def test_binary_parts_carry_the_grid_and_compare_reports_it() -> None:
     parts = plan(("mnist",), tables=(3,))
     binary = parts[1]
     assert binary.spec.flip.protocols() == (
-        ("objective", "abs_signed_mean"), ("lambda", "abs_mean"), ("lambda", "abs_signed_mean"),
+        ("objective", "abs_signed_mean"),
+        ("lambda", "abs_mean"),
+        ("lambda", "abs_signed_mean"),
         ("objective", "abs_mean"),
     )
-    rows = (_flips(0.55, 0.15) + _flips(0.30, 0.50, ridge="lambda:0.001", ranking="abs_mean")
-            + _flips(0.60, 0.20, ridge="lambda:0.001") + _flips(0.5, 0.2, ranking="abs_mean"))
+    rows = (
+        _flips(0.55, 0.15)
+        + _flips(0.30, 0.50, ridge="lambda:0.001", ranking="abs_mean")
+        + _flips(0.60, 0.20, ridge="lambda:0.001")
+        + _flips(0.5, 0.2, ranking="abs_mean")
+    )
     out = compare({binary.key: {"tables": {"flip_rates": rows}}}, parts)
     # the default protocol (objective, abs_signed_mean) fills Table 3, the grid sits beside it
     t3 = {(c["model"], c["attack"]): c for c in out["table3"]}
-    assert t3[("MLP-Attn", "PGD")]["pooled"] == pytest.approx(55.0) and t3[("2L-ReLU", "PGD")]["k"] == 15
+    assert (
+        t3[("MLP-Attn", "PGD")]["pooled"] == pytest.approx(55.0)
+        and t3[("2L-ReLU", "PGD")]["k"] == 15
+    )
     grid = {(g["rule"], g["ranking"], g["attack"]): g["ratio"] for g in out["flip_grid"]}
     assert len(grid) == 12
     assert grid[("lambda", "abs_mean", "FGSM")] == pytest.approx(0.6)
@@ -101,10 +155,21 @@ def test_checklist_holds() -> None:
         ntk=_ntk(-1.0, +1.0),
         spectrum=[{"kappa_G": "10", "kappa_G_cubed": "1000", "kappa_G3_direct": "1001"}],
         flip=_flips(0.30, 0.04, relu_adv=0.40),
-        alignment=[{"kernel": k, "target": t, "ridge": "0.001", "test_rel_mse": str(m)}
-                   for k, t, m in (("G", "eig_top", 0.5), ("G3", "eig_top", 0.1), ("G", "eig_bottom", 0.5), ("G3", "eig_bottom", 0.9))],
-        sharpness=[{"model": "MLP-Attn", "hessian_top_eig": "1.0"}, {"model": "MLP-Attn", "hessian_top_eig": "1.1"},
-                   {"model": "2L-ReLU", "hessian_top_eig": "5.0"}, {"model": "2L-ReLU", "hessian_top_eig": "5.2"}],
+        alignment=[
+            {"kernel": k, "target": t, "ridge": "0.001", "test_rel_mse": str(m)}
+            for k, t, m in (
+                ("G", "eig_top", 0.5),
+                ("G3", "eig_top", 0.1),
+                ("G", "eig_bottom", 0.5),
+                ("G3", "eig_bottom", 0.9),
+            )
+        ],
+        sharpness=[
+            {"model": "MLP-Attn", "hessian_top_eig": "1.0"},
+            {"model": "MLP-Attn", "hessian_top_eig": "1.1"},
+            {"model": "2L-ReLU", "hessian_top_eig": "5.0"},
+            {"model": "2L-ReLU", "hessian_top_eig": "5.2"},
+        ],
     )
     assert v == {1: HOLDS, 2: HOLDS, 3: HOLDS, 4: HOLDS, 5: HOLDS, 6: HOLDS, 7: NO_DATA}
 
@@ -114,14 +179,26 @@ def test_checklist_does_not_hold_and_inconclusive() -> None:
         ntk=_ntk(-1.0, -1.0),  # both converge
         spectrum=[{"kappa_G": "10", "kappa_G_cubed": "1000", "kappa_G3_direct": "50"}],
         flip=_flips(0.02, 0.30, relu_adv=0.05),
-        alignment=[{"kernel": k, "target": t, "ridge": "0.001", "test_rel_mse": str(m)}
-                   for k, t, m in (("G", "eig_top", 0.1), ("G3", "eig_top", 0.5), ("G", "eig_bottom", 0.9), ("G3", "eig_bottom", 0.5))],
-        sharpness=[{"model": "MLP-Attn", "hessian_top_eig": "5.0"}, {"model": "2L-ReLU", "hessian_top_eig": "5.1"}],
+        alignment=[
+            {"kernel": k, "target": t, "ridge": "0.001", "test_rel_mse": str(m)}
+            for k, t, m in (
+                ("G", "eig_top", 0.1),
+                ("G3", "eig_top", 0.5),
+                ("G", "eig_bottom", 0.9),
+                ("G3", "eig_bottom", 0.5),
+            )
+        ],
+        sharpness=[
+            {"model": "MLP-Attn", "hessian_top_eig": "5.0"},
+            {"model": "2L-ReLU", "hessian_top_eig": "5.1"},
+        ],
     )
     assert v == {1: FAILS, 2: FAILS, 3: FAILS, 4: FAILS, 5: FAILS, 6: INCONCLUSIVE, 7: NO_DATA}
-    few = _verdicts(ntk=_ntk(-1.0, 1.0, widths=(16, 64, 256)),
-                    spectrum=[{"kappa_G": "1e6", "kappa_G_cubed": "1e18", "kappa_G3_direct": "1e14"}],
-                    flip=_flips(0.06, 0.05, n=20))
+    few = _verdicts(
+        ntk=_ntk(-1.0, 1.0, widths=(16, 64, 256)),
+        spectrum=[{"kappa_G": "1e6", "kappa_G_cubed": "1e18", "kappa_G3_direct": "1e14"}],
+        flip=_flips(0.06, 0.05, n=20),
+    )
     assert few[1] == INCONCLUSIVE and few[2] == INCONCLUSIVE and few[3] == INCONCLUSIVE
     assert few[4] == NO_DATA and few[5] == NO_DATA and few[6] == NO_DATA
 
@@ -130,7 +207,9 @@ def test_compare_marks_missing_data_not_invented() -> None:
     parts = plan(("cifar10",), tables=(1, 2, 3, 4))
     out = compare({p.key: {"missing": "cifar10 not found"} for p in parts}, parts)
     cells = out["table1"] + out["table2"] + out["table3"] + out["table4"] + out["kappa"]
-    assert cells and all(c["status"] == NO_DATA and c["reason"] == "cifar10 not found" for c in cells)
+    assert cells and all(
+        c["status"] == NO_DATA and c["reason"] == "cifar10 not found" for c in cells
+    )
     assert all("mean" not in c for c in cells)
     assert {c["verdict"] for c in out["checklist"]} == {NO_DATA}
     paper = {(c["model"], c["attack"]): c["paper"] for c in out["table2"]}
@@ -144,20 +223,35 @@ def test_gd_sweep_matches_the_sample_config() -> None:
     from engine.experiments.reproduce import GD_SWEEP
     from engine.experiments.spec import RunSpec
 
-    cfg = RunSpec.load(Path(__file__).parents[3] / "sample_data/configs/ntk_digits_3v8_sigma1_gd.toml")
+    cfg = RunSpec.load(
+        Path(__file__).parents[3] / "sample_data/configs/ntk_digits_3v8_sigma1_gd.toml"
+    )
     assert cfg.replace(**GD_SWEEP) == cfg
 
 
-def _lin(relu: list[float], attn: list[float], spread: float = 0.01, widths=(16, 64, 256, 1024),
-         guards: dict | None = None) -> list[dict]:
+def _lin(
+    relu: list[float],
+    attn: list[float],
+    spread: float = 0.01,
+    widths=(16, 64, 256, 1024),
+    guards: dict | None = None,
+) -> list[dict]:
     """ntk_distance rows (as read from CSV) with lin_distance_rel = the given means per width ± spread."""
     rows = []
     for seed, sign in ((0, -1), (1, 1)):
         for w, vr, va in zip(widths, relu, attn):
             for model, v in (("2L-ReLU", vr), ("MLP-Attn", va)):
                 g = (guards or {}).get((model, w), {"converged": "True", "above_chance": "True"})
-                rows.append({"model": model, "width": str(w), "seed": str(seed), "ntk_distance": "1.0",
-                             "lin_distance_rel": str(v + sign * spread), **g})
+                rows.append(
+                    {
+                        "model": model,
+                        "width": str(w),
+                        "seed": str(seed),
+                        "ntk_distance": "1.0",
+                        "lin_distance_rel": str(v + sign * spread),
+                        **g,
+                    }
+                )
     return rows
 
 
@@ -171,10 +265,17 @@ def test_claim1_rule_on_the_linearized_twin() -> None:
     c = _claim1("digits", _lin(falls, [1.0, 1.2, 0.9, 1.1]))
     assert c["verdict"] == HOLDS and c["statistic"].startswith("lin_distance_rel:")
     assert c["rho_relu"] < -0.9 and c["p_relu"] < 0.05 and c["p_attn"] > 0.05
-    assert _claim1("digits", _lin(falls, [2.0, 1.5, 1.0, 0.8]))["verdict"] == HOLDS  # falls, stays above
-    assert _claim1("digits", _lin(falls, [f + 0.01 for f in falls]))["verdict"] == FAILS  # falls with it
+    assert (
+        _claim1("digits", _lin(falls, [2.0, 1.5, 1.0, 0.8]))["verdict"] == HOLDS
+    )  # falls, stays above
+    assert (
+        _claim1("digits", _lin(falls, [f + 0.01 for f in falls]))["verdict"] == FAILS
+    )  # falls with it
     assert _claim1("digits", _lin([0.1, 0.2, 0.3, 0.4], [1.0] * 4))["verdict"] == FAILS
-    assert _claim1("digits", _lin(falls[:3], [1.0] * 3, widths=(16, 64, 256)))["verdict"] == INCONCLUSIVE
+    assert (
+        _claim1("digits", _lin(falls[:3], [1.0] * 3, widths=(16, 64, 256)))["verdict"]
+        == INCONCLUSIVE
+    )
     # above by less than the seed spread (0.2 + 0.2) at the widest width: not "above"
     close = _lin(falls, [2.0, 1.5, 1.0, 0.3], spread=0.2)
     assert not _claim1("digits", close)["statistic"].endswith("at every width")
@@ -184,7 +285,10 @@ def test_claim1_rule_on_the_linearized_twin() -> None:
     assert g["statistic"].endswith("(the rule alone: holds)") and g["rule_verdict"] == HOLDS
     assert "rule_verdict" not in c and "rule alone" not in c["statistic"]
     chance = {("2L-ReLU", 64): {"converged": "True", "above_chance": "False"}}
-    assert _claim1("digits", _lin(falls, [1.0] * 4, guards=chance))["verdict"] == f"{INCONCLUSIVE}: models at chance"
+    assert (
+        _claim1("digits", _lin(falls, [1.0] * 4, guards=chance))["verdict"]
+        == f"{INCONCLUSIVE}: models at chance"
+    )
     old = [{k: v for k, v in r.items() if k != "lin_distance_rel"} for r in _ntk(-1.0, 1.0)]
     assert _claim1("digits", old)["statistic"].startswith("ntk_distance:")  # runs without the twin
 
@@ -192,14 +296,24 @@ def test_claim1_rule_on_the_linearized_twin() -> None:
 def test_checklist_states_claim1_for_both_optimisers_and_guards_claims_3_and_6() -> None:
     parts = plan(("digits",), tables=(1, 3))
     falls = [0.4, 0.2, 0.1, 0.05]
-    runs = {"digits-multiclass": {"tables": {"ntk_distance": _lin(falls, [1.0, 1.1, 1.2, 1.3])}},
-            "digits-binary": {"missing": "not run"},
-            "digits-binary-gd": {"tables": {"ntk_distance": _lin([0.1, 0.2, 0.3, 0.4], [1.0] * 4)}}}
+    runs = {
+        "digits-multiclass": {"tables": {"ntk_distance": _lin(falls, [1.0, 1.1, 1.2, 1.3])}},
+        "digits-binary": {"missing": "not run"},
+        "digits-binary-gd": {"tables": {"ntk_distance": _lin([0.1, 0.2, 0.3, 0.4], [1.0] * 4)}},
+    }
     items = [c for c in compare(runs, parts)["checklist"] if c["claim"] == 1]
-    assert [(c["sweep"], c["verdict"]) for c in items] == [("Adam, 10-class", HOLDS), ("full-batch GD, binary", FAILS)]
+    assert [(c["sweep"], c["verdict"]) for c in items] == [
+        ("Adam, 10-class", HOLDS),
+        ("full-batch GD, binary", FAILS),
+    ]
     assert "full-batch GD" in items[1]["title"]
     flips = [{**r, "converged": "False", "above_chance": "True"} for r in _flips(0.30, 0.04)]
-    sharp = [{"model": m, "seed": "0", "hessian_top_eig": v, "converged": "True", "above_chance": a}
-             for m, v, a in (("MLP-Attn", "1.0", "False"), ("2L-ReLU", "5.0", "True"))]
+    sharp = [
+        {"model": m, "seed": "0", "hessian_top_eig": v, "converged": "True", "above_chance": a}
+        for m, v, a in (("MLP-Attn", "1.0", "False"), ("2L-ReLU", "5.0", "True"))
+    ]
     v = _verdicts(flip=flips, sharpness=sharp)
-    assert v[3] == f"{INCONCLUSIVE}: models not converged" and v[6] == f"{INCONCLUSIVE}: models at chance"
+    assert (
+        v[3] == f"{INCONCLUSIVE}: models not converged"
+        and v[6] == f"{INCONCLUSIVE}: models at chance"
+    )

@@ -22,7 +22,13 @@ def test_round_trip_defaults_and_changes(tmp_path) -> None:
 def test_defaults_match_paper() -> None:
     s = RunSpec()
     assert s.model.widths == tuple(2**k for k in range(2, 13))
-    assert (s.train.optimizer, s.train.lr, s.train.batch_size, s.train.epochs, s.train.l2) == ("adam", 1e-3, 128, 500, 1e-3)
+    assert (s.train.optimizer, s.train.lr, s.train.batch_size, s.train.epochs, s.train.l2) == (
+        "adam",
+        1e-3,
+        128,
+        500,
+        1e-3,
+    )
     assert s.model.sigma_w == 0.01 and s.flip.eps == (0.3,) and s.flip.top_frac == 0.1
 
 
@@ -70,4 +76,7 @@ def test_quick_caps_sizes_to_what_the_data_set_has() -> None:
     assert (spec.data.n_train, spec.data.n_test) == (228, 77) and note == s.note
     assert cap_quick(apply_quick(RunSpec())) == (apply_quick(RunSpec()), "")
     binary = plan(("digits",), tables=(3,), quick=True)[1]
-    assert (binary.spec.data.n_train, binary.spec.data.n_test) == (228, 77) and binary.note == s.note
+    assert (binary.spec.data.n_train, binary.spec.data.n_test) == (
+        228,
+        77,
+    ) and binary.note == s.note

@@ -21,9 +21,21 @@ from engine.experiments.events import (
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore, read_run
 
-ROW = {"model": "2L-ReLU", "dataset": "digits", "width": 16, "seed": 0, "training": "standard", "epochs": 2,
-       "train_loss": 0.5, "train_accuracy": 0.9, "test_loss": 0.6, "test_accuracy": 0.8, "seconds": 0.1,
-       "converged": True, "above_chance": False}
+ROW = {
+    "model": "2L-ReLU",
+    "dataset": "digits",
+    "width": 16,
+    "seed": 0,
+    "training": "standard",
+    "epochs": 2,
+    "train_loss": 0.5,
+    "train_accuracy": 0.9,
+    "test_loss": 0.6,
+    "test_accuracy": 0.8,
+    "seconds": 0.1,
+    "converged": True,
+    "above_chance": False,
+}
 
 
 def _rows(path) -> list[dict]:
@@ -39,7 +51,10 @@ def test_directory_contents_and_atomic_tables(tmp_path) -> None:
     assert not (tmp_path / "run" / "train.csv").exists()  # rows land when their cell finishes
     st.write(CellFinished("c1"))
     assert _rows(tmp_path / "run")[0]["width"] == "16"
-    assert (_rows(tmp_path / "run")[0]["converged"], _rows(tmp_path / "run")[0]["above_chance"]) == ("True", "False")
+    assert (
+        _rows(tmp_path / "run")[0]["converged"],
+        _rows(tmp_path / "run")[0]["above_chance"],
+    ) == ("True", "False")
     st.write(Metric("train_loss", float("nan"), 1, cell="c1"))
     st.write(Summary("train", {"headline": "ok", "x": float("inf")}))
     st.write(Finished({"train": {"headline": "ok"}}))

@@ -14,15 +14,35 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_worker_skips_done_cells_and_summarises_their_rows():
-    spec = RunSpec(experiment="train", seeds=(0,), device="cpu").replace(data__n_train=40, data__n_test=20, model__widths=(4, 8), train__epochs=2)
+    spec = RunSpec(experiment="train", seeds=(0,), device="cpu").replace(
+        data__n_train=40, data__n_test=20, model__widths=(4, 8), train__epochs=2
+    )
     done = "train/digits/relu/4/0"
-    prev = {"model": "2L-ReLU", "dataset": "digits", "width": 4, "seed": 0, "training": "standard",
-            "epochs": 2, "train_loss": 0.5, "train_accuracy": 0.5, "test_loss": 0.5,
-            "test_accuracy": 0.987, "seconds": 0.1, "converged": True, "above_chance": True}
+    prev = {
+        "model": "2L-ReLU",
+        "dataset": "digits",
+        "width": 4,
+        "seed": 0,
+        "training": "standard",
+        "epochs": 2,
+        "train_loss": 0.5,
+        "train_accuracy": 0.5,
+        "test_loss": 0.5,
+        "test_accuracy": 0.987,
+        "seconds": 0.1,
+        "converged": True,
+        "above_chance": True,
+    }
     req = {"spec": spec.to_dict(), "done_cells": [done], "previous_rows": {"train": [prev]}}
     env = dict(os.environ, PYTHONPATH=str(ROOT), MALLEABILITY_WORKER_NICE="0")
-    p = subprocess.Popen([sys.executable, "-m", "engine.experiments.worker"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "engine.experiments.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert p.stdin is not None and p.stdout is not None
     p.stdin.write(json.dumps(req) + "\n")
     p.stdin.flush()  # kept open: closing stdin means "cancel"

@@ -43,7 +43,9 @@ def test_train_indices_solve_for_the_training_side_and_give_the_same_columns(dat
     y, yt = torch.sign(x[:, 0] - 0.5), torch.sign(xt[:, 0] - 0.5)
     full = gradient_influence(net, x, y, xt, yt, lam=1e-2, method=method, cg_tol=1e-13)
     idx = [3, 0, 17]
-    part = gradient_influence(net, x, y, xt, yt, lam=1e-2, method=method, cg_tol=1e-13, train_indices=idx)
+    part = gradient_influence(
+        net, x, y, xt, yt, lam=1e-2, method=method, cg_tol=1e-13, train_indices=idx
+    )
     assert part.shape == (6, 3)
     torch.testing.assert_close(part, full[:, idx], atol=1e-8 * float(full.abs().max()), rtol=1e-6)
 

@@ -70,7 +70,9 @@ def _gd_fit(x, y, xt, yt, lam, epochs=4000):
 
     def fit(exclude):
         model = _Linear(x.shape[1])
-        for _ in train(model, x, y, cfg, generator=torch.Generator().manual_seed(0), exclude=exclude):
+        for _ in train(
+            model, x, y, cfg, generator=torch.Generator().manual_seed(0), exclude=exclude
+        ):
             pass
         with torch.no_grad():
             return (model(xt)[:, 0] - yt) ** 2

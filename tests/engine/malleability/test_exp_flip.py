@@ -61,10 +61,14 @@ def test_grid_rows_share_models_and_carry_protocol_columns():
     rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "flip_rates"]
     assert len(rows) == 2 * 4  # kinds × protocols, one cell per (kind, attack)
     assert {(r["ridge"], r["ranking"]) for r in rows} == {
-        (rd, rk) for rd in ("lambda:0.001", "objective:0.02") for rk in ("abs_mean", "abs_signed_mean")
+        (rd, rk)
+        for rd in ("lambda:0.001", "objective:0.02")
+        for rk in ("abs_mean", "abs_signed_mean")
     }
     for r in rows:
-        assert isinstance(r["n_flipped"], int) and r["flip_rate"] == r["n_flipped"] / r["n_selected"]
+        assert (
+            isinstance(r["n_flipped"], int) and r["flip_rate"] == r["n_flipped"] / r["n_selected"]
+        )
         assert r["flipped_helpful"] + r["flipped_harmful"] == r["n_flipped"] <= r["n_selected"]
         assert 0 <= r["n_helpful"] <= r["n_selected"]
     # one training per model: two train cells, not eight
@@ -88,7 +92,10 @@ def test_pgd_step_defaults_to_madry_rule_and_summary_marks_guards():
     assert attack_options(FlipSpec(pgd_steps=10), "pgd", 0.3)["alpha"] == 0.075
     assert attack_options(FlipSpec(), "pgd", 0.3)["alpha"] == 0.01875
     assert attack_options(FlipSpec(pgd_alpha=0.01), "pgd", 0.3)["alpha"] == 0.01
-    assert FlipSpec().pgd_alpha is None and RunSpec.from_toml(RunSpec().to_toml()).flip.pgd_alpha is None
+    assert (
+        FlipSpec().pgd_alpha is None
+        and RunSpec.from_toml(RunSpec().to_toml()).flip.pgd_alpha is None
+    )
     model = torch.nn.Sequential(torch.nn.Linear(4, 2)).double()
     x = torch.rand(6, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     y = torch.tensor([0, 1, 0, 1, 0, 1])
@@ -102,5 +109,10 @@ def test_pgd_step_defaults_to_madry_rule_and_summary_marks_guards():
     assert summ["protocol"]["pgd_alpha"] == {"0.3": 2.5 * 0.3 / 2}
     assert summ["failed_guards"]["not converged"] == {"2L-ReLU": ["seed=0"], "MLP-Attn": ["seed=0"]}
     lines = summ["headline"]
-    assert lines and all("⚠" in ln and "not converged in 1 of 1 cell (seed=0)" in ln for ln in lines)
-    assert any(ln.startswith("standard MLP-Attn / 2L-ReLU") and "2L-ReLU not converged" in ln for ln in lines)
+    assert lines and all(
+        "⚠" in ln and "not converged in 1 of 1 cell (seed=0)" in ln for ln in lines
+    )
+    assert any(
+        ln.startswith("standard MLP-Attn / 2L-ReLU") and "2L-ReLU not converged" in ln
+        for ln in lines
+    )

@@ -100,7 +100,9 @@ def test_objective_ridge_is_the_minimiser_of_the_linearized_objective() -> None:
     n, p, lam = 30, 50, 0.1
     jac = torch.randn(n, p, generator=g, dtype=torch.float64)
     r = torch.randn(n, generator=g, dtype=torch.float64)
-    delta = torch.linalg.solve(2 / n * jac.T @ jac + lam * torch.eye(p, dtype=torch.float64), 2 / n * jac.T @ r)
+    delta = torch.linalg.solve(
+        2 / n * jac.T @ jac + lam * torch.eye(p, dtype=torch.float64), 2 / n * jac.T @ r
+    )
     rho = resolve_ridge("objective", n=n, lam=lam).value
     assert rho == pytest.approx(n * lam / 2)
     k = jac @ jac.T

@@ -94,13 +94,33 @@ def _rows(flags: dict[tuple[str, int], tuple[bool, bool]]) -> list[dict]:
 
 
 def test_failed_cells_note_and_verdict() -> None:
-    rows = _rows({("2L-ReLU", 16): (True, True), ("MLP-Attn", 16): (False, True), ("MLP-Attn", 64): (False, False)})
-    rows.append({"model": "MLP-Attn", "width": "64", "seed": "0", "converged": "False", "above_chance": "False"})
+    rows = _rows(
+        {
+            ("2L-ReLU", 16): (True, True),
+            ("MLP-Attn", 16): (False, True),
+            ("MLP-Attn", 64): (False, False),
+        }
+    )
+    rows.append(
+        {
+            "model": "MLP-Attn",
+            "width": "64",
+            "seed": "0",
+            "converged": "False",
+            "above_chance": "False",
+        }
+    )
     f = failed_cells(rows)
-    assert f == {"not converged": {"MLP-Attn": ["m=16 seed=0", "m=64 seed=0"]}, "at chance": {"MLP-Attn": ["m=64 seed=0"]}}
+    assert f == {
+        "not converged": {"MLP-Attn": ["m=16 seed=0", "m=64 seed=0"]},
+        "at chance": {"MLP-Attn": ["m=64 seed=0"]},
+    }
     assert guard_note(f, "2L-ReLU") == ""
     note = guard_note(f, "MLP-Attn", 2)
-    assert note == "not converged in 2 of 2 cells (m=16 seed=0, m=64 seed=0); at chance in 1 of 2 cells (m=64 seed=0)"
+    assert (
+        note
+        == "not converged in 2 of 2 cells (m=16 seed=0, m=64 seed=0); at chance in 1 of 2 cells (m=64 seed=0)"
+    )
     assert marked("x 1.0", note).startswith("x 1.0 ⚠ not converged") and marked("x", "") == "x"
     assert marked("x", note).endswith(": their numbers are not results")
     assert guard_verdict(rows) == "models not converged and at chance"

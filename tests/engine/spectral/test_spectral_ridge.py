@@ -63,7 +63,9 @@ def test_fit_targets_equals_one_fit_per_target_with_the_old_formulas():
                 _, _, f_tr, f_te = _direct(pair.train, pair.test_train, ytr2, rho)
                 mse = float(((f_te - yte2) ** 2).mean())
                 assert res.test_mse == pytest.approx(mse, rel=1e-8), (name, target, rho)
-                assert res.train_mse == pytest.approx(float(((f_tr - ytr2) ** 2).mean()), rel=1e-7, abs=1e-14)
+                assert res.train_mse == pytest.approx(
+                    float(((f_tr - ytr2) ** 2).mean()), rel=1e-7, abs=1e-14
+                )
                 assert res.test_rel_mse == pytest.approx(mse / float((yte2**2).mean()), rel=1e-8)
                 if lab is not None:
                     acc = float((f_te.argmax(1) == lab).double().mean())
@@ -72,7 +74,9 @@ def test_fit_targets_equals_one_fit_per_target_with_the_old_formulas():
                     assert math.isnan(res.test_accuracy)
             # the single-target API is the same computation
             single = kernel_ridge(pair, ytr, yte, ridges=ridges, labels=lab)
-            assert [r.test_mse for r in single] == pytest.approx([r.test_mse for r in fits[target]], rel=1e-12)
+            assert [r.test_mse for r in single] == pytest.approx(
+                [r.test_mse for r in fits[target]], rel=1e-12
+            )
 
 
 def test_eigen_target_set_matches_separate_calls():

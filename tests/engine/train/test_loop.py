@@ -66,4 +66,13 @@ def test_cancel() -> None:
     x, y, _ = _data()
     net = TwoLayerNet(6, 8, 1, dtype=torch.float64)
     with pytest.raises(Cancelled):
-        list(train(net, x, y, TrainSpec(epochs=5), generator=torch.Generator(), should_stop=lambda: True))
+        list(
+            train(
+                net,
+                x,
+                y,
+                TrainSpec(epochs=5),
+                generator=torch.Generator(),
+                should_stop=lambda: True,
+            )
+        )
