@@ -304,14 +304,14 @@ class RunContext:
         x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)
         perturb = None
         if adversarial:
-            from engine.attacks.pgd import resolve_alpha
-            from engine.train.adversarial import make_pgd_perturb
+            from engine.train.adversarial import make_perturb
 
             f = sp.flip
-            perturb = make_pgd_perturb(
-                eps=f.adv_eps,
-                steps=f.pgd_steps,
-                alpha=resolve_alpha(f.pgd_alpha, f.adv_eps, f.pgd_steps),
+            perturb = make_perturb(
+                f.adv_recipe,
+                f.adv_eps,
+                f.adv_training_steps(),
+                f.adv_alpha,
                 random_start=f.random_start,
                 norm=f.norm,
                 generator=torch.Generator(device=self.device).manual_seed(seed),

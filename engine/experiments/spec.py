@@ -28,6 +28,7 @@ OPTIMIZERS = ("adam", "sgd", "gd")
 RANKINGS = ("abs_signed_mean", "abs_mean", "signed_mean", "per_test")
 INTERVENTIONS = ("transformed", "curated", "adversarial")
 NORMS = ("linf", "l2")
+ADV_RECIPES = ("pgd", "fgsm_rs")
 PREDICTORS = ("ridge", "flow")
 EXECUTORS = ("local", "ray")
 MODEL_KINDS = ("relu", "attn", "qkv")
@@ -280,7 +281,13 @@ class FlipSpec:
     retrain: bool = False
     """Retrain on the intervened set instead of freezing the weights (paper: frozen)."""
     adv_eps: float = 0.3
-    """ε of PGD adversarial training (advtrain experiment)."""
+    """ε of adversarial training (advtrain experiment)."""
+    adv_recipe: str = "pgd"
+    """Adversarial training: pgd (Madry et al. 2018; the paper: "the same attack") or fgsm_rs (FGSM from a random start, Wong et al. 2020: one gradient per step, ≈ 1/(1 + pgd_steps) of PGD training's attack cost)."""
+    adv_steps: int | None = None
+    """PGD steps of adversarial training; unset: pgd_steps (the attack's). fgsm_rs takes 1."""
+    adv_alpha: float | None = None
+    """Step of adversarial training in pixel units; unset: 2.5·ε/adv_steps (pgd) or 1.25·ε (fgsm_rs, Wong et al. 2020)."""
 
     def __post_init__(self) -> None:
         attacks = tuple(self.attacks)
@@ -351,8 +358,34 @@ class FlipSpec:
             self.adv_eps,
             "a number in (0, 1]",
         )
+        _check(
+            self.adv_recipe in ADV_RECIPES,
+            "flip.adv_recipe",
+            self.adv_recipe,
+            " or ".join(ADV_RECIPES),
+        )
+        _check(
+            self.adv_steps is None
+            or (_pos_int(self.adv_steps) and (self.adv_recipe == "pgd" or self.adv_steps == 1)),
+            "flip.adv_steps",
+            self.adv_steps,
+            "a positive integer (fgsm_rs: 1), or leave it out for pgd_steps",
+        )
+        _check(
+            self.adv_alpha is None or _pos_float(self.adv_alpha),
+            "flip.adv_alpha",
+            self.adv_alpha,
+            "a positive number, or leave it out for the recipe's default",
+        )
         object.__setattr__(self, "attacks", attacks)
         object.__setattr__(self, "eps", eps)
+
+    def adv_training_steps(self) -> int:
+        """Attack steps per mini-batch of adversarial training: 1 for fgsm_rs, else
+        ``adv_steps`` or the attack's ``pgd_steps``."""
+        if self.adv_recipe == "fgsm_rs":
+            return 1
+        return self.adv_steps if self.adv_steps is not None else self.pgd_steps
 
     def protocols(self) -> tuple[tuple[str | float, str], ...]:
         """The (ridge, ranking) combinations to evaluate: the default protocol

@@ -1,4 +1,10 @@
-"""PGD adversarial training (Madry et al., 2018): the perturbation the training loop applies.
+"""Adversarial training: the perturbation the training loop applies.
+
+Two recipes share one iterate (``engine.attacks.pgd.pgd_steps``): PGD adversarial
+training (Madry et al., 2018; ``make_pgd_perturb``) and FGSM from a random start
+("fast adversarial training", Wong, Rice & Kolter 2020; ``make_fgsm_rs_perturb``), which
+is PGD with one step of α = 1.25·ε from a uniform point of the ε-ball: one input
+gradient a mini-batch instead of ``steps``.
 
 ``engine.train.loop.train(..., perturb=make_pgd_perturb(...))`` calls
 ``perturb(model, xb, yb)`` on every mini-batch of raw pixel inputs [b, d] in [0, 1]
@@ -68,4 +74,44 @@ def make_pgd_perturb(
     return perturb
 
 
-__all__ = ["Perturb", "make_pgd_perturb"]
+FGSM_RS_STEP = 1.25
+"""Wong et al. (2020): FGSM-RS step α = 1.25·ε (larger steps lead to catastrophic overfitting)."""
+
+
+def make_fgsm_rs_perturb(
+    eps: float = 0.3,
+    alpha: float | None = None,
+    norm: str = "linf",
+    generator: torch.Generator | None = None,
+    *,
+    loss_fn: LossFn | None = None,
+    batch_size: int = 1024,
+) -> Perturb:
+    """FGSM with a random start (Wong et al., 2020): δ₀ ~ U(ε-ball), one signed-gradient
+    step of ``alpha`` (None: ``FGSM_RS_STEP``·ε), projected back onto the ball."""
+    step = FGSM_RS_STEP * float(eps) if alpha is None else alpha
+    return make_pgd_perturb(
+        eps, 1, step, True, norm, generator, loss_fn=loss_fn, batch_size=batch_size
+    )
+
+
+def make_perturb(
+    recipe: str,
+    eps: float,
+    steps: int,
+    alpha: float | None,
+    *,
+    random_start: bool = True,
+    norm: str = "linf",
+    generator: torch.Generator | None = None,
+) -> Perturb:
+    """The perturbation of adversarial-training ``recipe`` (``pgd`` or ``fgsm_rs``;
+    ``steps`` is ignored by fgsm_rs): the one place a spec's recipe becomes a perturb."""
+    if recipe == "fgsm_rs":
+        return make_fgsm_rs_perturb(eps, alpha, norm, generator)
+    if recipe == "pgd":
+        return make_pgd_perturb(eps, steps, alpha, random_start, norm, generator)
+    raise ValueError(f"invalid adversarial-training recipe {recipe!r}: pgd or fgsm_rs")
+
+
+__all__ = ["FGSM_RS_STEP", "Perturb", "make_fgsm_rs_perturb", "make_perturb", "make_pgd_perturb"]

@@ -75,3 +75,38 @@ def test_perturb_options_checked_up_front() -> None:
         make_pgd_perturb(norm="l1")
     with pytest.raises(ConfigError):
         make_pgd_perturb(steps=0)
+
+
+def test_fgsm_rs_matches_the_formula_of_wong_et_al() -> None:
+    """FGSM-RS (Wong et al. 2020): δ₀ ~ U[−ε, ε], one step α·sign(∇ₓL) from x + δ₀,
+    clipped to the ε-box and [0, 1], written out by hand here."""
+    from engine.attacks.base import loss_from_output
+    from engine.train.adversarial import FGSM_RS_STEP, make_fgsm_rs_perturb
+
+    model = TwoLayerNet(6, 8, 3, sigma_w=1.0, seed=2, dtype=DT)
+    x, y = _data(seed=3)
+    eps = 0.2
+    xa = make_fgsm_rs_perturb(eps, generator=torch.Generator().manual_seed(5))(model, x, y)
+    u = torch.rand(x.shape, generator=torch.Generator().manual_seed(5), dtype=DT)
+    lo, hi = (x - eps).clamp(0, 1), (x + eps).clamp(0, 1)
+    z0 = torch.clamp(x + (2 * u - 1) * eps, lo, hi).requires_grad_(True)
+    model.eval()
+    (g,) = torch.autograd.grad(loss_from_output(model(z0), y).sum(), z0)
+    want = torch.clamp(z0.detach() + FGSM_RS_STEP * eps * g.sign(), lo, hi)
+    torch.testing.assert_close(xa, want, rtol=0, atol=1e-12)
+    # the step is 1.25ε, so most coordinates leave the random start
+    assert (xa - z0.detach()).abs().max() > 0.5 * eps
+
+
+def test_adv_recipe_options_checked_and_resolved() -> None:
+    from engine.experiments.spec import FlipSpec
+
+    assert FlipSpec(pgd_steps=7).adv_training_steps() == 7
+    assert FlipSpec(pgd_steps=7, adv_steps=3).adv_training_steps() == 3
+    assert FlipSpec(adv_recipe="fgsm_rs").adv_training_steps() == 1
+    with pytest.raises(ConfigError, match="flip.adv_recipe"):
+        FlipSpec(adv_recipe="trades")
+    with pytest.raises(ConfigError, match="flip.adv_steps"):
+        FlipSpec(adv_recipe="fgsm_rs", adv_steps=5)
+    with pytest.raises(ConfigError, match="flip.adv_alpha"):
+        FlipSpec(adv_alpha=-1.0)

@@ -8,9 +8,11 @@ from engine.experiments.estimate import (
     CONFIRM_SECONDS,
     OVERHEAD,
     PER_RUN_SECONDS,
+    breakdown,
     estimate_seconds,
     hms,
     planned_flops,
+    planned_flops_by_experiment,
 )
 from engine.experiments.presets import apply_quick
 from engine.experiments.spec import RunSpec
@@ -24,8 +26,31 @@ def test_train_flops_are_the_formula():
     )
     d = 64  # digits: 8×8
     assert planned_flops(spec) == 6.0 * 100 * d * (16 + 64) * 3 * 2 * 2
-    # ntk trains the same cells (once for both)
-    assert planned_flops(spec.replace(experiment="train,ntk")) == planned_flops(spec)
+    # ntk trains the same cells (counted once for both) and adds its kernels: two eNTKs
+    # 2·N²·(d + m) and two n³ solves per cell, N = n_train + n_test
+    big_n = 100 + spec.data.n_test
+    kernels = sum(2 * 2.0 * big_n**2 * (d + w) + 2 * big_n**3 for w in (16, 64)) * 2 * 2
+    by = planned_flops_by_experiment(spec.replace(experiment="train,ntk"))
+    assert by == {"train": planned_flops(spec), "ntk": kernels}
+
+
+def test_adversarial_training_cost_follows_the_recipe():
+    spec = RunSpec(experiment="advtrain").replace(flip__pgd_steps=40, flip__mim_steps=10)
+    pgd40 = planned_flops(spec)
+    fast = planned_flops(spec.replace(flip__adv_recipe="fgsm_rs"))
+    pgd10 = planned_flops(spec.replace(flip__adv_steps=10))
+    n, d, m, ep = spec.data.n_train, 64, spec.flip.width, spec.train.epochs
+    per_step = 6.0 * n * d * m * ep * 2 * len(spec.seeds)  # × kinds × seeds
+    assert pgd40 - fast == per_step * (40 - 1) and pgd40 - pgd10 == per_step * 30
+
+
+def test_breakdown_adds_up_to_the_estimate():
+    specs = [RunSpec(experiment="all"), apply_quick(RunSpec(experiment="train,spectrum"))]
+    lines = breakdown([("a", specs[0]), ("b", specs[1])], flops_per_s=RATE)
+    total = sum(ln.estimate_s for ln in lines)
+    assert abs(total - estimate_seconds(specs, flops_per_s=RATE)) < 1e-6 * total
+    assert {ln.experiment for ln in lines if ln.run == "b"} == {"train", "spectrum"}
+    assert all(ln.estimate_s == OVERHEAD * ln.floor_s for ln in lines if ln.flops)
 
 
 def test_all_resolves_every_experiment_and_adds_work():
@@ -58,3 +83,5 @@ def test_reproduce_dry_run_prints_the_estimate(tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert "estimated run time ≈ " in res.output and not (tmp_path / "r").exists()
+    assert "FLOP floor" in res.output and "time budget" in res.output
+    assert "advtrain" in res.output and "%" in res.output

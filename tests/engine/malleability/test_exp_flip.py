@@ -116,3 +116,28 @@ def test_pgd_step_defaults_to_madry_rule_and_summary_marks_guards():
         ln.startswith("standard MLP-Attn / 2L-ReLU") and "2L-ReLU not converged" in ln
         for ln in lines
     )
+
+
+def test_advtrain_recipes_reach_the_training_loop():
+    """flip.adv_recipe fgsm_rs trains exactly as PGD with one step of 1.25·ε from a random
+    start, and adv_steps (not the attack's pgd_steps) sets PGD training's steps."""
+    import torch
+
+    from engine.experiments.context import RunContext
+
+    def weights(**flip) -> list[torch.Tensor]:
+        ctx = RunContext(_spec("advtrain", **flip))
+        gen = ctx.train_model("relu", 16, 0, adversarial=True)
+        try:
+            while True:
+                next(gen)
+        except StopIteration as stop:
+            return [p.detach().clone() for p in stop.value.model.parameters()]
+
+    fast = weights(adv_recipe="fgsm_rs")
+    same = weights(adv_steps=1, adv_alpha=1.25 * 0.3)
+    pgd2 = weights()  # pgd_steps = 2 of the attack
+    pgd1 = weights(adv_steps=1)
+    for a, b in zip(fast, same):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert any(not torch.equal(a, b) for a, b in zip(pgd2, pgd1))
