@@ -270,9 +270,23 @@ def summarize(
             "pgd_steps": f.pgd_steps,
             "pgd_alpha": {f"{e:g}": resolve_alpha(f.pgd_alpha, e, f.pgd_steps) for e in f.eps},
         },
+        **({"adversarial_training": _adv_training(f)} if training == "adversarial" else {}),
         "table": table,
         "ratio_attn_relu": ratio,
         "grid": g,
         "failed_guards": failed,
         "headline": lines,
+    }
+
+
+def _adv_training(f: FlipSpec) -> dict[str, Any]:
+    """The adversarial-training recipe of an ``advtrain`` summary, its step resolved."""
+    from engine.train.adversarial import resolve_adv_alpha
+
+    steps = f.adv_training_steps()
+    return {
+        "recipe": f.adv_recipe,
+        "eps": f.adv_eps,
+        "steps": steps,
+        "alpha": resolve_adv_alpha(f.adv_recipe, f.adv_alpha, f.adv_eps, steps),
     }

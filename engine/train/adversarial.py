@@ -89,10 +89,18 @@ def make_fgsm_rs_perturb(
 ) -> Perturb:
     """FGSM with a random start (Wong et al., 2020): δ₀ ~ U(ε-ball), one signed-gradient
     step of ``alpha`` (None: ``FGSM_RS_STEP``·ε), projected back onto the ball."""
-    step = FGSM_RS_STEP * float(eps) if alpha is None else alpha
+    step = resolve_adv_alpha("fgsm_rs", alpha, eps, 1)
     return make_pgd_perturb(
         eps, 1, step, True, norm, generator, loss_fn=loss_fn, batch_size=batch_size
     )
+
+
+def resolve_adv_alpha(recipe: str, alpha: float | None, eps: float, steps: int) -> float:
+    """The step of adversarial-training ``recipe``: ``alpha``, or the recipe's default
+    (pgd: 2.5·ε/steps, Madry et al.; fgsm_rs: ``FGSM_RS_STEP``·ε, Wong et al.)."""
+    if alpha is not None:
+        return float(alpha)
+    return FGSM_RS_STEP * float(eps) if recipe == "fgsm_rs" else resolve_alpha(None, eps, steps)
 
 
 def make_perturb(
@@ -114,4 +122,11 @@ def make_perturb(
     raise ValueError(f"invalid adversarial-training recipe {recipe!r}: pgd or fgsm_rs")
 
 
-__all__ = ["FGSM_RS_STEP", "Perturb", "make_fgsm_rs_perturb", "make_perturb", "make_pgd_perturb"]
+__all__ = [
+    "FGSM_RS_STEP",
+    "Perturb",
+    "resolve_adv_alpha",
+    "make_fgsm_rs_perturb",
+    "make_perturb",
+    "make_pgd_perturb",
+]
