@@ -1,11 +1,13 @@
 """Timing of the NTK engine: structured vs Jacobian eNTK, analytic Θ∞, the NTK solve.
 
     python benchmarks/bench_ntk.py [--quick] [--skip-slow] [--device cpu] [--threads 2]
+                                   [--gpu-scale]
 
 Prints one table: median seconds over repeats and, for the eNTK, the max relative
 difference |structured − jacobian|/max|jacobian| between the two methods. Not run by
 pytest. Targets (CPU float32, 2 cores): structured n=1024, m=4096 ≤ 0.10 s; analytic
-n=4096 ≲ 0.4 s; ridge solve n=4096 ≲ 0.34 s.
+n=4096 ≲ 0.4 s; ridge solve n=4096 ≲ 0.34 s. ``--gpu-scale`` (``benchmarks/gpu_check.sh``):
+structured eNTK, Θ∞ and the solve at n = 10,000 (m = 4096), no Jacobian.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ def main() -> None:
         "--skip-slow", action="store_true", help="skip jacobian at n=1024, m=4096 (~1 min)"
     )
     ap.add_argument("--no-jacobian", action="store_true", help="time the structured path only")
+    ap.add_argument(
+        "--gpu-scale", action="store_true", help="n = 10,000 (eNTK m = 4096), structured only"
+    )
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: leave as is)")
     ap.add_argument("--repeats", type=int, default=0, help="repeats per timing (0: 5, quick 3)")
@@ -68,6 +73,9 @@ def main() -> None:
     entk_sizes = (
         [(256, 512)] if args.quick else [(256, 512), (256, 4096), (1024, 512), (1024, 4096)]
     )
+    big = 10_000 if args.gpu_scale else 0
+    if big:
+        entk_sizes, args.no_jacobian = [(1024, 4096), (big, 4096)], True
     for n, m in entk_sizes:
         x = torch.rand(n, d, generator=g).to(dev, dt)
         net = TwoLayerNet(d, m, 1, seed=1, dtype=dt).to(dev)
@@ -88,12 +96,12 @@ def main() -> None:
         note = f"max rel diff {rel:.2e}, {tj / ts:.0f}× slower"
         rows.append(("eNTK jacobian", f"n={n} m={m}", tj, tj_min, note))
 
-    for n in [1024] if args.quick else [1024, 4096]:
+    for n in [1024] if args.quick else [1024, 4096, *([big] if big else [])]:
         x = normalize_rows(torch.rand(n, d, generator=g)).to(dev, dt)
         ta, ta_min, _ = median_time(lambda x=x: analytic_ntk(x), reps, dev)
         rows.append(("analytic Θ∞", f"n={n}", ta, ta_min, ""))
 
-    n_solve = 1024 if args.quick else 4096
+    n_solve = 1024 if args.quick else (big or 4096)
     x = normalize_rows(torch.rand(n_solve + 500, d, generator=g)).to(dev, torch.float64)
     k_all = analytic_ntk(x)
     y = torch.randn(n_solve, generator=g, dtype=torch.float64).to(dev)

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# GPU check (issue #16, part 5): the CUDA-marked tests, then the kernel, influence, attack
+# and training benchmarks at GPU scale, one table each; about 5 minutes on one modern GPU.
+#
+#   bash benchmarks/gpu_check.sh            # needs CUDA; exits 3 with one line without it
+#   bash benchmarks/gpu_check.sh --cpu-smoke  # the same steps at toy sizes on the CPU (checks the script)
+#
+# Needs the project installed with a CUDA build of torch (pip install -e ".[dev]").
+# Data: MNIST from $MALLEABILITY_DATA_DIR (default ../shared/data/mnist); without it the
+# training sweep runs on the embedded digits (10 classes, n 1000).
+# Writes its tables to stdout and the sweep's run directory under ${OUT:-/tmp/gpu_check}.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu_check}
+mkdir -p "$OUT"
+smoke=0
+[ "${1:-}" = "--cpu-smoke" ] && smoke=1
+status=0
+step() {  # step SECONDS TITLE CMD...: one timed step; a failure is reported and the rest go on
+  local limit=$1 title=$2
+  shift 2
+  echo "== $title"
+  local t0=$SECONDS
+  timeout "$limit" "$@"
+  local rc=$?
+  [ $rc -ne 0 ] && { echo "!! $title: exit $rc"; status=1; }
+  echo "-- $title: $((SECONDS - t0)) s"
+}
+
+if [ $smoke -eq 0 ]; then
+  if ! python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)"; then
+    echo "gpu_check: no CUDA device (torch.cuda.is_available() is False); --cpu-smoke checks the script"
+    exit 3
+  fi
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+  dev=cuda epochs=500 widths=4,8,16,32,64,128,256,512,1024,2048,4096 n=1000 ntk_args=(--gpu-scale)
+  inf_args=() att_args=(--n 10000)
+else
+  dev=cpu epochs=2 widths=8,16 n=100 ntk_args=(--quick --no-jacobian) inf_args=(--quick)
+  att_args=(--quick)
+fi
+python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+
+if [ $smoke -eq 0 ]; then
+  step 90 "CUDA-marked tests" python -m pytest -q -m gpu tests
+fi
+step 90 "NTK kernels ($dev)" python benchmarks/bench_ntk.py --device "$dev" "${ntk_args[@]}"
+step 60 "influence ($dev)" python benchmarks/bench_influence.py --device "$dev" "${inf_args[@]}"
+step 60 "attacks ($dev)" python benchmarks/bench_attacks.py --device "$dev" "${att_args[@]}"
+data=${MALLEABILITY_DATA_DIR:-../shared/data/mnist}
+if [ -d "$data" ]; then
+  sweep=(--dataset mnist --data-dir "$data")
+else
+  echo "note: no MNIST at $data; the training sweep uses the embedded digits"
+  sweep=(--dataset digits)
+fi
+rm -rf "$OUT/sweep"
+step 150 "training sweep: widths $widths, $epochs epochs, n $n ($dev)" \
+  malleability headless "${sweep[@]}" --experiment train --widths "$widths" --seeds 0 \
+  --epochs "$epochs" --n-train "$n" --n-test 200 --device "$dev" --out "$OUT/sweep"
+exit $status
