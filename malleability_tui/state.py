@@ -60,6 +60,7 @@ class RunState:
     """Bumped on every change; panels re-render when it moves."""
     damage: list[str] = field(default_factory=list)
     """"damaged run: FILE: what" for each file of a reopened run that could not be read."""
+    _weights: list[float] | None = field(default=None, repr=False, compare=False)
 
     def apply(self, ev: Event) -> None:
         """Fold one event into the state."""
@@ -132,11 +133,9 @@ class RunState:
         return out
 
     def run_fraction(self) -> float | None:
-        """How much of the whole run is done, from the experiment and cell counters.
-
-        Each experiment counts equally and its cells equally within it (not yet weighted
-        by their FLOPs); None before the first counter.
-        """
+        """How much of the whole run is done: the experiment, sweep and cell counters,
+        each experiment weighted by its planned work (``experiment_weights``), its cells
+        equally within it; None before the first counter."""
         if "experiments" not in self.progress:
             return None
         i, n, _ = self.progress["experiments"]
@@ -149,7 +148,31 @@ class RunState:
             if "cell" in self.progress and j < m:
                 k, e, _ = self.progress["cell"]
                 part += (k / e if e > 0 else 0.0) / m
-        return min(1.0, (i + part) / n)
+        w = self.experiment_weights()
+        if len(w) != n:
+            return min(1.0, (i + part) / n)
+        return min(1.0, sum(w[:i]) + (w[i] * part if i < n else 0.0))
+
+    def experiment_weights(self) -> list[float]:
+        """Each planned experiment's share of the run, in run order: its FLOPs in the
+        estimate ``reproduce --dry-run`` prints (engine/experiments/estimate.py), plus 2 %
+        of the run each for the work that model leaves out; [] when the spec is unknown."""
+        if self._weights is None:
+            self._weights = []
+            if self.spec:
+                from engine.errors import EngineError
+                from engine.experiments.estimate import planned_flops_by_experiment
+                from engine.experiments.spec import RunSpec
+
+                try:
+                    by = planned_flops_by_experiment(RunSpec.from_dict(self.spec))
+                except (EngineError, KeyError, TypeError, ValueError):
+                    by = {}  # a damaged or foreign spec: equal shares
+                total = sum(by.values())
+                if by and total > 0:
+                    raw = [f + 0.02 * total for f in by.values()]
+                    self._weights = [r / sum(raw) for r in raw]
+        return self._weights
 
     def live_cell(self) -> str:
         """The cell training now, or the last one that reported a metric."""

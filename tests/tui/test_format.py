@@ -117,3 +117,34 @@ def test_guard_notes_from_live_and_csv_rows():
     )
     assert notes[0].startswith("[yellow]⚠") and "their numbers are not results" in notes[0]
     assert F.guard_notes([{"model": "2L-ReLU", "width": 16}]) == []
+
+
+def test_run_fraction_weights_experiments_by_planned_work():
+    """The ETA's fraction counts each experiment by its planned FLOPs (the estimate's
+    model), not equally: a finished cheap spectrum is a sliver of a run with flips."""
+    from engine.experiments.estimate import planned_flops_by_experiment
+    from engine.experiments.events import Progress, Started
+
+    spec = RunSpec(experiment="spectrum,flip").replace(
+        data__n_train=100, data__n_test=20, flip__width=64
+    )
+    st = RunState()
+    st.apply(Started("spectrum,flip", spec.to_dict()))
+    assert st.run_fraction() is None
+    st.apply(Progress("experiments", 0, 2, "spectrum"))
+    assert st.run_fraction() == 0.0
+    st.apply(Progress("experiments", 1, 2, "flip"))
+    by = planned_flops_by_experiment(spec)
+    total = sum(by.values())
+    want = (by["spectrum"] + 0.02 * total) / (total * 1.04)
+    assert math.isclose(st.run_fraction(), want, rel_tol=1e-12)
+    assert want < 0.2  # not the 0.5 of equal shares
+    st.apply(Progress("sweep", 1, 2, ""))  # half of flip's cells done
+    assert math.isclose(st.run_fraction(), want + (1 - want) / 2, rel_tol=1e-12)
+    st.apply(Progress("experiments", 2, 2, "done"))
+    assert st.run_fraction() == 1.0
+    # a spec the estimate cannot read: equal shares
+    odd = RunState()
+    odd.apply(Started("x", {"data": {"name": "no-such-set"}}))
+    odd.apply(Progress("experiments", 1, 2, "b"))
+    assert odd.run_fraction() == 0.5
