@@ -119,6 +119,13 @@ def reproduce(
         str | None,
         typer.Option(help="Models (default relu,attn); add qkv for the v2 claim (checklist 7)."),
     ] = None,
+    adv_recipe: Annotated[
+        str | None,
+        typer.Option(
+            "--adv-recipe",
+            help="Table 4's adversarial training: pgd (default; the paper's same attack) or fgsm_rs (Wong et al. 2020, about 1/3 of the MNIST preset's FLOPs).",
+        ),
+    ] = None,
     executor: ExecutorOpt = None,
     address: AddressOpt = None,
     max_parallel: MaxParallelOpt = None,
@@ -142,6 +149,8 @@ def reproduce(
             over["train__epochs"] = epochs
         if models is not None:
             over["model__kinds"] = parse_names(models)
+        if adv_recipe is not None:
+            over["flip__adv_recipe"] = adv_recipe
         ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
         over.update(ex)  # every sub-run gets the same executor
         parts = plan(

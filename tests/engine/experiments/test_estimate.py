@@ -85,3 +85,20 @@ def test_reproduce_dry_run_prints_the_estimate(tmp_path):
     assert "estimated run time ≈ " in res.output and not (tmp_path / "r").exists()
     assert "FLOP floor" in res.output and "time budget" in res.output
     assert "advtrain" in res.output and "%" in res.output
+
+
+def test_reproduce_adv_recipe_reaches_the_plan(tmp_path):
+    from malleability_tui.cli.main import app
+
+    base = ["reproduce", "--dataset", "digits", "--quick", "--dry-run", "--tables", "4"]
+    runner = CliRunner()
+    flops = {}
+    for recipe in ("pgd", "fgsm_rs"):
+        res = runner.invoke(app, [*base, "--adv-recipe", recipe])
+        assert res.exit_code == 0, res.output
+        line = next(ln for ln in res.output.splitlines() if " advtrain " in ln)
+        flops[recipe] = float(line.split()[2])
+    assert flops["fgsm_rs"] < flops["pgd"] / 3  # 1 + 1 attack passes a step instead of 1 + 10
+    bad = runner.invoke(app, [*base, "--adv-recipe", "trades"])
+    assert bad.exit_code != 0 and "flip.adv_recipe" in bad.output
+    assert "Traceback" not in bad.output
