@@ -154,24 +154,22 @@ class RunState:
         return min(1.0, sum(w[:i]) + (w[i] * part if i < n else 0.0))
 
     def experiment_weights(self) -> list[float]:
-        """Each planned experiment's share of the run, in run order: its FLOPs in the
-        estimate ``reproduce --dry-run`` prints (engine/experiments/estimate.py), plus 2 %
-        of the run each for the work that model leaves out; [] when the spec is unknown."""
+        """Each planned experiment's share of the run, in run order: its estimated time in
+        the model ``reproduce --dry-run`` prints (engine/experiments/estimate.py), plus
+        2 % of the run each for what that model leaves out; [] when the spec is unknown."""
         if self._weights is None:
             self._weights = []
             if self.spec:
                 from engine.errors import EngineError
-                from engine.experiments.estimate import planned_flops_by_experiment
+                from engine.experiments.estimate import planned_shares
                 from engine.experiments.spec import RunSpec
 
                 try:
-                    by = planned_flops_by_experiment(RunSpec.from_dict(self.spec))
+                    shares = planned_shares(RunSpec.from_dict(self.spec))
                 except (EngineError, KeyError, TypeError, ValueError):
-                    by = {}  # a damaged or foreign spec: equal shares
-                total = sum(by.values())
-                if by and total > 0:
-                    raw = [f + 0.02 * total for f in by.values()]
-                    self._weights = [r / sum(raw) for r in raw]
+                    shares = {}  # a damaged or foreign spec: equal shares
+                raw = [v + 0.02 for v in shares.values()]
+                self._weights = [r / sum(raw) for r in raw] if raw else []
         return self._weights
 
     def live_cell(self) -> str:

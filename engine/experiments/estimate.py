@@ -1,13 +1,19 @@
-"""Run-time estimates from planned work: FLOP counts of a spec, timed against this machine.
+"""Run-time estimates from planned work: FLOPs and steps of a spec, timed against this machine.
 
 One model for every front end: ``malleability reproduce --dry-run`` prints it, the TUI asks
-for confirmation before a run it puts over ten minutes. Coarse by design (a factor of
-about two either way): it counts the dense matmuls of training, attacks and landscape
-evaluations, and multiplies by ``OVERHEAD`` for Python, small kernels and I/O.
+for confirmation before a run it puts over ten minutes and weights its ETA by it. Coarse
+by design (a factor of about two either way). Two terms, each timed here by a probe:
+
+* the dense matmuls of training, attacks, landscape evaluations and kernels, at the
+  rate of a float32 matmul (``probe_flops``) times ``OVERHEAD``: the FLOP floor;
+* the fixed cost of every optimiser step, attack step and evaluation pass (Python,
+  autograd, the optimiser, reading the loss), timed on the real training loop of a tiny
+  network (``probe_step_seconds``). Small widths are bound by it, large ones by FLOPs.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -15,10 +21,14 @@ from dataclasses import dataclass
 
 from engine.experiments.spec import RunSpec
 
-OVERHEAD = 3.0
-"""Measured seconds ÷ (FLOPs ÷ matmul FLOP/s) on the quick preset: Python, kernels, I/O."""
-PER_RUN_SECONDS = 5.0
+OVERHEAD = 1.3
+"""Seconds ÷ FLOP floor of the dense work at large width: ``benchmarks/bench_train.py``
+reaches 0.68–0.77 of its matmul probe at m 256–1024 (CIFAR-10, 2 cores)."""
+PER_RUN_SECONDS = 2.0
 """Fixed cost of a run: data loading, spectra, summaries."""
+NOMINAL_FLOPS_PER_S = 8e10
+NOMINAL_STEP_S = 6e-4
+"""A 2-core CPU's probes (this project's CI class), for shares that need no probe (ETA weights)."""
 CONFIRM_SECONDS = 600.0
 """The TUI asks before starting a run estimated over this (ten minutes)."""
 
@@ -29,6 +39,7 @@ def probe_flops(seconds: float = 0.1) -> float:
 
     a = torch.randn(512, 784)
     b = torch.randn(784, 1024)
+    a @ b  # warm-up
     t0 = time.perf_counter()
     reps = 0
     while time.perf_counter() - t0 < seconds:
@@ -37,18 +48,61 @@ def probe_flops(seconds: float = 0.1) -> float:
     return reps * 2 * 512 * 784 * 1024 / (time.perf_counter() - t0)
 
 
-def planned_flops_by_experiment(spec: RunSpec) -> dict[str, float]:
-    """FLOPs of the dense work ``spec`` plans, per experiment (resolved through the registry).
+@functools.lru_cache(maxsize=1)
+def probe_step_seconds() -> float:
+    """Seconds of one step of the real training loop (``engine.train.train``: Adam, the
+    loss read every step) on a network too small for its FLOPs to count (d 16, m 8,
+    batch 16), after one warm-up epoch; measured once a process (about 0.05 s)."""
+    import torch
 
-    Training: 6·n·d·m per epoch per model × width × seed (forward + backward), counted
-    once under the first experiment that trains those widths (``train`` or ``ntk`` share
-    their models, as the run does); adversarial training multiplies by the attack's
-    steps (``flip.adv_training_steps()``); flips: 4·n·d·m per attack step per ε;
-    landscape: 2·n·d·m per surface point and 4·n·d·m per Hessian-vector product; kernels:
-    2·N²·(d + m) per eNTK of N = n_train + n_test rows and n³ per solve or
-    eigendecomposition (``ntk``: two eNTKs and Θ∞ per cell; ``spectrum``: the SVD of the
-    n×d Gram factor and three n×n eigendecompositions on at most ``MAX_KERNEL_N`` rows,
-    per data set, counted twice for float64).
+    from engine.experiments.spec import TrainSpec
+    from engine.models import TwoLayerNet
+    from engine.train import train
+
+    x = torch.rand(64, 16, generator=torch.Generator().manual_seed(0))
+    y = torch.where(x[:, 0] > 0.5, 1.0, -1.0)
+    net = TwoLayerNet(16, 8, 1, seed=0)
+    for _ in train(net, x, y, TrainSpec(epochs=1, batch_size=16), generator=torch.Generator()):
+        pass
+    epochs = 10
+    t0 = time.perf_counter()
+    for _ in train(net, x, y, TrainSpec(epochs=epochs, batch_size=16), generator=torch.Generator()):
+        pass
+    return (time.perf_counter() - t0) / (epochs * 4)
+
+
+@dataclass(frozen=True)
+class Work:
+    """The planned work of one experiment: dense FLOPs, and passes that each cost a step."""
+
+    flops: float = 0.0
+    steps: float = 0.0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(self.flops + other.flops, self.steps + other.steps)
+
+    def seconds(self, flops_per_s: float, step_s: float) -> float:
+        """Estimated seconds: ``OVERHEAD`` × the FLOP floor, plus ``steps`` × ``step_s``."""
+        return OVERHEAD * self.flops / flops_per_s + self.steps * step_s
+
+
+def planned_work(spec: RunSpec) -> dict[str, Work]:
+    """The work ``spec`` plans, per experiment (resolved through the registry, run order).
+
+    FLOPs. Training: 4·n·d·m per epoch per model × width × seed (the forward X̃Wᵀ and the
+    weight gradient; the first layer's input is fixed, so no input gradient), counted
+    once under the first experiment that trains those widths (``train``, ``ntk``,
+    ``flip`` and ``landscape`` share models of the same width, as the run does); ``ntk``
+    also trains each cell's linearized twin (twice a training step);
+    adversarial training: 6·n·d·m per pass, (1 + ``flip.adv_training_steps()``) passes a
+    step; flips: 4·n·d·m per attack step per ε; landscape: 2·n·d·m per surface point and
+    4·n·d·m per Hessian-vector product; kernels: 2·N²·(d + m) per eNTK of N = n_train +
+    n_test rows and n³ per solve or eigendecomposition (``ntk``: two eNTKs and Θ∞ per
+    cell; ``spectrum``: the SVD of the n×d Gram factor and three n×n eigendecompositions
+    on at most ``MAX_KERNEL_N`` rows, per data set, counted twice for float64).
+
+    Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
+    steps and evaluation passes, each with the loop's fixed cost.
     """
     from engine.data import get_info
     from engine.experiments.registry import select
@@ -61,44 +115,75 @@ def planned_flops_by_experiment(spec: RunSpec) -> dict[str, float]:
         len(spec.seeds),
         len(spec.model.kinds),
     )
+    batches = 1 if spec.train.optimizer == "gd" else math.ceil(n / min(spec.train.batch_size, n))
     big_n = n + spec.data.n_test
     fl, la = spec.flip, spec.landscape
-    out: dict[str, float] = {}
+    cells = kinds * seeds
+    out: dict[str, Work] = {}
     trained: set[int] = set()
 
-    def training(widths: set[int]) -> float:
+    def training(widths: set[int]) -> Work:
         new = widths - trained
         trained.update(new)
-        return sum(6.0 * n * d * w * ep for w in new) * kinds * seeds
+        return Work(
+            sum(4.0 * n * d * w * ep for w in new) * cells, float(ep * batches * len(new) * cells)
+        )
 
+    attack_steps = (1 + fl.pgd_steps + fl.mim_steps) * len(fl.eps)
+    attacks = Work(4.0 * n * d * fl.width * attack_steps * cells, float(attack_steps * cells))
     for name in exps:
-        total = 0.0
+        w = Work()
         if name in ("train", "ntk"):
-            total += training(set(spec.model.widths))
+            w += training(set(spec.model.widths))
         if name == "ntk":
-            for w in spec.model.widths:
-                total += (2 * 2.0 * big_n**2 * (d + w) + 2 * big_n**3) * kinds * seeds
+            kernels = sum(2 * 2.0 * big_n**2 * (d + m) + 2 * big_n**3 for m in spec.model.widths)
+            w += Work(kernels * cells)
+            # the linearized twin of every cell: f₀ + J·Δθ costs a forward and a JVP a
+            # pass, about twice a training step of the network, in FLOPs and fixed cost
+            m_all = sum(spec.model.widths)
+            w += Work(
+                2 * 4.0 * n * d * m_all * ep * cells,
+                2.0 * ep * batches * len(spec.model.widths) * cells,
+            )
         if name == "flip":
-            total += training({fl.width})
-            steps = 1 + fl.pgd_steps + fl.mim_steps
-            total += 4.0 * n * d * fl.width * steps * kinds * seeds * len(fl.eps)
+            w += training({fl.width}) + attacks
         if name == "advtrain":
-            total += 6.0 * n * d * fl.width * ep * (1 + fl.adv_training_steps()) * kinds * seeds
-            steps = 1 + fl.pgd_steps + fl.mim_steps
-            total += 4.0 * n * d * fl.width * steps * kinds * seeds * len(fl.eps)
+            passes = 1 + fl.adv_training_steps()
+            w += Work(
+                6.0 * n * d * fl.width * ep * passes * cells, float(ep * batches * passes * cells)
+            )
+            w += attacks
         if name == "landscape":
-            total += training({la.width})
             points = la.points_1d + la.points_2d**2
             hvps = la.hessian_iters + la.hutchinson_samples
-            total += (2.0 * points + 4.0 * hvps) * n * d * la.width * kinds * seeds
+            w += training({la.width})
+            w += Work(
+                (2.0 * points + 4.0 * hvps) * n * d * la.width * cells,
+                float((points + hvps) * cells),
+            )
         if name == "spectrum":
             from engine.experiments.exp_spectrum import MAX_KERNEL_N
 
             k = min(n, MAX_KERNEL_N)
             per_set = 2.0 * (4.0 * n * d * min(n, d) + 3 * 9.0 * k**3)
-            total += per_set * (1 + len(spec.spectrum.datasets))
-        out[name] = total
+            w += Work(per_set * (1 + len(spec.spectrum.datasets)))
+        out[name] = w
     return out
+
+
+def planned_shares(spec: RunSpec) -> dict[str, float]:
+    """Each experiment's share of the run's estimated time on the nominal machine
+    (``NOMINAL_FLOPS_PER_S``, ``NOMINAL_STEP_S``), in run order; they sum to 1."""
+    secs = {
+        k: w.seconds(NOMINAL_FLOPS_PER_S, NOMINAL_STEP_S) for k, w in planned_work(spec).items()
+    }
+    total = sum(secs.values())
+    return {k: (v / total if total > 0 else 1 / len(secs)) for k, v in secs.items()}
+
+
+def planned_flops_by_experiment(spec: RunSpec) -> dict[str, float]:
+    """The FLOPs of ``planned_work``, per experiment."""
+    return {k: w.flops for k, w in planned_work(spec).items()}
 
 
 def planned_flops(spec: RunSpec) -> float:
@@ -111,14 +196,18 @@ def floor_seconds(flops: float, flops_per_s: float) -> float:
     return flops / flops_per_s
 
 
-def estimate_seconds(specs: Sequence[RunSpec], *, flops_per_s: float | None = None) -> float:
+def estimate_seconds(
+    specs: Sequence[RunSpec], *, flops_per_s: float | None = None, step_s: float | None = None
+) -> float:
     """Estimated wall seconds of running every spec of ``specs`` on this machine.
 
-    ``flops_per_s``: the machine's matmul rate (default: ``probe_flops()``, 0.1 s).
+    ``flops_per_s``: the machine's matmul rate (default: ``probe_flops()``, 0.1 s);
+    ``step_s``: the loop's cost a step (default: ``probe_step_seconds()``).
     """
-    rate = flops_per_s if flops_per_s is not None else probe_flops()
-    total = sum(planned_flops(s) for s in specs)
-    return OVERHEAD * floor_seconds(total, rate) + PER_RUN_SECONDS * len(specs)
+    return sum(
+        ln.estimate_s
+        for ln in breakdown([("", s) for s in specs], flops_per_s=flops_per_s, step_s=step_s)
+    )
 
 
 @dataclass(frozen=True)
@@ -129,25 +218,30 @@ class PlanLine:
     experiment: str
     flops: float
     floor_s: float
-    """Seconds at this machine's matmul rate: the FLOP floor."""
+    """Seconds of the FLOPs at this machine's matmul rate: the FLOP floor."""
+    steps: float
     estimate_s: float
-    """``OVERHEAD`` × the floor (the per-run fixed cost is its own line)."""
+    """``OVERHEAD`` × the floor + steps × the probe's step cost."""
 
 
 def breakdown(
-    runs: Sequence[tuple[str, RunSpec]], *, flops_per_s: float | None = None
+    runs: Sequence[tuple[str, RunSpec]],
+    *,
+    flops_per_s: float | None = None,
+    step_s: float | None = None,
 ) -> list[PlanLine]:
     """The time budget of ``runs`` ((name, spec) pairs) line by line: each experiment of
-    each run, then one ``(fixed)`` line of ``PER_RUN_SECONDS`` per run. The estimates add
-    up to ``estimate_seconds`` of the same specs and rate."""
+    each run, then one ``(fixed)`` line of ``PER_RUN_SECONDS`` per run; the estimates add
+    up to ``estimate_seconds`` of the same specs and machine."""
     rate = flops_per_s if flops_per_s is not None else probe_flops()
+    step = step_s if step_s is not None else probe_step_seconds()
     lines = [
-        PlanLine(name, exp, f, floor_seconds(f, rate), OVERHEAD * floor_seconds(f, rate))
+        PlanLine(name, exp, w.flops, floor_seconds(w.flops, rate), w.steps, w.seconds(rate, step))
         for name, spec in runs
-        for exp, f in planned_flops_by_experiment(spec).items()
+        for exp, w in planned_work(spec).items()
     ]
     fixed = PER_RUN_SECONDS * len(runs)
-    return [*lines, PlanLine("(all)", "(fixed: data, spectra, summaries)", 0.0, 0.0, fixed)]
+    return [*lines, PlanLine("(all)", "(fixed: data, spectra, summaries)", 0.0, 0.0, 0.0, fixed)]
 
 
 def hms(seconds: float) -> str:

@@ -20,6 +20,7 @@ from engine.experiments.estimate import (
     estimate_seconds,
     hms,
     probe_flops,
+    probe_step_seconds,
 )
 from engine.experiments.events import to_jsonable
 from engine.experiments.reproduce import NO_DATA, Part, compare, plan
@@ -171,19 +172,20 @@ def reproduce(
             die(
                 f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"
             )
-        rate = probe_flops()
-        est = estimate_seconds([p.spec for p in parts], flops_per_s=rate)
+        rate, step = probe_flops(), probe_step_seconds()
+        est = estimate_seconds([p.spec for p in parts], flops_per_s=rate, step_s=step)
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
         for p in parts:
             if p.note:
                 err_console.print(f"note: {p.key}: {p.note}", highlight=False, markup=False)
-        lines = breakdown([(p.key, p.spec) for p in parts], flops_per_s=rate)
+        lines = breakdown([(p.key, p.spec) for p in parts], flops_per_s=rate, step_s=step)
         floor = sum(ln.floor_s for ln in lines)
         err_console.print(
             f"estimated run time ≈ {hms(est)} on this machine; FLOP floor {hms(floor)} "
-            f"({sum(ln.flops for ln in lines):.3g} FLOPs at {rate:.3g} FLOP/s, the matmul probe; "
-            f"the estimate is {OVERHEAD:g}× the floor + {PER_RUN_SECONDS:g} s a run)",
+            f"({sum(ln.flops for ln in lines):.3g} FLOPs at {rate:.3g} FLOP/s, the matmul probe); "
+            f"estimate = {OVERHEAD:g}× the floor + {sum(ln.steps for ln in lines):.3g} steps × "
+            f"{1e3 * step:.2f} ms (the training loop's probe) + {PER_RUN_SECONDS:g} s a run",
             highlight=False,
             markup=False,
         )
@@ -248,13 +250,14 @@ def reproduce(
 def show_breakdown(lines: list[PlanLine], total: float) -> None:
     """The dry run's time budget: one line per (run, experiment), its share of the estimate."""
     t = Table(title="time budget (--dry-run)", box=None, pad_edge=False)
-    for col in ("run", "experiment", "FLOPs", "FLOP floor", "estimate", "share"):
+    for col in ("run", "experiment", "FLOPs", "FLOP floor", "steps", "estimate", "share"):
         t.add_column(col, justify="left" if col in ("run", "experiment") else "right")
     for ln in lines:
         share = f"{100 * ln.estimate_s / total:.1f}%" if total > 0 else "–"
         flops = f"{ln.flops:.3g}" if ln.flops else "–"
         floor = hms(ln.floor_s) if ln.flops else "–"
-        t.add_row(ln.run, ln.experiment, flops, floor, hms(ln.estimate_s), share)
+        steps = f"{ln.steps:.3g}" if ln.steps else "–"
+        t.add_row(ln.run, ln.experiment, flops, floor, steps, hms(ln.estimate_s), share)
     err_console.print(t)
 
 

@@ -120,9 +120,9 @@ def test_guard_notes_from_live_and_csv_rows():
 
 
 def test_run_fraction_weights_experiments_by_planned_work():
-    """The ETA's fraction counts each experiment by its planned FLOPs (the estimate's
+    """The ETA's fraction counts each experiment by its planned time (the estimate's
     model), not equally: a finished cheap spectrum is a sliver of a run with flips."""
-    from engine.experiments.estimate import planned_flops_by_experiment
+    from engine.experiments.estimate import planned_shares
     from engine.experiments.events import Progress, Started
 
     spec = RunSpec(experiment="spectrum,flip").replace(
@@ -134,9 +134,9 @@ def test_run_fraction_weights_experiments_by_planned_work():
     st.apply(Progress("experiments", 0, 2, "spectrum"))
     assert st.run_fraction() == 0.0
     st.apply(Progress("experiments", 1, 2, "flip"))
-    by = planned_flops_by_experiment(spec)
-    total = sum(by.values())
-    want = (by["spectrum"] + 0.02 * total) / (total * 1.04)
+    share = planned_shares(spec)
+    assert math.isclose(sum(share.values()), 1.0)
+    want = (share["spectrum"] + 0.02) / 1.04
     assert math.isclose(st.run_fraction(), want, rel_tol=1e-12)
     assert want < 0.2  # not the 0.5 of equal shares
     st.apply(Progress("sweep", 1, 2, ""))  # half of flip's cells done

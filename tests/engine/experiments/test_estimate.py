@@ -1,6 +1,8 @@
-"""The run-time estimate (engine/experiments/estimate.py): FLOP counts of a spec's plan."""
+"""The run-time estimate (engine/experiments/estimate.py): FLOPs and steps of a spec's plan."""
 
 from __future__ import annotations
+
+import math
 
 from typer.testing import CliRunner
 
@@ -8,30 +10,40 @@ from engine.experiments.estimate import (
     CONFIRM_SECONDS,
     OVERHEAD,
     PER_RUN_SECONDS,
+    Work,
     breakdown,
     estimate_seconds,
     hms,
     planned_flops,
-    planned_flops_by_experiment,
+    planned_shares,
+    planned_work,
+    probe_step_seconds,
 )
 from engine.experiments.presets import apply_quick
 from engine.experiments.spec import RunSpec
 
 RATE = 2e10  # FLOP/s of a small CPU core pair; fixed so the tests do not time anything
+STEP = 1e-3  # seconds a training step costs beyond its FLOPs; fixed likewise
 
 
-def test_train_flops_are_the_formula():
+def test_train_work_is_the_formula():
     spec = RunSpec(experiment="train", seeds=(0, 1)).replace(
-        data__n_train=100, model__widths=(16, 64), train__epochs=3
+        data__n_train=100, model__widths=(16, 64), train__epochs=3, train__batch_size=32
     )
     d = 64  # digits: 8×8
-    assert planned_flops(spec) == 6.0 * 100 * d * (16 + 64) * 3 * 2 * 2
-    # ntk trains the same cells (counted once for both) and adds its kernels: two eNTKs
-    # 2·N²·(d + m) and two n³ solves per cell, N = n_train + n_test
+    assert planned_flops(spec) == 4.0 * 100 * d * (16 + 64) * 3 * 2 * 2
+    steps = 3 * 4 * 2 * 2 * 2  # epochs × ⌈100/32⌉ batches × widths × kinds × seeds
+    assert planned_work(spec)["train"] == Work(planned_flops(spec), steps)
+    gd = planned_work(spec.replace(train__optimizer="gd"))["train"]
+    assert gd.steps == 3 * 1 * 2 * 2 * 2  # full batch: one step an epoch
+    # ntk trains the same cells (counted once for both) and adds its kernels (two eNTKs
+    # 2·N²·(d + m) and two n³ solves per cell, N = n_train + n_test) and the linearized
+    # twins (twice the training, FLOPs and steps)
     big_n = 100 + spec.data.n_test
     kernels = sum(2 * 2.0 * big_n**2 * (d + w) + 2 * big_n**3 for w in (16, 64)) * 2 * 2
-    by = planned_flops_by_experiment(spec.replace(experiment="train,ntk"))
-    assert by == {"train": planned_flops(spec), "ntk": kernels}
+    by = planned_work(spec.replace(experiment="train,ntk"))
+    assert by["train"] == planned_work(spec)["train"]
+    assert by["ntk"] == Work(kernels + 2 * planned_flops(spec), 2 * steps)
 
 
 def test_adversarial_training_cost_follows_the_recipe():
@@ -42,15 +54,22 @@ def test_adversarial_training_cost_follows_the_recipe():
     n, d, m, ep = spec.data.n_train, 64, spec.flip.width, spec.train.epochs
     per_step = 6.0 * n * d * m * ep * 2 * len(spec.seeds)  # × kinds × seeds
     assert pgd40 - fast == per_step * (40 - 1) and pgd40 - pgd10 == per_step * 30
+    w40, wf = (
+        planned_work(spec)["advtrain"],
+        planned_work(spec.replace(flip__adv_recipe="fgsm_rs"))["advtrain"],
+    )
+    assert w40.steps > 20 * wf.steps / 2  # 41 passes a step against 2
 
 
 def test_breakdown_adds_up_to_the_estimate():
     specs = [RunSpec(experiment="all"), apply_quick(RunSpec(experiment="train,spectrum"))]
-    lines = breakdown([("a", specs[0]), ("b", specs[1])], flops_per_s=RATE)
+    lines = breakdown([("a", specs[0]), ("b", specs[1])], flops_per_s=RATE, step_s=STEP)
     total = sum(ln.estimate_s for ln in lines)
-    assert abs(total - estimate_seconds(specs, flops_per_s=RATE)) < 1e-6 * total
+    assert math.isclose(total, estimate_seconds(specs, flops_per_s=RATE, step_s=STEP))
     assert {ln.experiment for ln in lines if ln.run == "b"} == {"train", "spectrum"}
-    assert all(ln.estimate_s == OVERHEAD * ln.floor_s for ln in lines if ln.flops)
+    for ln in lines[:-1]:
+        assert math.isclose(ln.estimate_s, OVERHEAD * ln.floor_s + STEP * ln.steps)
+    assert lines[-1].estimate_s == 2 * PER_RUN_SECONDS
 
 
 def test_all_resolves_every_experiment_and_adds_work():
@@ -59,15 +78,20 @@ def test_all_resolves_every_experiment_and_adds_work():
     assert planned_flops(everything) > planned_flops(spec) > 0
     assert planned_flops(spec.replace(experiment="flip")) > 0
     assert planned_flops(spec.replace(experiment="landscape")) > 0
+    shares = planned_shares(everything)
+    assert list(shares) == list(planned_work(everything)) and math.isclose(sum(shares.values()), 1)
 
 
 def test_paper_spec_asks_to_confirm_and_quick_does_not():
     paper = RunSpec(experiment="all").replace(data__name="mnist")
     quick = apply_quick(RunSpec(experiment="all"))
-    assert estimate_seconds([paper], flops_per_s=RATE) > CONFIRM_SECONDS
-    assert estimate_seconds([quick], flops_per_s=RATE) < CONFIRM_SECONDS
-    two = estimate_seconds([quick, quick], flops_per_s=RATE)
-    assert two == OVERHEAD * 2 * planned_flops(quick) / RATE + 2 * PER_RUN_SECONDS
+    assert estimate_seconds([paper], flops_per_s=RATE, step_s=STEP) > CONFIRM_SECONDS
+    assert estimate_seconds([quick], flops_per_s=RATE, step_s=STEP) < CONFIRM_SECONDS
+
+
+def test_the_step_probe_times_the_real_loop():
+    s = probe_step_seconds()
+    assert 1e-6 < s < 1.0 and probe_step_seconds() == s  # measured once a process
 
 
 def test_hms():
