@@ -1,6 +1,7 @@
 """Experiment ``landscape``: loss-landscape geometry and sharpness (PAPER.md §1.6, §7).
 
-For each seed and model (spec.model.kinds) at width ``spec.landscape.width``:
+One cell per seed and model (spec.model.kinds; ``executors.run_cells``: any executor) at
+width ``spec.landscape.width``:
 
 - 1-D curve L(θ* + αδ) along one filter-normalised random direction δ, the 2-D
   surface L(θ* + αδ + βη), and the interpolation L((1 − t)θ₀ + tθ*) with
