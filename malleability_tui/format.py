@@ -111,12 +111,27 @@ FORM_FIELDS: tuple[FormField, ...] = (
     FormField("lr", "Learning rate", "train__lr", "train.lr", "float", "paper: 1e-3"),
     FormField("attacks", "Attacks", "flip__attacks", "flip.attacks", "names", "fgsm,pgd,mim"),
     FormField("eps", "ε (pixels)", "flip__eps", "flip.eps", "floats", "e.g. 0.1,0.3"),
+    FormField(
+        "address",
+        "Ray address",
+        "executor__address",
+        "executor.address",
+        "path",
+        "executor ray: host:6379 of a cluster; blank: a local Ray",
+    ),
 )
 SELECT_FIELDS = {
     "dataset": ("data__name", "data.name"),
     "device": ("device", "device"),
     "dtype": ("dtype", "dtype"),
+    "executor": ("executor__kind", "executor.kind"),
 }
+SELECT_OPTIONS = {
+    "device": ("auto", "cpu", "cuda"),
+    "dtype": ("float32", "float64"),
+    "executor": ("local", "ray"),
+}
+"""The fixed choices of the selects other than the data set."""
 
 
 def _join(v: Any) -> str:
@@ -141,6 +156,7 @@ def spec_to_form(spec: RunSpec) -> dict[str, str]:
     vals["dataset"] = spec.data.name
     vals["device"] = spec.device
     vals["dtype"] = spec.dtype
+    vals["executor"] = spec.executor.kind
     return vals
 
 
@@ -189,6 +205,25 @@ def _experiment_error(name: str) -> str | None:
     return None
 
 
+def _executor_errors(changes: dict[str, Any], errors: dict[str, str]) -> dict[str, str]:
+    """An address without executor ray, or ray where it is not installed (the CLI's rule
+    and its one-line install hint, ``executors.check_executor``)."""
+    kind = changes.get("executor__kind")
+    if kind is None or "executor" in errors:
+        return {}
+    if kind == "local" and changes.get("executor__address") and "address" not in errors:
+        return {"address": "only used with executor ray (set Executor to ray, or clear it)"}
+    if kind == "ray":
+        from engine.experiments.executors import check_executor
+        from engine.experiments.spec import ExecutorSpec
+
+        try:
+            check_executor(ExecutorSpec(kind="ray"))
+        except ConfigError as e:
+            return {"executor": e.allowed}
+    return {}
+
+
 def form_to_spec(base: RunSpec, values: dict[str, str]) -> tuple[RunSpec | None, dict[str, str]]:
     """Validate the form: (spec, {}) or (None, {form key: message}).
 
@@ -225,6 +260,7 @@ def form_to_spec(base: RunSpec, values: dict[str, str]) -> tuple[RunSpec | None,
         msg = _experiment_error(values["experiment"].strip())
         if msg:
             errors["experiment"] = msg
+    errors.update(_executor_errors(changes, errors))
     if errors:
         return None, errors
     try:

@@ -1,7 +1,8 @@
 """Experiments ``flip`` and ``advtrain``: influence flip rates (PAPER.md §6, §6a, Tables 2–4).
 
-One cell per (seed, model kind, attack, ε) at width ``flip.width``; the model of each
-(seed, kind) is trained once (``ctx.train_model``; ``advtrain``: PGD adversarial
+One cell per (seed, model kind) at width ``flip.width`` (``executors.run_cells``: any
+executor), with a resume marker per (attack, ε) inside it; the model of each cell is
+trained once (``ctx.train_model``; ``advtrain``: PGD adversarial
 training with ``flip.adv_eps``) and measured with ``engine.malleability.flip_rates``:
 
 * kernel: the scalar empirical NTK of the trained model (weights frozen, multiclass:
@@ -38,6 +39,7 @@ from engine.experiments.events import (
     Summary,
     TableRow,
 )
+from engine.experiments.executors import Cell, run_cells
 from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
@@ -47,19 +49,22 @@ if TYPE_CHECKING:
     from engine.experiments.context import RunContext
     from engine.experiments.spec import FlipSpec
 
-__all__ = ["attack_options", "run_advtrain", "run_flip", "summarize"]
+__all__ = ["attack_options", "flip_cell", "flip_cell_id", "run_advtrain", "run_flip", "summarize"]
 
 
 @register(
     "flip",
     "Influence flip rates of the top-10% training points under FGSM/PGD/MIM (Tables 2–3)",
     order=40,
+    cells=True,
 )
 def run_flip(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "standard")
 
 
-@register("advtrain", "Flip rates of PGD-adversarially trained models (Table 4)", order=50)
+@register(
+    "advtrain", "Flip rates of PGD-adversarially trained models (Table 4)", order=50, cells=True
+)
 def run_advtrain(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "adversarial")
 
@@ -84,8 +89,6 @@ def attack_options(f: FlipSpec, attack: str, eps: float) -> dict[str, Any]:
 
 
 def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
-    from engine.malleability import flip_rates
-
     sp, f = ctx.spec, ctx.spec.flip
     if f.retrain:
         raise ConfigError(
@@ -94,95 +97,122 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
             "not supported yet: influences are recomputed with the trained weights frozen (paper)",
         )
     prefix = "flip" if training == "standard" else "advtrain"
-    protocols = f.protocols()
-    total = len(sp.seeds) * len(sp.model.kinds) * len(f.attacks) * len(f.eps)
     rows: list[dict[str, Any]] = []
-    done = 0
+    plan: list[Cell] = []
     name, classes = sp.data.name, sp.data.classes
     for seed in sp.seeds:
         ds = ctx.dataset(seed=seed)
         name = ds.name
         classes = None if ds.task == "multiclass" and len(ds.classes) == 10 else ds.classes
         for kind in sp.model.kinds:
-            cells = {
-                (a, e): f"{prefix}/{ds.name}/{kind}/{a}/{e:g}/{seed}"
+            # one cell per trained model; its (attack, ε) points keep their own resume
+            # markers, so a run stopped inside a cell resumes with the points left
+            todo = tuple(
+                (a, e)
                 for a in f.attacks
                 for e in f.eps
-            }
-            todo = [(a, e) for (a, e), c in cells.items() if not ctx.is_done(c)]
-            done += len(cells) - len(todo)
-            if not todo:
-                continue
-            ctx.check_cancel()
-            tm = yield from ctx.train_model(
-                kind, f.width, seed, adversarial=training == "adversarial"
+                if not ctx.is_done(flip_cell_id(prefix, ds.name, kind, seed, a, e))
             )
-            guards = tm.guards()
-            for attack, eps in todo:
-                cell = cells[(attack, eps)]
-                ctx.check_cancel()
-                yield Progress(
-                    "sweep",
-                    done,
-                    total,
-                    f"{prefix} {MODEL_LABELS[kind]} {attack} ε={eps:g} seed={seed}",
-                )
-                results = flip_rates(
-                    tm.model,
-                    ds,
-                    protocols=protocols,
-                    l2=sp.train.l2,
-                    attack=attack,
-                    eps=eps,
-                    top_frac=f.top_frac,
-                    intervention=f.intervention,
-                    transductive=sp.data.transductive,
-                    seed=seed,
-                    attack_opts=attack_options(f, attack, eps),
-                )
-                for res in results:
-                    row = {
-                        "model": MODEL_LABELS[kind],
-                        "dataset": ds.name,
-                        "attack": attack,
-                        "eps": eps,
-                        "training": training,
-                        "seed": seed,
-                        "flip_rate": res.flip_rate,
-                        "spearman": res.spearman,
-                        "topk_overlap": res.topk_overlap,
-                        "n_selected": res.n_selected,
-                        "ridge": res.ridge_label,
-                        "ranking": res.ranking,
-                        "n_flipped": res.n_flipped,
-                        "n_helpful": res.n_helpful,
-                        "flipped_helpful": res.flipped_helpful,
-                        "flipped_harmful": res.flipped_harmful,
-                        **guards,
-                    }
-                    rows.append(row)
-                    yield Artifact(
-                        "flip_scores",
-                        {
-                            "ridge": res.ridge_label,
-                            "ranking": res.ranking,
-                            "selected": res.selected,
-                            "influence_before": res.influence_before,
-                            "influence_after": res.influence_after,
-                            "score_before": res.score_before,
-                            "score_after": res.score_after,
-                            "ci_low": res.ci_low,
-                            "ci_high": res.ci_high,
-                            "attack_loss_gain": res.attack_loss_gain,
-                        },
-                        cell=cell,
+            if todo:
+                plan.append(
+                    Cell(
+                        f"{prefix}/{ds.name}/{kind}/{seed}",
+                        flip_cell,
+                        (kind, seed, training, todo),
+                        seed,
+                        f"{prefix} {MODEL_LABELS[kind]} m={f.width} seed={seed}",
                     )
-                    yield TableRow("flip_rates", row, cell=cell)
-                yield CellFinished(cell)
-                done += 1
-    yield Progress("sweep", total, total, f"{prefix} done")
+                )
+    for ev in run_cells(ctx, plan):
+        if isinstance(ev, TableRow) and ev.table == "flip_rates":
+            rows.append(ev.row)
+        yield ev
     previous = [r for r in ctx.previous_rows("flip_rates") if r["training"] == training]
     summary = summarize(previous + rows, name, classes, training, f)
     for line in summary["headline"]:
         yield Log(line, "warning" if MARK in line else "info")
     yield Summary(prefix, summary)
+
+
+def flip_cell_id(prefix: str, dataset: str, kind: str, seed: int, attack: str, eps: float) -> str:
+    """The resume marker of one (attack, ε) point of a flip / advtrain cell."""
+    return f"{prefix}/{dataset}/{kind}/{attack}/{eps:g}/{seed}"
+
+
+def flip_cell(
+    ctx: RunContext,
+    cell: str,
+    kind: str,
+    seed: int,
+    training: str,
+    todo: tuple[tuple[str, float], ...],
+) -> Iterator[Event]:
+    """One cell (any executor): train ``kind`` at ``flip.width`` for ``seed`` (``training``:
+    standard or adversarial), then the ``flip_rates`` rows of each (attack, ε) of ``todo``,
+    each point ending with its own ``CellFinished``."""
+    from engine.malleability import flip_rates
+
+    sp, f = ctx.spec, ctx.spec.flip
+    prefix = "flip" if training == "standard" else "advtrain"
+    ds = ctx.dataset(seed=seed)
+    tm = yield from ctx.train_model(kind, f.width, seed, adversarial=training == "adversarial")
+    guards = tm.guards()
+    protocols = f.protocols()
+    for j, (attack, eps) in enumerate(todo):
+        point = flip_cell_id(prefix, ds.name, kind, seed, attack, eps)
+        ctx.check_cancel()
+        label = f"{prefix} {MODEL_LABELS[kind]} {attack} ε={eps:g} seed={seed}"
+        yield Progress("cell", j, len(todo), label, cell=cell)
+        results = flip_rates(
+            tm.model,
+            ds,
+            protocols=protocols,
+            l2=sp.train.l2,
+            attack=attack,
+            eps=eps,
+            top_frac=f.top_frac,
+            intervention=f.intervention,
+            transductive=sp.data.transductive,
+            seed=seed,
+            attack_opts=attack_options(f, attack, eps),
+        )
+        for res in results:
+            row = {
+                "model": MODEL_LABELS[kind],
+                "dataset": ds.name,
+                "attack": attack,
+                "eps": eps,
+                "training": training,
+                "seed": seed,
+                "flip_rate": res.flip_rate,
+                "spearman": res.spearman,
+                "topk_overlap": res.topk_overlap,
+                "n_selected": res.n_selected,
+                "ridge": res.ridge_label,
+                "ranking": res.ranking,
+                "n_flipped": res.n_flipped,
+                "n_helpful": res.n_helpful,
+                "flipped_helpful": res.flipped_helpful,
+                "flipped_harmful": res.flipped_harmful,
+                **guards,
+            }
+            yield Artifact(
+                "flip_scores",
+                {
+                    "ridge": res.ridge_label,
+                    "ranking": res.ranking,
+                    "selected": res.selected,
+                    "influence_before": res.influence_before,
+                    "influence_after": res.influence_after,
+                    "score_before": res.score_before,
+                    "score_after": res.score_after,
+                    "ci_low": res.ci_low,
+                    "ci_high": res.ci_high,
+                    "attack_loss_gain": res.attack_loss_gain,
+                },
+                cell=point,
+            )
+            yield TableRow("flip_rates", row, cell=point)
+        yield CellFinished(point)
+    label = f"{prefix} {MODEL_LABELS[kind]} seed={seed} done"
+    yield Progress("cell", len(todo), len(todo), label, cell=cell)

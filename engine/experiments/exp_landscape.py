@@ -1,6 +1,7 @@
 """Experiment ``landscape``: loss-landscape geometry and sharpness (PAPER.md §1.6, §7).
 
-For each seed and model (spec.model.kinds) at width ``spec.landscape.width``:
+One cell per seed and model (spec.model.kinds; ``executors.run_cells``: any executor) at
+width ``spec.landscape.width``:
 
 - 1-D curve L(θ* + αδ) along one filter-normalised random direction δ, the 2-D
   surface L(θ* + αδ + βη), and the interpolation L((1 − t)θ₀ + tθ*) with
@@ -42,7 +43,6 @@ import torch
 
 from engine.experiments.events import (
     Artifact,
-    CellFinished,
     Event,
     Log,
     Progress,
@@ -51,6 +51,7 @@ from engine.experiments.events import (
     decode_floats,
     encode_floats,
 )
+from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.landscape import (
     curve_width,
@@ -75,32 +76,33 @@ WIDTH_DELTA = 0.1
     "landscape",
     "Loss landscape: 1-D/2-D filter-normalised surfaces, interpolation, Hessian sharpness",
     order=60,
+    cells=True,
 )
 def run_landscape(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
     ls = sp.landscape
-    splits = ("train", "test") if ls.split == "both" else (ls.split,)
     cells = [(s, k) for s in sp.seeds for k in sp.model.kinds]
     # resumed cells: their results as the earlier run wrote them
     results: list[dict[str, Any]] = [
         decode_floats(r) for r in ctx.previous_artifacts("landscape_result")
     ]
     name = sp.data.name
-    for i, (seed, kind) in enumerate(cells):
-        ds = ctx.dataset(seed=seed)
-        name = ds.name
-        label = MODEL_LABELS[kind]
-        cell = f"landscape/{ds.name}/{kind}/{ls.width}/{seed}"
-        yield Progress("sweep", i, len(cells), f"landscape {label} m={ls.width} seed={seed}")
-        if ctx.is_done(cell):
-            continue
-        ctx.check_cancel()
-        tm = yield from ctx.train_model(kind, ls.width, seed)
-        res = yield from _measure(ctx, tm, splits, cell, rows=seed == sp.seeds[0])
-        results.append(res)
-        yield Artifact("landscape_result", encode_floats(res), cell=cell)
-        yield CellFinished(cell)
-    yield Progress("sweep", len(cells), len(cells), "landscape done")
+    plan: list[Cell] = []
+    for seed, kind in cells:
+        name = ctx.dataset(seed=seed).name
+        plan.append(
+            Cell(
+                f"landscape/{name}/{kind}/{ls.width}/{seed}",
+                landscape_cell,
+                (kind, seed, seed == sp.seeds[0]),
+                seed,
+                f"landscape {MODEL_LABELS[kind]} m={ls.width} seed={seed}",
+            )
+        )
+    for ev in run_cells(ctx, plan):
+        if isinstance(ev, Artifact) and ev.name == "landscape_result":
+            results.append(decode_floats(ev.data))
+        yield ev
     pos = {(s, MODEL_LABELS[k]): j for j, (s, k) in enumerate(cells)}
     results.sort(key=lambda r: pos.get((r["seed"], r["model"]), len(pos)))
     summary = summarize(results, name, ls.width)
@@ -108,6 +110,16 @@ def run_landscape(ctx: RunContext) -> Iterator[Event]:
         if MARK in line:
             yield Log(line, "warning")
     yield Summary("landscape", summary)
+
+
+def landscape_cell(ctx: RunContext, cell: str, kind: str, seed: int, rows: bool) -> Iterator[Event]:
+    """One cell (any executor): train ``kind`` at ``landscape.width`` for ``seed``, then its
+    curves, surfaces and sharpness (``rows``: the curves go to table ``landscape`` too)."""
+    ls = ctx.spec.landscape
+    splits = ("train", "test") if ls.split == "both" else (ls.split,)
+    tm = yield from ctx.train_model(kind, ls.width, seed)
+    res = yield from _measure(ctx, tm, splits, cell, rows=rows)
+    yield Artifact("landscape_result", encode_floats(res), cell=cell)
 
 
 def _measure(

@@ -16,7 +16,14 @@ from textual.widgets import Button, Input, Label, Select, Static
 from engine.data.subset import ClassCounts, subset_problem
 from engine.errors import EngineError
 from engine.experiments.spec import RunSpec
-from malleability_tui.format import FORM_FIELDS, form_to_spec, spec_to_form
+from malleability_tui.format import (
+    FORM_FIELDS,
+    SELECT_FIELDS,
+    SELECT_OPTIONS,
+    FormField,
+    form_to_spec,
+    spec_to_form,
+)
 
 
 @dataclass(frozen=True)
@@ -129,22 +136,17 @@ class SetupForm(VerticalScroll):
             )
         yield Static("", classes="hint", id="hint-dataset")
         yield Label("", classes="error", id="err-dataset")
+        inputs = {f.key: f for f in FORM_FIELDS}
         for f in FORM_FIELDS:
-            with Horizontal(classes="row"):
-                yield Label(f.label, classes="name")
-                yield Input(vals[f.key], placeholder=f.hint, id=f"f-{f.key}", compact=True)
-            if f.key == "experiment":
-                yield Static("available: " + ", ".join(self.experiments), classes="hint")
-            yield Label("", classes="error", id=f"err-{f.key}")
-        for key, label, options in (
-            ("device", "Device", ("auto", "cpu", "cuda")),
-            ("dtype", "Dtype", ("float32", "float64")),
-        ):
+            if f.key != "address":  # below the executor it belongs to
+                yield from self._input_row(f, vals)
+        for key, label in (("device", "Device"), ("dtype", "Dtype"), ("executor", "Executor")):
             with Horizontal(classes="row"):
                 yield Label(label, classes="name")
-                opts2 = [(o, o) for o in dict.fromkeys((*options, vals[key]))]
+                opts2 = [(o, o) for o in dict.fromkeys((*SELECT_OPTIONS[key], vals[key]))]
                 yield Select(opts2, value=vals[key], allow_blank=False, id=f"f-{key}", compact=True)
             yield Label("", classes="error", id=f"err-{key}")
+        yield from self._input_row(inputs["address"], vals)
         with Horizontal(id="buttons"):
             yield Button("Run ^r", variant="primary", id="run", action="app.run_job", compact=True)
             yield Button("Quick F4", id="quick", action="app.quick_preset", compact=True)
@@ -152,6 +154,14 @@ class SetupForm(VerticalScroll):
             yield Button("Load F2", id="load", action="app.load_spec", compact=True)
             yield Button("Save F3", id="save", action="app.save_spec", compact=True)
         yield Static(self._datasets_text(), id="datasets")
+
+    def _input_row(self, f: FormField, vals: dict[str, str]) -> ComposeResult:
+        with Horizontal(classes="row"):
+            yield Label(f.label, classes="name")
+            yield Input(vals[f.key], placeholder=f.hint, id=f"f-{f.key}", compact=True)
+        if f.key == "experiment":
+            yield Static("available: " + ", ".join(self.experiments), classes="hint")
+        yield Label("", classes="error", id=f"err-{f.key}")
 
     def _datasets_text(self) -> str:
         lines = ["Data sets here:"]
@@ -170,7 +180,7 @@ class SetupForm(VerticalScroll):
 
     def values(self) -> dict[str, str]:
         vals = {f.key: self.query_one(f"#f-{f.key}", Input).value for f in FORM_FIELDS}
-        for key in ("dataset", "device", "dtype"):
+        for key in SELECT_FIELDS:
             v = self.query_one(f"#f-{key}", Select).value
             vals[key] = str(v) if v is not Select.NULL else ""
         return vals
@@ -183,7 +193,7 @@ class SetupForm(VerticalScroll):
             if errors:
                 spec = None
         self.errors = errors
-        for key in [f.key for f in FORM_FIELDS] + ["dataset", "device", "dtype"]:
+        for key in [f.key for f in FORM_FIELDS] + list(SELECT_FIELDS):
             lab = self.query_one(f"#err-{key}", Label)
             msg = errors.get(key)
             lab.update(f"⚠ {msg}" if msg else "")
@@ -252,7 +262,7 @@ class SetupForm(VerticalScroll):
         self._loading = True
         for f in FORM_FIELDS:
             self.query_one(f"#f-{f.key}", Input).value = vals[f.key]
-        for key in ("dataset", "device", "dtype"):
+        for key in SELECT_FIELDS:
             sel = self.query_one(f"#f-{key}", Select)
             sel.value = vals[key]
         self._loading = False

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
 
+import pytest
 from textual import events
 from textual.widgets import Input, Label, Select, TabbedContent
 from tui_support import (
@@ -16,6 +18,7 @@ from tui_support import (
     write_run,
 )
 
+from engine.experiments.events import Progress
 from engine.experiments.presets import QUICK
 from engine.experiments.spec import RunSpec
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
@@ -255,3 +258,53 @@ async def test_a_fast_second_panel_key_wins_over_the_first_panels_focus(tmp_path
         await pilot.pause()
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "landscape"
+
+
+async def test_executor_and_ray_address_go_into_the_spec_and_are_validated(tmp_path, monkeypatch):
+    pytest.importorskip("ray", reason="the [ray] extra is not installed")
+    runner = ReplayRunner(canned_events())
+    app = make_test_app(tmp_path, runner)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        assert app.query_one("#f-executor", Select).value == "local"
+        app.query_one("#f-address", Input).value = "head:6379"
+        await _settle(pilot, app)
+        assert "only used with executor ray" in _error(app, "address")
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert runner.started_spec is None  # refused
+        app.query_one("#f-address", Input).value = "   "
+        app.query_one("#f-executor", Select).value = "ray"
+        await _settle(pilot, app)
+        assert _error(app, "address") == ""  # blank: a local Ray
+        monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were missing
+        app.query_one("#f-address", Input).value = "head:6379"
+        await _settle(pilot, app)
+        assert "pip install -e '.[ray]'" in _error(app, "executor")
+        monkeypatch.delitem(sys.modules, "ray")
+        app.query_one("#f-address", Input).value = "ray://head:10001"
+        await _settle(pilot, app)
+        assert app.query_one("#setup-form").errors == {}
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        ex = runner.started_spec.executor
+        assert (ex.kind, ex.address) == ("ray", "ray://head:10001")
+        await wait_job(pilot, app)
+
+
+async def test_status_bar_shows_the_cells_in_flight_of_a_running_sweep(tmp_path):
+    evs = canned_events()
+    at = next(i for i, e in enumerate(evs) if isinstance(e, Progress) and e.task == "sweep")
+    evs.insert(at + 1, Progress("sweep", 3, 12, "ntk m=16: 1.0 s; 2 in flight", running=2))
+    runner = ReplayRunner(evs, pause_after=at + 2)
+    app = make_test_app(tmp_path, runner)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("ctrl+r")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if runner.paused.is_set() and "in flight" in screen_text(app):
+                break
+        assert "cell 3/12 (2 in flight)" in screen_text(app)
+        runner.cancel()
+        await wait_job(pilot, app)

@@ -148,13 +148,24 @@ class RayExecutor:
                     i, t0 = inflight.pop(ref)
                     yield self._outcome(ref, i, t0), len(inflight)
         except (Cancelled, KeyboardInterrupt):
-            for ref in inflight:
-                ray.cancel(ref, force=True)
+            self._cancel(list(inflight))
             raise
         except GeneratorExit:  # the consumer stopped early: leave no task behind
-            for ref in inflight:
-                ray.cancel(ref, force=True)
+            self._cancel(list(inflight))
             raise
+
+    def _cancel(self, refs: list[Any]) -> None:
+        """Force-cancel the tasks of ``refs`` that have not finished yet.
+
+        Finished ones are left alone: cancelling a task while its result is being
+        delivered can abort the driver in Ray (a ``RAY_CHECK`` on "complete task that was
+        not pending", still in Ray 2.60); skipping the ready ones narrows that window.
+        """
+        if not refs:
+            return
+        ready, pending = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+        for ref in pending:
+            self.ray.cancel(ref, force=True)
 
     def _outcome(self, ref: Any, index: int, t0: float) -> CellOutcome:
         try:

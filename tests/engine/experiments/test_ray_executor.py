@@ -8,6 +8,7 @@ keeps the finished cells and a resume completes them with the same rows.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import sys
@@ -154,7 +155,8 @@ def test_cancel_mid_run_then_resume(tmp_path, local_rows) -> None:
 
     spec = build_spec(
         dataset="digits", experiment="ntk", config=None, classes="3,8", n_train=60, n_test=20,
-        widths="8,32", seeds="0,1", epochs=4, device="cpu", executor={"executor__kind": "ray"},
+        widths="8,32", seeds="0,1", epochs=4, device="cpu",
+        executor={"executor__kind": "ray", "executor__max_parallel": 1},  # one in flight (below)
     )  # fmt: skip
     out = tmp_path / "run"
     store = RunStore(out, spec)
@@ -215,3 +217,129 @@ def test_influence_check_cells_give_the_same_rows_on_ray() -> None:
     assert local.keys() == remote.keys() and len(local) >= 8
     for k, v in local.items():
         assert remote[k] == pytest.approx(v, abs=1e-9, nan_ok=True), k
+
+
+CELLS_SPEC = {
+    "experiment": "flip,advtrain,landscape",
+    "seeds": [0, 1],
+    "device": "cpu",
+    "dtype": "float64",
+    "data": {"name": "digits", "classes": [3, 8], "n_train": 40, "n_test": 16},
+    "model": {"widths": [8]},
+    "train": {"epochs": 3, "batch_size": 20},
+    "flip": {"attacks": ["fgsm", "pgd"], "width": 8, "pgd_steps": 2},
+    "landscape": {
+        "width": 8,
+        "points_1d": 5,
+        "points_2d": 3,
+        "hessian_iters": 5,
+        "hutchinson_samples": 3,
+    },
+}
+
+
+def _plain(v):
+    """Arrays to lists, so events compare as JSON-like values."""
+    return v.tolist() if hasattr(v, "tolist") else v
+
+
+def _assert_close(a, b, where: str = "") -> None:
+    """``a`` and ``b`` equal, floats to 1e-5 (NaN equal to NaN), recursively."""
+    a, b = _plain(a), _plain(b)
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), where
+        for k in a:
+            _assert_close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_close(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and not isinstance(b, bool):
+        assert b == pytest.approx(a, rel=1e-5, abs=1e-8, nan_ok=True), where
+    else:
+        assert a == b, where
+
+
+def _record(spec: RunSpec) -> dict[str, list]:
+    """Rows (with their cells), artifacts, finished cells and summary of ``run(spec)``."""
+    from engine.experiments.events import Artifact
+
+    out: dict[str, list] = {"rows": [], "artifacts": [], "cells": [], "summary": []}
+    for ev in run(spec):
+        if isinstance(ev, TableRow):
+            out["rows"].append((ev.table, ev.cell, ev.row))
+        elif isinstance(ev, Artifact):
+            out["artifacts"].append((ev.name, ev.cell, ev.data))
+        elif isinstance(ev, CellFinished):
+            out["cells"].append(ev.cell)
+        elif isinstance(ev, Finished):
+            out["summary"].append(ev.summary)
+    assert out["summary"], "the run did not finish"
+    return out
+
+
+@pytest.fixture(scope="module")
+def cells_local() -> dict[str, list]:
+    return _record(RunSpec.from_dict(CELLS_SPEC))
+
+
+def test_flip_advtrain_landscape_match_in_process(cells_local) -> None:
+    """Rows (in plan order), artifacts, resume markers and summary of flip, advtrain and
+    landscape cells on Ray are the in-process ones."""
+    remote = _record(RunSpec.from_dict(CELLS_SPEC).replace(executor__kind="ray"))
+    tables = {t for t, _, _ in cells_local["rows"]}
+    assert {"flip_rates", "landscape", "sharpness"} <= tables
+    assert {r["training"] for t, _, r in cells_local["rows"] if t == "flip_rates"} == {
+        "standard",
+        "adversarial",
+    }
+    assert remote["cells"] == cells_local["cells"]
+    assert "flip/digits/attn/pgd/0.3/1" in remote["cells"]  # a marker per (attack, ε)
+    _assert_close(cells_local["rows"], remote["rows"], "rows")
+    _assert_close(cells_local["artifacts"], remote["artifacts"], "artifacts")
+    _assert_close(cells_local["summary"], remote["summary"], "summary")
+
+
+def test_flip_landscape_cancel_then_resume_on_ray(tmp_path, cells_local) -> None:
+    """Cancelled after the first cell, then resumed: only the missing cells run again,
+    and rows and summary are those of the uninterrupted in-process run."""
+    from engine.experiments.runner import execute
+
+    # one cell at a time: the cancel meets a cell that has just started, never one whose
+    # result is on its way (that race can abort the driver in Ray: executors/ray_executor.py)
+    spec = RunSpec.from_dict(CELLS_SPEC).replace(executor__kind="ray", executor__max_parallel=1)
+    out = tmp_path / "run"
+    cancel = threading.Event()
+
+    def stop_after_a_cell(ev: Event) -> None:
+        if isinstance(ev, CellFinished) and ev.cell.count("/") == 3:  # a whole (kind, seed)
+            cancel.set()
+
+    execute(spec, out, cancel=cancel, on_event=stop_after_a_cell)
+    assert read_run(out)["env"]["status"] == "cancelled"
+    store = RunStore(out, spec, resume=True)
+    kept = set(store.done_cells)
+    assert "flip/digits/relu/0" in kept and "landscape/digits/relu/8/0" not in kept
+
+    seen: list[str] = []
+    execute(
+        spec,
+        out,
+        store=store,
+        on_event=lambda ev: seen.append(ev.cell) if isinstance(ev, CellFinished) else None,
+    )
+    run_ = read_run(out)
+    assert run_["env"]["status"] == "finished"
+    assert not set(seen) & kept
+    assert sorted(seen + sorted(kept)) == sorted(cells_local["cells"])
+    local_rows = [r for t, _, r in cells_local["rows"] if t == "flip_rates"]
+    key = ("model", "training", "attack", "eps", "seed")
+    got = {tuple(str(r[k]) for k in key): r for r in run_["tables"]["flip_rates"]}
+    assert len(got) == len(local_rows)
+    for r in local_rows:
+        assert float(got[tuple(str(r[k]) for k in key)]["flip_rate"]) == pytest.approx(
+            r["flip_rate"]
+        )
+    summary = cells_local["summary"][0]
+    for section in ("flip", "advtrain", "landscape"):
+        _assert_close(json.loads(json.dumps(summary[section])), run_["summary"][section], section)

@@ -141,3 +141,30 @@ def test_advtrain_recipes_reach_the_training_loop():
     for a, b in zip(fast, same):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert any(not torch.equal(a, b) for a, b in zip(pgd2, pgd1))
+
+
+def test_a_cell_stopped_inside_resumes_with_the_points_left():
+    """One cell per (model, seed), a marker per (attack, ε): with relu's FGSM point done,
+    relu's cell measures PGD alone; attn's cell both; the summary covers every point."""
+    spec = _spec("flip", attacks=("fgsm", "pgd"))
+    full = [e.row for e in run(spec) if isinstance(e, TableRow) and e.table == "flip_rates"]
+    done = {"flip/digits/relu/fgsm/0.3/0"}
+    previous = {"flip_rates": [r for r in full if (r["model"], r["attack"]) == ("2L-ReLU", "fgsm")]}
+    events = list(run(spec, done_cells=done, previous_rows=previous))
+    rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "flip_rates"]
+    assert [(r["model"], r["attack"]) for r in rows] == [
+        ("2L-ReLU", "pgd"),
+        ("MLP-Attn", "fgsm"),
+        ("MLP-Attn", "pgd"),
+    ]
+    assert rows == full[1:]  # the same numbers as the uninterrupted run
+    cells = [e.cell for e in events if isinstance(e, CellFinished)]
+    assert cells == [
+        "flip/digits/relu/pgd/0.3/0",
+        "flip/digits/relu/0",
+        "flip/digits/attn/fgsm/0.3/0",
+        "flip/digits/attn/pgd/0.3/0",
+        "flip/digits/attn/0",
+    ]
+    summ = next(e.data for e in events if isinstance(e, Summary) and e.section == "flip")
+    assert set(summ["ratio_attn_relu"]) == {"fgsm", "pgd"}
