@@ -359,7 +359,9 @@ def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
     The folder is created here (``mkdir`` is the claim), so two runs started in the same
     second get ``…-2``, ``…-3`` instead of sharing one folder.
     """
-    base = Path(root or os.environ.get("MALLEABILITY_RUNS", "runs"))
+    from engine.experiments.runs import runs_root
+
+    base = runs_root(root)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"{stamp}-{spec.experiment.replace(',', '+')}-{spec.data.name}"
     from engine.experiments.paths import make_folder

@@ -1,12 +1,17 @@
-"""Paper-style figures with matplotlib (the optional ``plots`` extra)."""
+"""``malleability figures``: paper-style figures with matplotlib (the optional ``plots`` extra)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
+
+from engine.experiments.runs import collect
 from engine.results import mean_std, num, series_over_seeds
+from malleability_tui.cli.common import console, die, expected_errors
+from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
 
 def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> list[Path]:
@@ -129,3 +134,31 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
                 ax.set(xlabel="α", ylabel="β", title=m)
             save(fig, f"{label}_landscape_2d")
     return files
+
+
+def figures_cmd(
+    run: RunOrReproduce,
+    format: Annotated[str, typer.Option("--format", "-f", help="png, pdf or svg.")] = "png",
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Output folder (default <run>/figures).")
+    ] = None,
+) -> None:
+    """Paper-style figures (needs matplotlib: pip install 'malleability\\[plots]')."""
+    if format not in ("png", "pdf", "svg"):
+        die(f"invalid --format {format!r}: png, pdf or svg")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+    except ImportError:
+        die("figures need matplotlib: pip install 'malleability[plots]'")
+    from engine.experiments.paths import check_folder_target
+
+    with expected_errors():
+        path = resolve_run(run, None, reproduce=True)
+        target = check_folder_target(to or path / "figures", "to")
+        files = make_figures(collect(path)[1], target, format)
+    if not files:
+        console.print("no figure: the run has none of the tables the figures need")
+    for f in files:
+        console.print(f"wrote {f}", highlight=False)

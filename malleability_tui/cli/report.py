@@ -1,4 +1,4 @@
-"""``malleability report`` (Markdown / HTML) and ``malleability figures`` (matplotlib)."""
+"""``malleability report``: a run or reproduce directory as Markdown or HTML."""
 
 from __future__ import annotations
 
@@ -8,38 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
+from engine.experiments.runs import collect
 from engine.experiments.spec import RunSpec
-from engine.experiments.store import read_run
 from engine.results import num as _num
 from engine.results import series_over_seeds
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, fmt
-from malleability_tui.cli.runs import resolve_run
+from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
 MAX_REPORT_ROWS = 60
 Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"table", payload)
-
-
-def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, dict[str, Any]]]]:
-    """(reproduce summary or None, [(label, read_run data)]) for a run or reproduce folder."""
-    from engine.experiments.validate import DamagedRun, read_json_object
-
-    if (path / "reproduce.json").exists():
-        meta = read_json_object(path / "reproduce.json")
-        parts = meta.get("parts")
-        if not isinstance(parts, list) or not all(
-            isinstance(p, dict) and isinstance(p.get("key"), str) for p in parts
-        ):
-            raise DamagedRun(path / "reproduce.json", "parts must be a list of objects with a key")
-        summ_f = path / "summary.json"
-        summ = read_json_object(summ_f) if summ_f.exists() else {}
-        runs = [
-            (p["key"], read_run(path / p["key"]))
-            for p in parts
-            if (path / p["key"] / "spec.toml").exists()
-        ]
-        return summ, runs
-    return None, [(path.name, read_run(path))]
 
 
 def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
@@ -223,9 +201,7 @@ def to_html(blocks: list[Block]) -> str:
 
 
 def report_cmd(
-    run: Annotated[
-        str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")
-    ],
+    run: RunOrReproduce,
     format: Annotated[str, typer.Option("--format", "-f", help="md or html.")] = "md",
     to: Annotated[
         Path | None, typer.Option("--to", help="Output file (default <run>/report.<format>).")
@@ -238,50 +214,9 @@ def report_cmd(
     from engine.experiments.store import atomic_write
 
     with expected_errors():
-        path = resolve_reproduce_or_run(run)
+        path = resolve_run(run, None, reproduce=True)
         target = check_file_target(to or path / f"report.{format}", "to")
         blocks = build_report(path)
         text = to_markdown(blocks) if format == "md" else to_html(blocks)
         atomic_write(target, text)
     console.print(f"wrote {target}", highlight=False)
-
-
-def resolve_reproduce_or_run(run: str) -> Path:
-    p = Path(run)
-    if (p / "reproduce.json").exists():
-        return p
-    q = Path("runs") / run
-    if (q / "reproduce.json").exists():
-        return q
-    return resolve_run(run, None)
-
-
-def figures_cmd(
-    run: Annotated[
-        str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")
-    ],
-    format: Annotated[str, typer.Option("--format", "-f", help="png, pdf or svg.")] = "png",
-    to: Annotated[
-        Path | None, typer.Option("--to", help="Output folder (default <run>/figures).")
-    ] = None,
-) -> None:
-    """Paper-style figures (needs matplotlib: pip install 'malleability\\[plots]')."""
-    if format not in ("png", "pdf", "svg"):
-        die(f"invalid --format {format!r}: png, pdf or svg")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-    except ImportError:
-        die("figures need matplotlib: pip install 'malleability[plots]'")
-    from engine.experiments.paths import check_folder_target
-    from malleability_tui.cli.figures import make_figures
-
-    with expected_errors():
-        path = resolve_reproduce_or_run(run)
-        target = check_folder_target(to or path / "figures", "to")
-        files = make_figures(collect(path)[1], target, format)
-    if not files:
-        console.print("no figure: the run has none of the tables the figures need")
-    for f in files:
-        console.print(f"wrote {f}", highlight=False)

@@ -15,6 +15,7 @@ from engine.errors import DatasetError
 from engine.experiments.estimate import estimate_seconds, hms
 from engine.experiments.events import to_jsonable
 from engine.experiments.reproduce import NO_DATA, Part, compare, plan
+from engine.experiments.runs import runs_root
 from engine.experiments.store import atomic_write, read_run
 from engine.results import flip_text, num
 from malleability_tui.cli.common import (
@@ -149,7 +150,7 @@ def reproduce(
 
         for part in parts[:1]:  # before any folder exists: Ray missing is one line
             check_executor(part.spec.executor)
-        path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
+        path = out or runs_root() / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
         if path.exists() and any(path.iterdir()) and not resume and not dry_run:
             die(
                 f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"
