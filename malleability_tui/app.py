@@ -478,16 +478,17 @@ class MalleabilityApp(App):
         self.state.log(f"exported {len(self.last_export)} files to {to}")
         self.notify(f"exported {len(self.last_export)} files to {to}")
 
-    def action_screenshot(self) -> None:
-        # Without the toasts of earlier actions: they are gone once the screen refreshed.
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Textual's action (same arguments), into the export folder by default and
+        without the toasts of earlier actions: they are gone once the screen refreshed."""
         self.clear_notifications()
-        self.call_after_refresh(self._save_screenshot)
+        self.call_after_refresh(self._save_screenshot, filename, path)
 
-    def _save_screenshot(self) -> None:
-        folder = self.settings.export_root
+    def _save_screenshot(self, filename: str | None = None, to: str | None = None) -> None:
+        folder = Path(to) if to else self.settings.export_root
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            path = self.save_screenshot(path=str(folder))
+            path = self.save_screenshot(filename, path=str(folder))
         except OSError as e:
             self.show_error("Screenshot failed", error_text(e))
             return

@@ -187,7 +187,7 @@ def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tens
         k_test,
         _targets(ds, ctx.device),
         ntk_ridge(ctx.spec, ds.n_train, ds.task),
-        method=sp.predictor,  # type: ignore[arg-type]
+        method=sp.predictor,
         t=sp.flow_time if sp.predictor == "flow" else None,
     )
 

@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from engine.errors import ConfigError
 from engine.experiments.store import atomic_write, read_run
@@ -62,13 +62,28 @@ def find_run(
     return None
 
 
-def list_runs(root: str | Path | None = None) -> list[dict[str, Any]]:
+class RunListing(TypedDict):
+    """One line of ``list_runs``: what the CLI's ``runs list`` and the TUI's Runs panel show."""
+
+    name: str
+    path: str
+    experiment: str
+    dataset: str
+    status: str
+    """The run store's status (``run_status``), or ``damaged``."""
+    start: str
+    device: str
+    damage: str
+    """The damaged files' problems, ``; ``-joined ("" for an intact run)."""
+
+
+def list_runs(root: str | Path | None = None) -> list[RunListing]:
     """Summaries of the run directories under ``runs_root(root)``, newest first.
 
     A damaged run is listed too, with ``damage`` (its first problem) and status "damaged".
     """
     base = runs_root(root)
-    out: list[dict[str, Any]] = []
+    out: list[RunListing] = []
     if not base.is_dir():
         return out
     for d in sorted(base.iterdir(), reverse=True):
@@ -78,16 +93,16 @@ def list_runs(root: str | Path | None = None) -> list[dict[str, Any]]:
         summ, env = data["summary"], data["env"]
         damage = data["damage"]
         out.append(
-            {
-                "name": d.name,
-                "path": str(d),
-                "experiment": summ.get("experiment", data["spec"].get("experiment", "?")),
-                "dataset": summ.get("dataset", data["spec"].get("data", {}).get("name", "?")),
-                "status": "damaged" if damage else env.get("status", "?"),
-                "start": env.get("start_time", ""),
-                "device": env.get("device", ""),
-                "damage": "; ".join(damage),
-            }
+            RunListing(
+                name=d.name,
+                path=str(d),
+                experiment=str(summ.get("experiment", data["spec"].get("experiment", "?"))),
+                dataset=str(summ.get("dataset", data["spec"].get("data", {}).get("name", "?"))),
+                status="damaged" if damage else str(env.get("status", "?")),
+                start=str(env.get("start_time", "")),
+                device=str(env.get("device", "")),
+                damage="; ".join(damage),
+            )
         )
     return out
 

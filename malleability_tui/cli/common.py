@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -13,6 +13,11 @@ from typer.core import TyperGroup
 
 from engine.errors import Cancelled, EngineError
 from malleability_tui.boundary import error_line, sigterm_as_interrupt
+
+if TYPE_CHECKING:
+    # the Context TyperGroup.invoke declares and is called with (recent typer vendors
+    # click as typer._click; typer.Context is a subclass, too narrow for an override)
+    from typer._click.core import Context as ClickContext
 
 console = Console()
 err_console = Console(stderr=True)
@@ -40,7 +45,7 @@ def expected_errors() -> Iterator[None]:
 class GuardedGroup(TyperGroup):
     """The top-level command group: every command runs inside the error boundary."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         with sigterm_as_interrupt():
             try:
                 return super().invoke(ctx)

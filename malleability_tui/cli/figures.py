@@ -120,14 +120,14 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
                 1, len(models), figsize=(4.5 * len(models), 3.8), squeeze=False
             )
             for ax, m in zip(axes[0], models):
-                pts = [
+                cells = [
                     (num(r["alpha"]), num(r["beta"]), num(r["loss"]))
                     for r in two
                     if r["model"] == m
                 ]
-                al, be = sorted({p[0] for p in pts}), sorted({p[1] for p in pts})
+                al, be = sorted({c[0] for c in cells}), sorted({c[1] for c in cells})
                 grid = [[float("nan")] * len(al) for _ in be]
-                for a, b, v in pts:
+                for a, b, v in cells:
                     grid[be.index(b)][al.index(a)] = v
                 cs = ax.contourf(al, be, grid, levels=20)
                 fig.colorbar(cs, ax=ax)

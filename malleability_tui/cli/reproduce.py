@@ -202,19 +202,20 @@ def reproduce(
             )
             runs[part.key] = read_run(sub)
         comparison = compare(runs, parts)
-        meta.update(end_time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), seconds=time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        meta.update(end_time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), seconds=seconds)
         atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
         summary = {
             "status": "finished",
             "experiment": "reproduce",
             "dataset": ",".join(names),
-            "seconds": meta["seconds"],
+            "seconds": seconds,
             **comparison,
         }
         atomic_write(path / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n")
         show_comparison(comparison)
         console.print(
-            f"reproduction: [bold]{path}[/] ({hms(meta['seconds'])}); report: malleability report {path}",
+            f"reproduction: [bold]{path}[/] ({hms(seconds)}); report: malleability report {path}",
             highlight=False,
         )
 

@@ -29,8 +29,8 @@ def _values(st: RunState) -> dict[tuple[str, str], str]:
     for i, line in enumerate(headline_numbers(st.summary, limit=12)):
         sec, _, rest = line.partition(": ")
         out[("headline", f"{sec} {i + 1}" if rest else str(i + 1))] = rest or line
-    for k, v in sorted(st.tables.items()):
-        out[("tables", k)] = f"{len(v)} rows"
+    for name, rows in sorted(st.tables.items()):
+        out[("tables", name)] = f"{len(rows)} rows"
     return out
 
 

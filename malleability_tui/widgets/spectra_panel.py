@@ -46,7 +46,7 @@ class SpectraPanel(Horizontal):
             eig_g = [num(r.get("eig_G")) for r in rows]
             eig_g3 = [num(r.get("eig_G3")) for r in rows]
         idx = list(range(1, len(eig_g) + 1))
-        series = ()
+        series: tuple[Series, ...] = ()
         if eig_g:
             series = (
                 Series("λ(G)", idx, eig_g, color="cyan"),
