@@ -13,7 +13,7 @@ from typing import Any
 from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
 from engine.models import MODEL_LABELS
-from engine.results import mean_std, num, series_over_seeds
+from engine.results import mean_std, num, ratio, series_over_seeds
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
@@ -383,7 +383,6 @@ class FlipRow:
     eps: float
     training: str
     flip: float
-    ci: float
     spearman: float
     n: int
     ratio: float
@@ -428,8 +427,8 @@ FLIP_HEADERS = (
 
 
 def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
-    """Group ``flip_rates`` rows over seeds: mean ± half the 95% Wilson interval of the flips
-    pooled over seeds (integer n_flipped / n_selected), ρ, Attn/ReLU ratio, paper. Pass the
+    """Group ``flip_rates`` rows over seeds: mean and the 95% Wilson interval [lo, hi] of the
+    flips pooled over seeds (integer n_flipped / n_selected), ρ, Attn/ReLU ratio, paper. Pass the
     rows of one protocol (``FlipsPanel`` keeps the default one)."""
     from engine.experiments.flip_summary import pooled
 
@@ -451,19 +450,14 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
         means[key] = m
         p = pooled(rs)  # Σ n_flipped / Σ n_selected: integer counts, never floats × sizes
         lo, hi = (p["ci_low"] / 100, p["ci_high"] / 100) if p else (math.nan, math.nan)
-        half = (hi - lo) / 2 if p else math.nan
-        stats[key] = (m, half, rho, n, lo, hi)
+        stats[key] = (m, rho, n, lo, hi)
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[4], k[2], k[3], k[1])):
         ds, model, attack, eps, training = key
         relu = means.get((ds, REFERENCE_MODEL, attack, eps, training), math.nan)
         mine = means[key]
-        ratio = (
-            mine / relu
-            if model != REFERENCE_MODEL and math.isfinite(relu) and math.isfinite(mine) and relu > 0
-            else math.nan
-        )
-        m, ci, rho, n, lo, hi = stats[key]
+        attn_relu = ratio(mine, relu) if model != REFERENCE_MODEL else math.nan
+        m, rho, n, lo, hi = stats[key]
         out.append(
             FlipRow(
                 ds,
@@ -472,10 +466,9 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
                 eps,
                 training,
                 m,
-                ci,
                 rho,
                 n,
-                ratio,
+                attn_relu,
                 paper_flip(ds, model, attack, training, classes),
                 lo,
                 hi,

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from engine.results import cells_of, failed_cells, guard_note, marked, mean_std
+from engine.results import cells_of, failed_cells, guard_note, marked, mean_std, pooled_rate, ratio
 
 if TYPE_CHECKING:
     from engine.experiments.spec import FlipSpec
@@ -63,8 +63,6 @@ def pooled(rows: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
 
     None when no row has finite counts (e.g. the curated intervention).
     """
-    from engine.malleability import wilson_interval
-
     sel = []
     for r in rows:
         k, n = _count(r.get("n_flipped")), _count(r.get("n_selected"))
@@ -72,10 +70,8 @@ def pooled(rows: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
             sel.append((r, k, n))
     if not sel:
         return None
-    k = sum(x[1] for x in sel)
-    n = sum(x[2] for x in sel)
+    p = pooled_rate((k, n) for _, k, n in sel)
     m, s, cnt = mean_std(100 * _f(r["flip_rate"]) for r, _, _ in sel)
-    lo, hi = wilson_interval(k, n)
     split = {}
     for key in ("n_helpful", "flipped_helpful", "flipped_harmful"):
         vals = [_count(r.get(key)) for r, _, _ in sel]
@@ -86,11 +82,11 @@ def pooled(rows: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         "mean": m,
         "std": s,
         "seeds": cnt,
-        "pooled": 100 * k / n,
-        "ci_low": 100 * lo,
-        "ci_high": 100 * hi,
-        "k": k,
-        "n": n,
+        "pooled": 100 * p.k / p.n,
+        "ci_low": 100 * p.lo,
+        "ci_high": 100 * p.hi,
+        "k": p.k,
+        "n": p.n,
         **split,
     }
 
@@ -132,7 +128,8 @@ def grid(rows: list[dict[str, Any]], training: str = "standard") -> list[dict[st
                     if r["model"] == model and r["attack"] == attack and _f(r["eps"]) == eps
                 )
             a, b = cell["MLP-Attn"], cell["2L-ReLU"]
-            cell["ratio"] = a["pooled"] / b["pooled"] if a and b and b["pooled"] > 0 else None
+            q = ratio(a["pooled"], b["pooled"]) if a and b else math.nan
+            cell["ratio"] = q if math.isfinite(q) else None
             out.append(cell)
     return out
 

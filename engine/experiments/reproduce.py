@@ -571,9 +571,10 @@ def _claim3(
         pr = _pooled(rows, "2L-ReLU", a, "standard")
         if pa is None or pr is None:
             continue
-        ratio = pa["pooled"] / pr["pooled"] if pr["pooled"] else float("inf")
+        q = ratio(pa["pooled"], pr["pooled"])
+        times = f"×{q:.2g}" if math.isfinite(q) else "ratio n/a: 2L-ReLU 0%"
         parts.append(
-            f"{ATTACK_LABELS.get(a, a)} {pa['pooled']:.1f}% vs {pr['pooled']:.1f}% (×{ratio:.2g})"
+            f"{ATTACK_LABELS.get(a, a)} {pa['pooled']:.1f}% vs {pr['pooled']:.1f}% ({times})"
         )
         above += pa["ci_low"] > pr["ci_high"]
         below += pr["ci_low"] > pa["ci_high"]

@@ -453,14 +453,14 @@ def _result(
 
 
 def _ranking_agreement(before: torch.Tensor, after: torch.Tensor, k: int) -> tuple[float, float]:
-    """Spearman ρ and top-K overlap of two score vectors over the same points."""
-    from scipy.stats import spearmanr
+    """Spearman ρ (``engine.results.spearman``: NaN below 3 points or for constant scores)
+    and top-K overlap of two score vectors over the same points."""
+    from engine.results import spearman
 
     m = before.shape[0]
     if m < 2:
         return float("nan"), float("nan")
-    b, a = before.cpu().numpy(), after.cpu().numpy()
-    rho = float(spearmanr(b, a).statistic) if np.ptp(b) > 0 and np.ptp(a) > 0 else float("nan")
+    rho, _ = spearman(before.cpu().tolist(), after.cpu().tolist())
     kk = min(k, m)
     top_b = set(top_indices(before, kk).tolist())
     top_a = set(top_indices(after, kk).tolist())
