@@ -35,6 +35,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from engine.results.stats import mean_std
+
 WINDOW = 0.1
 """Fraction of the epochs in the window whose progress is judged (the last 10 %)."""
 TOL = 0.01
@@ -61,8 +63,9 @@ class Convergence(NamedTuple):
 
 
 def _mean_var(v: list[float]) -> tuple[float, float]:
-    m = math.fsum(v) / len(v)
-    return m, math.fsum((x - m) ** 2 for x in v) / max(len(v) - 1, 1)
+    """Mean and sample variance (n − 1; 0 for one value) of a window of epoch losses."""
+    m = mean_std(v)
+    return m.mean, m.std**2
 
 
 def convergence(
