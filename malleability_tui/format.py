@@ -14,6 +14,7 @@ from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
 from engine.models import MODEL_LABELS
 from engine.results import mean_std, num, ratio, series_over_seeds
+from engine.results.tables import FlipRateRow
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
@@ -430,23 +431,17 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
     """Group ``flip_rates`` rows over seeds: mean and the 95% Wilson interval [lo, hi] of the
     flips pooled over seeds (integer n_flipped / n_selected), ρ, Attn/ReLU ratio, paper. Pass the
     rows of one protocol (``FlipsPanel`` keeps the default one)."""
-    from engine.experiments.flip_summary import pooled
+    from engine.experiments.flip_summary import pooled, typed
 
-    groups: dict[tuple[str, str, str, float, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        key = (
-            str(r.get("dataset", "?")),
-            str(r.get("model", "?")),
-            str(r.get("attack", "?")),
-            num(r.get("eps")),
-            str(r.get("training") or "standard"),
-        )
+    groups: dict[tuple[str, str, str, float, str], list[FlipRateRow]] = {}
+    for r in typed(rows):
+        key = (r.dataset or "?", r.model or "?", r.attack or "?", r.eps, r.training or "standard")
         groups.setdefault(key, []).append(r)
     means: dict[tuple[str, str, str, float, str], float] = {}
     stats = {}
     for key, rs in groups.items():
-        m, s, n = mean_std(num(r.get("flip_rate")) for r in rs)
-        rho, _, _ = mean_std(num(r.get("spearman")) for r in rs)
+        m, s, n = mean_std(r.flip_rate for r in rs)
+        rho, _, _ = mean_std(r.spearman for r in rs)
         means[key] = m
         p = pooled(rs)  # Σ n_flipped / Σ n_selected: integer counts, never floats × sizes
         lo, hi = (p["ci_low"] / 100, p["ci_high"] / 100) if p else (math.nan, math.nan)

@@ -268,28 +268,30 @@ def _pooled(
     rows: list[dict], model: str, attack: str, training: str, eps: float | None = None
 ) -> dict[str, Any] | None:
     """Pooled flip rate (percent) from the integer counts (``flip_summary.pooled``)."""
-    from engine.experiments.flip_summary import pooled
+    from engine.experiments.flip_summary import pooled, typed
 
     sel = [
         r
-        for r in rows
-        if r["model"] == model
-        and r["attack"] == attack
-        and r["training"] == training
-        and (eps is None or abs(_f(r["eps"]) - eps) < 1e-9)
+        for r in typed(rows)
+        if r.model == model
+        and r.attack == attack
+        and r.training == training
+        and (eps is None or abs(r.eps - eps) < 1e-9)
     ]
     return pooled(sel)
 
 
 def _default_protocol(rows: list[dict] | None, part: Part) -> list[dict] | None:
     """The rows of the part's default protocol (``flip.ridge``, ``flip.ranking``)."""
-    from engine.experiments.flip_summary import same_rule
+    from engine.experiments.flip_summary import same_rule, typed
 
     if rows is None:
         return None
     f = part.spec.flip
-    return [
-        r for r in rows if same_rule(r.get("ridge", ""), f.ridge) and r.get("ranking") == f.ranking
+    return [  # the dicts, for the guards (which read any table's rows)
+        d
+        for d, r in zip(rows, typed(rows))
+        if same_rule(r.ridge, f.ridge) and r.ranking == f.ranking
     ]
 
 
@@ -550,6 +552,8 @@ def _claim3(
 ) -> dict[str, Any]:
     """Claim 3 on the default protocol (10-class rows; the binary ones when no 10-class
     flips ran), with the sensitivity grid's MLP-Attn / 2L-ReLU ratios beside it."""
+    from engine.experiments.flip_summary import typed
+
     t = "influence malleability: MLP-Attn's influence flips more often than 2L-ReLU's"
     side = _grid_text(grid or [])
     task = "10-class"
@@ -565,7 +569,7 @@ def _claim3(
             grid=grid or [],
         )
     parts, above, below = [], 0, 0
-    attacks = sorted({r["attack"] for r in rows if r["training"] == "standard"})
+    attacks = sorted({r.attack for r in typed(rows) if r.training == "standard"})
     for a in attacks:
         pa = _pooled(rows, "MLP-Attn", a, "standard")
         pr = _pooled(rows, "2L-ReLU", a, "standard")

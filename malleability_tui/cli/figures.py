@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from engine.experiments.flip_summary import typed
 from engine.experiments.runs import collect
 from engine.results import mean_std, num, series_over_seeds
 from malleability_tui.cli.common import console, die, expected_errors
@@ -57,16 +58,16 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             ax.set(xlabel="index", ylabel="eigenvalue", title=f"Spectra of G and G³ ({label})")
             ax.legend()
             save(fig, f"{label}_spectrum_G_G3")
-        flips = [r for r in t.get("flip_rates", []) if math.isfinite(num(r["flip_rate"]))]
-        std = [r for r in flips if r["training"] == "standard"]
+        flips = [r for r in typed(t.get("flip_rates", [])) if math.isfinite(r.flip_rate)]
+        std = [r for r in flips if r.training == "standard"]
         if std:
-            attacks = sorted({r["attack"] for r in std})
-            models = sorted({r["model"] for r in std})
+            attacks = sorted({r.attack for r in std})
+            models = sorted({r.model for r in std})
             fig, ax = plt.subplots(figsize=(5, 3.5))
             wbar = 0.8 / max(len(models), 1)
             for j, m in enumerate(models):
                 vals = [
-                    [100 * num(r["flip_rate"]) for r in std if r["model"] == m and r["attack"] == a]
+                    [100 * r.flip_rate for r in std if r.model == m and r.attack == a]
                     for a in attacks
                 ]
                 mean = [mean_std(v).mean for v in vals]
@@ -78,17 +79,13 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             ax.set(ylabel="flip rate (%)", title=f"Influence flip rate ({label})")
             ax.legend()
             save(fig, f"{label}_{'table3' if binary else 'table2'}_flip_rates")
-        adv = [r for r in flips if r["attack"] == "pgd"]
-        if any(r["training"] == "adversarial" for r in adv):
+        adv = [r for r in flips if r.attack == "pgd"]
+        if any(r.training == "adversarial" for r in adv):
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            models = sorted({r["model"] for r in adv})
+            models = sorted({r.model for r in adv})
             for j, tr in enumerate(("standard", "adversarial")):
                 vals = [
-                    [
-                        100 * num(r["flip_rate"])
-                        for r in adv
-                        if r["model"] == m and r["training"] == tr
-                    ]
+                    [100 * r.flip_rate for r in adv if r.model == m and r.training == tr]
                     for m in models
                 ]
                 ax.bar(

@@ -132,3 +132,17 @@ def test_influence_check_text_columns_read_back(tmp_path: Path) -> None:
 def test_train_row_types() -> None:
     r = TrainRow.from_row({"model": "2L-ReLU", "width": "16", "epochs": 200.0, "seconds": ""})
     assert r.width == 16 and r.epochs == 200 and math.isnan(r.seconds) and r.training == ""
+
+
+def test_flip_readers_parse_through_the_row_type() -> None:
+    """flip_summary (summaries, reproduce, report), the TUI's flip rows and the figures read
+    flip_rates through FlipRateRow.from_row: a live row and its CSV text pool the same, and
+    a bad cell is the row type's one-line error, not a NaN that drops the row."""
+    from engine.experiments.flip_summary import pooled
+    from malleability_tui.format import flip_rows
+
+    disk = _csv_round_trip("flip_rates", FLIP)
+    assert pooled([FLIP]) == pooled([disk])
+    assert flip_rows([FLIP])[0].cells() == flip_rows([disk])[0].cells()
+    with pytest.raises(RowError, match=r"^flip_rates: n_flipped='ten' is not an integer$"):
+        pooled([{**disk, "n_flipped": "ten"}])
