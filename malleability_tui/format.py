@@ -14,7 +14,7 @@ from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
 from engine.models import MODEL_LABELS
 from engine.results import mean_std, num, ratio, series_over_seeds
-from engine.results.tables import FlipRateRow
+from engine.results.tables import FlipRateRow, typed_rows
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
@@ -245,13 +245,13 @@ def error_text(err: BaseException) -> str:
 
 
 def sweep_series(
-    rows: list[dict[str, Any]], column: str = "ntk_distance"
+    rows: list[dict[str, Any]], column: str = "ntk_distance", table: str = "ntk_distance"
 ) -> dict[str, tuple[list[int], list[float], list[float], list[int]]]:
     """model → (widths, mean, sample std, n seeds) of ``column`` over seeds, widths sorted
-    (``engine.results.series_over_seeds``)."""
+    (``engine.results.series_over_seeds`` over ``table``'s typed rows)."""
     return {
         m: ([int(w) for w in ser.x], ser.mean, ser.std, ser.n)
-        for m, ser in series_over_seeds(rows, "width", column).items()
+        for m, ser in series_over_seeds(typed_rows(table, rows), "width", column).items()
     }
 
 

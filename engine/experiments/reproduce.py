@@ -55,6 +55,7 @@ from typing import Any
 from engine.experiments.presets import apply_quick, cap_sizes
 from engine.experiments.spec import DataSpec, RunSpec
 from engine.results import guard_verdict, mean_std, num, ratio, spearman
+from engine.results.tables import NtkDistanceRow
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -249,9 +250,9 @@ def _table1(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[s
                 "paper": paper.get(w),
             }
             vals = [
-                _f(r["ntk_distance"])
-                for r in rows or []
-                if r["model"] == model and int(_f(r["width"])) == w
+                r.ntk_distance
+                for r in map(NtkDistanceRow.from_row, rows or [])
+                if r.model == model and r.width == w
             ]
             if reason or rows is None:
                 cell.update(_no_data(reason or "the ntk experiment did not run"))
@@ -440,7 +441,7 @@ def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]
     col = "lin_distance_rel"
     if not rows:
         return _claim(1, t, f"Spearman ρ({col}, log₂ m)", NO_DATA, dataset=ds, **extra)
-    if not any(math.isfinite(_f(r.get(col))) for r in rows):
+    if not any(math.isfinite(NtkDistanceRow.from_row(r).lin_distance_rel) for r in rows):
         col = "ntk_distance"  # a run without the linearized twin: the paper's column
     v, stat, x = _width_rule(rows, col, *MODELS)
     rr, pr, ra, pa = x["rho_ref"], x["p_ref"], x["rho_other"], x["p_other"]
@@ -474,13 +475,17 @@ def _width_rule(
     at every width → holds; fewer than 4 widths or NaN ρ → inconclusive; else does not
     hold. A cell failing a guard makes it inconclusive (``_guarded``)."""
     res, per_width = {}, {}
+    typed = [NtkDistanceRow.from_row(r) for r in rows]
     for model in (ref, other):
-        sel = [r for r in rows if r["model"] == model and math.isfinite(_f(r.get(column)))]
-        xs = [math.log2(_f(r["width"])) for r in sel]
-        res[model] = spearman(xs, [_f(r[column]) for r in sel]) + (len(set(xs)),)
+        sel = [
+            (float(r.width), float(getattr(r, column)))
+            for r in typed
+            if r.model == model and r.width is not None and math.isfinite(getattr(r, column))
+        ]
+        xs = [math.log2(w) for w, _ in sel]
+        res[model] = spearman(xs, [v for _, v in sel]) + (len(set(xs)),)
         per_width[model] = {
-            w: mean_std(_f(r[column]) for r in sel if _f(r["width"]) == w)
-            for w in {_f(r["width"]) for r in sel}
+            w: mean_std(v for wv, v in sel if wv == w) for w in {wv for wv, _ in sel}
         }
     (rr, pr, nw), (ro, po, no) = res[ref], res[other]
     common = sorted(set(per_width[ref]) & set(per_width[other]))
@@ -519,7 +524,7 @@ def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     col = "lin_distance_rel"
     if not rows or not any(r["model"] == "QKV-Attn" for r in rows):
         return _claim(7, t, name + " (QKV-Attn not among the models)", NO_DATA, dataset=ds)
-    if not any(math.isfinite(_f(r.get(col))) for r in rows):
+    if not any(math.isfinite(NtkDistanceRow.from_row(r).lin_distance_rel) for r in rows):
         return _claim(7, t, name + " (linearized twin not available)", NO_DATA, dataset=ds)
     v, stat, vals = _width_rule(rows, col, "2L-ReLU", "QKV-Attn")
     return _claim(7, t, stat, v, dataset=ds, **vals)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -291,3 +291,9 @@ ROW_TYPES: tuple[type[Row], ...] = (
 )
 TABLES: dict[str, type[Row]] = {cls.TABLE: cls for cls in ROW_TYPES}
 """Table name → its row type (every CSV of a run directory)."""
+
+
+def typed_rows(table: str, rows: Iterable[Mapping[str, Any]]) -> list[Row]:
+    """``rows`` of ``table`` as its row type (``TABLES[table].from_row`` each)."""
+    t = TABLES[table]
+    return [t.from_row(r) for r in rows]

@@ -11,6 +11,7 @@ import typer
 from engine.experiments.flip_summary import typed
 from engine.experiments.runs import collect
 from engine.results import mean_std, num, series_over_seeds
+from engine.results.tables import NtkDistanceRow
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
@@ -38,7 +39,8 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
         binary = "binary" in label or bool(run["spec"].get("data", {}).get("classes"))
         if t.get("ntk_distance"):
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            for model, ser in series_over_seeds(t["ntk_distance"], "width", "ntk_distance").items():
+            ntk = [NtkDistanceRow.from_row(r) for r in t["ntk_distance"]]
+            for model, ser in series_over_seeds(ntk, "width", "ntk_distance").items():
                 ax.errorbar(ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model)
             ax.set_xscale("log", base=2)
             ax.set(

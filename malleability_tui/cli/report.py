@@ -12,6 +12,7 @@ from engine.experiments.runs import collect
 from engine.experiments.spec import RunSpec
 from engine.results import num as _num
 from engine.results import series_over_seeds
+from engine.results.tables import NtkDistanceRow
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, fmt
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
@@ -22,8 +23,10 @@ Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"table", payload)
 
 def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
     """model → (widths, mean distance, sample std) over seeds."""
+    typed = [NtkDistanceRow.from_row(r) for r in rows]
     return {
-        m: (s.x, s.mean, s.std) for m, s in series_over_seeds(rows, "width", "ntk_distance").items()
+        m: (s.x, s.mean, s.std)
+        for m, s in series_over_seeds(typed, "width", "ntk_distance").items()
     }
 
 
