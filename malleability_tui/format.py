@@ -14,7 +14,7 @@ from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
 from engine.models import MODEL_LABELS
 from engine.results import mean_std, num, ratio, series_over_seeds
-from engine.results.tables import FlipRateRow, typed_rows
+from engine.results.tables import FlipRateRow, LandscapeRow, SharpnessRow, typed_rows
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
@@ -478,11 +478,11 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
 def landscape_curves(rows: list[dict[str, Any]]) -> dict[str, tuple[list[float], list[float]]]:
     """1-D curves (rows without β): ``model direction`` → (α, loss), α sorted."""
     acc: dict[str, list[tuple[float, float]]] = {}
-    for r in rows:
-        if math.isfinite(num(r.get("beta"))):
+    for r in map(LandscapeRow.from_row, rows):
+        if math.isfinite(r.beta):
             continue
-        label = f"{r.get('model', '?')} {r.get('direction', '')}".strip()
-        acc.setdefault(label, []).append((num(r.get("alpha")), num(r.get("loss"))))
+        label = f"{r.model or '?'} {r.direction}".strip()
+        acc.setdefault(label, []).append((r.alpha, r.loss))
     return {
         k: ([a for a, _ in sorted(v)], [b for _, b in sorted(v)]) for k, v in sorted(acc.items())
     }
@@ -491,11 +491,10 @@ def landscape_curves(rows: list[dict[str, Any]]) -> dict[str, tuple[list[float],
 def landscape_surfaces(rows: list[dict[str, Any]]) -> dict[str, list[list[float]]]:
     """2-D surfaces (rows with β): model → grid[i_β][j_α] of the loss."""
     acc: dict[str, dict[tuple[float, float], float]] = {}
-    for r in rows:
-        b = num(r.get("beta"))
-        if not math.isfinite(b):
+    for r in map(LandscapeRow.from_row, rows):
+        if not math.isfinite(r.beta):
             continue
-        acc.setdefault(str(r.get("model", "?")), {})[(b, num(r.get("alpha")))] = num(r.get("loss"))
+        acc.setdefault(r.model or "?", {})[(r.beta, r.alpha)] = r.loss
     out = {}
     for model, pts in sorted(acc.items()):
         betas = sorted({b for b, _ in pts})
@@ -507,22 +506,22 @@ def landscape_surfaces(rows: list[dict[str, Any]]) -> dict[str, list[list[float]
 def landscape_axes(rows: list[dict[str, Any]], model: str) -> tuple[list[float], list[float]]:
     """The sorted α (columns) and β (rows) of ``model``'s 2-D surface."""
     pts = [
-        (num(r.get("alpha")), num(r.get("beta")))
-        for r in rows
-        if str(r.get("model", "?")) == model and math.isfinite(num(r.get("beta")))
+        (r.alpha, r.beta)
+        for r in map(LandscapeRow.from_row, rows)
+        if (r.model or "?") == model and math.isfinite(r.beta)
     ]
     return sorted({a for a, _ in pts}), sorted({b for _, b in pts})
 
 
 def sharpness_rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
     """(model, seeds, top eigenvalue mean ± std, trace mean ± std)."""
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by.setdefault(str(r.get("model", "?")), []).append(r)
+    by: dict[str, list[SharpnessRow]] = {}
+    for r in map(SharpnessRow.from_row, rows):
+        by.setdefault(r.model or "?", []).append(r)
     out = []
     for model, rs in sorted(by.items()):
-        e, es, n = mean_std(num(r.get("hessian_top_eig")) for r in rs)
-        t, ts, _ = mean_std(num(r.get("hessian_trace")) for r in rs)
+        e, es, n = mean_std(r.hessian_top_eig for r in rs)
+        t, ts, _ = mean_std(r.hessian_trace for r in rs)
         pm = (lambda m, sd: fmt(m)) if n <= 1 else (lambda m, sd: f"{fmt(m)} ± {fmt(sd, 2)}")
         out.append((model, str(n), pm(e, es), pm(t, ts)))
     return out

@@ -55,7 +55,7 @@ from typing import Any
 from engine.experiments.presets import apply_quick, cap_sizes
 from engine.experiments.spec import DataSpec, RunSpec
 from engine.results import guard_verdict, mean_std, num, ratio, spearman
-from engine.results.tables import NtkDistanceRow
+from engine.results.tables import NtkDistanceRow, SharpnessRow, SpectrumRow
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -396,11 +396,12 @@ def _kappa(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[st
 
     p = paper_spectrum(ds)
     cell: dict[str, Any] = {"dataset": ds, "paper_kappa": p.kappa if p else None}
-    row = next((r for r in rows or [] if r["dataset"] == ds or r["dataset"].startswith(ds)), None)
+    typed = [SpectrumRow.from_row(r) for r in rows or []]
+    row = next((r for r in typed if r.dataset == ds or r.dataset.startswith(ds)), None)
     if reason or row is None:
         cell.update(_no_data(reason or "the spectrum experiment did not run"))
     else:
-        cell.update({k: _f(row[k]) if k != "dataset" else row[k] for k in row})
+        cell.update({k: _f(v) if k != "dataset" else v for k, v in row.to_row().items()})
     return [cell]
 
 
@@ -532,12 +533,12 @@ def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
 
 def _claim2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     t = "spectral amplification: κ(G³) = κ(G)³"
-    row = next(iter(rows or []), None)
+    row = next((SpectrumRow.from_row(r) for r in rows or []), None)
     if row is None:
         return _claim(2, t, "κ(G³) / κ(G)³", NO_DATA, dataset=ds)
-    k3, kc = _f(row["kappa_G3_direct"]), _f(row["kappa_G_cubed"])
-    r = k3 / kc if kc and math.isfinite(kc) else float("nan")
-    stat = f"κ(G) {_f(row['kappa_G']):.4g}, κ(G)³ {kc:.4g}, κ(G³) measured {k3:.4g}, ratio {r:.4g}"
+    k3, kc = row.kappa_G3_direct, row.kappa_G_cubed
+    r = ratio(k3, kc)
+    stat = f"κ(G) {row.kappa_G:.4g}, κ(G)³ {kc:.4g}, κ(G³) measured {k3:.4g}, ratio {r:.4g}"
     if not math.isfinite(r):
         v = INCONCLUSIVE
     elif abs(math.log10(r)) <= math.log10(2):
@@ -672,11 +673,12 @@ def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     t = "MLP-Attn finds flatter minima than 2L-ReLU"
     if not rows:
         return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
-    a = mean_std([_f(r["hessian_top_eig"]) for r in rows if r["model"] == "MLP-Attn"])
-    r = mean_std([_f(r["hessian_top_eig"]) for r in rows if r["model"] == "2L-ReLU"])
+    typed = [SharpnessRow.from_row(x) for x in rows]
+    a = mean_std([x.hessian_top_eig for x in typed if x.model == "MLP-Attn"])
+    r = mean_std([x.hessian_top_eig for x in typed if x.model == "2L-ReLU"])
     if not (a[2] and r[2]):
         return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
-    rt = r[0] / a[0] if a[0] else float("inf")
+    rt = ratio(r.mean, a.mean)
     stat = f"λ_max MLP-Attn {a[0]:.4g} ± {a[1]:.2g} vs 2L-ReLU {r[0]:.4g} ± {r[1]:.2g} (ReLU/Attn ×{rt:.3g})"
     if a[0] + a[1] < r[0] - r[1] and (a[2] > 1 or a[0] < 0.9 * r[0]):
         v = HOLDS

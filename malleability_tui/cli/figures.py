@@ -11,7 +11,7 @@ import typer
 from engine.experiments.flip_summary import typed
 from engine.experiments.runs import collect
 from engine.results import mean_std, num, series_over_seeds
-from engine.results.tables import NtkDistanceRow
+from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
@@ -49,11 +49,11 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             ax.legend()
             save(fig, f"{label}_table1_ntk_distance")
         if t.get("eigenvalues"):
-            ev = t["eigenvalues"]
+            ev = [EigenvalueRow.from_row(r) for r in t["eigenvalues"]]
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            idx = [num(r["index"]) for r in ev]
+            idx = [num(r.index) for r in ev]
             for col, name in (("eig_G", "G = XXᵀ"), ("eig_G3", "G³")):
-                ys = [num(r[col]) for r in ev]
+                ys = [float(getattr(r, col)) for r in ev]
                 ax.semilogy(
                     [i for i, y in zip(idx, ys) if y > 0], [y for y in ys if y > 0], label=name
                 )
@@ -100,30 +100,26 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             ax.set(ylabel="PGD flip rate (%)", title=f"Standard vs adversarial training ({label})")
             ax.legend()
             save(fig, f"{label}_table4_adversarial")
-        land = t.get("landscape", [])
-        one = [r for r in land if r["direction"] == "1d"]
+        land = [LandscapeRow.from_row(r) for r in t.get("landscape", [])]
+        one = [r for r in land if r.direction == "1d"]
         if one:
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            for m in sorted({r["model"] for r in one}):
-                pts = sorted((num(r["alpha"]), num(r["loss"])) for r in one if r["model"] == m)
+            for m in sorted({r.model for r in one}):
+                pts = sorted((r.alpha, r.loss) for r in one if r.model == m)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=m)
             ax.set(
                 xlabel="α (filter-normalised)", ylabel="loss", title=f"1-D loss landscape ({label})"
             )
             ax.legend()
             save(fig, f"{label}_landscape_1d")
-        two = [r for r in land if r["direction"] == "2d"]
-        models = sorted({r["model"] for r in two})
+        two = [r for r in land if r.direction == "2d"]
+        models = sorted({r.model for r in two})
         if models:
             fig, axes = plt.subplots(
                 1, len(models), figsize=(4.5 * len(models), 3.8), squeeze=False
             )
             for ax, m in zip(axes[0], models):
-                cells = [
-                    (num(r["alpha"]), num(r["beta"]), num(r["loss"]))
-                    for r in two
-                    if r["model"] == m
-                ]
+                cells = [(r.alpha, r.beta, r.loss) for r in two if r.model == m]
                 al, be = sorted({c[0] for c in cells}), sorted({c[1] for c in cells})
                 grid = [[float("nan")] * len(al) for _ in be]
                 for a, b, v in cells:

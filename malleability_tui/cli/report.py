@@ -12,7 +12,7 @@ from engine.experiments.runs import collect
 from engine.experiments.spec import RunSpec
 from engine.results import num as _num
 from engine.results import series_over_seeds
-from engine.results.tables import NtkDistanceRow
+from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, fmt
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
@@ -98,29 +98,29 @@ def build_report(path: Path) -> list[Block]:
             ser = {m: (x, y) for m, (x, y, _) in _series_ntk(t["ntk_distance"]).items()}
             blocks.append(("pre", text_plot("NTK distance vs width", ser, xlog2=True)))
         if t.get("eigenvalues"):
-            ev = t["eigenvalues"]
-            idx = [_num(r["index"]) for r in ev]
+            ev = [EigenvalueRow.from_row(r) for r in t["eigenvalues"]]
+            idx = [_num(r.index) for r in ev]
             blocks.append(
                 (
                     "pre",
                     text_plot(
                         "eigenvalues of G and G^3 (log10)",
                         {
-                            "G": (idx, [_num(r["eig_G"]) for r in ev]),
-                            "G^3": (idx, [_num(r["eig_G3"]) for r in ev]),
+                            "G": (idx, [r.eig_G for r in ev]),
+                            "G^3": (idx, [r.eig_G3 for r in ev]),
                         },
                         ylog=True,
                     ),
                 )
             )
         if t.get("landscape"):
-            ls = [r for r in t["landscape"] if r["direction"] == "1d"]
+            ls = [r for r in map(LandscapeRow.from_row, t["landscape"]) if r.direction == "1d"]
             ser = {
                 m: (
-                    [_num(r["alpha"]) for r in ls if r["model"] == m],
-                    [_num(r["loss"]) for r in ls if r["model"] == m],
+                    [r.alpha for r in ls if r.model == m],
+                    [r.loss for r in ls if r.model == m],
                 )
-                for m in sorted({r["model"] for r in ls})
+                for m in sorted({r.model for r in ls})
             }
             if ser:
                 blocks.append(
