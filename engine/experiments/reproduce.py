@@ -55,7 +55,7 @@ from typing import Any
 from engine.experiments.presets import apply_quick, cap_sizes
 from engine.experiments.spec import DataSpec, RunSpec
 from engine.results import guard_verdict, mean_std, num, ratio, spearman
-from engine.results.tables import NtkDistanceRow, SharpnessRow, SpectrumRow
+from engine.results.tables import AlignmentRow, NtkDistanceRow, SharpnessRow, SpectrumRow
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -640,18 +640,18 @@ def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     if not rows:
         return _claim(5, t, "relative test MSE, G³ vs G", NO_DATA, dataset=ds)
 
+    typed = [AlignmentRow.from_row(r) for r in rows]
+
     def rel(kernel: str, target: str) -> float:
         sel = [
             r
-            for r in rows
-            if r["kernel"] == kernel
-            and r["target"] == target
-            and abs(_f(r["ridge"]) - 1e-3) < 1e-12
+            for r in typed
+            if r.kernel == kernel and r.target == target and abs(r.ridge - 1e-3) < 1e-12
         ]
-        return _f(sel[0]["test_rel_mse"]) if sel else float("nan")
+        return sel[0].test_rel_mse if sel else float("nan")
 
     # The noisy eigen-targets when present: without noise G fits any linear target exactly.
-    names = {r["target"] for r in rows}
+    names = {r.target for r in typed}
     t_top, t_bot = (
         ("eig_top_noisy", "eig_bottom_noisy")
         if "eig_top_noisy" in names

@@ -249,8 +249,8 @@ class AlignmentRow(Row):
     dataset: str = ""
     kernel: str = ""
     target: str = ""
-    ridge: str = ""
-    """A number or a rule's label (read as text)."""
+    ridge: float = NAN
+    """The relative ridge ρ (absolute λ = ρ·tr(K)/n, ``engine.spectral.alignment``)."""
     alignment: float = NAN
     test_mse: float = NAN
     test_rel_mse: float = NAN
