@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
-from engine.attacks import fgsm, mim, pgd  # noqa: E402
+from engine.attacks import AttackResult, fgsm, mim, pgd  # noqa: E402
 from engine.models import TwoLayerNet  # noqa: E402
 from engine.train.adversarial import make_pgd_perturb  # noqa: E402
 
@@ -122,7 +122,9 @@ def main() -> None:
             t_ta = best_time(theirs[name], repeats)
             agree = "-"
             if name in ("FGSM", "MIM-10"):  # deterministic: compare the points
-                diff = (fn().x_adv - theirs[name]()).abs()
+                res = fn()
+                assert isinstance(res, AttackResult)
+                diff = (res.x_adv - theirs[name]()).abs()
                 agree = f"{float((diff > 1e-6).double().mean()):.1e}"
             row += f"{n / t_ta:>20.0f}{t_ta / t_ours:>8.2f}{agree:>14}"
         else:

@@ -57,6 +57,7 @@ class Fused(nn.Module):
         for k, net in enumerate(nets):
             a[r : r + net.width, k] = net.output[:, 0] / math.sqrt(net.width)
             r += net.width
+        self.a: torch.Tensor
         self.register_buffer("a", a)
         self.widths = [n.width for n in nets]
 
@@ -77,7 +78,9 @@ def train_fused(
         for start in range(0, n, bs):
             idx = order[start : start + bs]
             out = model(xt[idx])
-            loss = sum(data_loss(out[:, k : k + 1], y[idx]) for k in range(out.shape[1]))
+            loss = torch.stack(
+                [data_loss(out[:, k : k + 1], y[idx]) for k in range(out.shape[1])]
+            ).sum()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -17,7 +17,9 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
@@ -26,15 +28,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from engine.models import TwoLayerNet, normalize_rows
 from engine.ntk import analytic_ntk, empirical_ntk, kernel_regression
 
+T = TypeVar("T")
+
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def median_time(
-    fn: Callable[[], object], repeats: int, device: torch.device
-) -> tuple[float, object]:
+def median_time(fn: Callable[[], T], repeats: int, device: torch.device) -> tuple[float, float, T]:
+    """(median, minimum) seconds of ``fn`` over ``repeats`` runs after a warm-up, and its value."""
     out = fn()  # warm-up (also the value returned)
     _sync(device)
     times = []
@@ -79,9 +82,7 @@ def main() -> None:
     for n, m in entk_sizes:
         x = torch.rand(n, d, generator=g).to(dev, dt)
         net = TwoLayerNet(d, m, 1, seed=1, dtype=dt).to(dev)
-        ts, ts_min, ks = median_time(
-            lambda net=net, x=x: empirical_ntk(net, x, method="structured"), reps, dev
-        )
+        ts, ts_min, ks = median_time(partial(empirical_ntk, net, x, method="structured"), reps, dev)
         rows.append(("eNTK structured", f"n={n} m={m}", ts, ts_min, ""))
         if args.no_jacobian:
             continue
@@ -89,16 +90,14 @@ def main() -> None:
             rows.append(("eNTK jacobian", f"n={n} m={m}", nan, nan, "skipped (--skip-slow)"))
             continue
         jr = 1 if n * m > 256 * 512 else reps
-        tj, tj_min, kj = median_time(
-            lambda net=net, x=x: empirical_ntk(net, x, method="jacobian"), jr, dev
-        )
-        rel = float((ks - kj).abs().max() / kj.abs().max())  # type: ignore[operator]
+        tj, tj_min, kj = median_time(partial(empirical_ntk, net, x, method="jacobian"), jr, dev)
+        rel = float((ks - kj).abs().max() / kj.abs().max())
         note = f"max rel diff {rel:.2e}, {tj / ts:.0f}× slower"
         rows.append(("eNTK jacobian", f"n={n} m={m}", tj, tj_min, note))
 
     for n in [1024] if args.quick else [1024, 4096, *([big] if big else [])]:
         x = normalize_rows(torch.rand(n, d, generator=g)).to(dev, dt)
-        ta, ta_min, _ = median_time(lambda x=x: analytic_ntk(x), reps, dev)
+        ta, ta_min, _ = median_time(partial(analytic_ntk, x), reps, dev)
         rows.append(("analytic Θ∞", f"n={n}", ta, ta_min, ""))
 
     n_solve = 1024 if args.quick else (big or 4096)
@@ -109,9 +108,7 @@ def main() -> None:
         k_tr = k_all[:n_solve, :n_solve].to(sdt)
         k_te = k_all[n_solve:, :n_solve].to(sdt)
         ys = y.to(sdt)
-        tr, tr_min, _ = median_time(
-            lambda a=k_tr, b=k_te, c=ys: kernel_regression(a, b, c, 1e-3), reps, dev
-        )
+        tr, tr_min, _ = median_time(partial(kernel_regression, k_tr, k_te, ys, 1e-3), reps, dev)
         rows.append(
             ("ridge solve", f"n={n_solve} {str(sdt)[6:]}", tr, tr_min, "Cholesky, 500 test")
         )

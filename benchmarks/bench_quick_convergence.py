@@ -20,8 +20,8 @@ import torch
 
 from engine.data import load_dataset
 from engine.experiments.context import batch_seed
-from engine.experiments.presets import QUICK, cap_sizes
-from engine.experiments.spec import TrainSpec
+from engine.experiments.presets import apply_quick, cap_sizes
+from engine.experiments.spec import RunSpec, TrainSpec
 from engine.models import MODEL_LABELS, build_model
 from engine.results import above_chance, constant_loss, convergence, majority_rate
 from engine.train import evaluate, train
@@ -31,13 +31,12 @@ BINARY = {"digits": (3, 8), "mnist": (3, 8), "cifar10": (1, 0)}
 
 
 def main() -> None:
+    quick = apply_quick(RunSpec())  # the preset's values, typed
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default="digits", help="comma-separated: digits, mnist, cifar10")
-    ap.add_argument("--batch", type=int, default=QUICK["train__batch_size"])
-    ap.add_argument(
-        "--at", default=f"50,100,{QUICK['train__epochs']}", help="epoch counts to report"
-    )
-    ap.add_argument("--widths", default=",".join(str(w) for w in QUICK["model__widths"]))
+    ap.add_argument("--batch", type=int, default=quick.train.batch_size)
+    ap.add_argument("--at", default=f"50,100,{quick.train.epochs}", help="epoch counts to report")
+    ap.add_argument("--widths", default=",".join(str(w) for w in quick.model.widths))
     ap.add_argument(
         "--data-root", default=None, help="parent of mnist/ and cifar10/ (default ../shared/data)"
     )
@@ -54,8 +53,8 @@ def main() -> None:
             s = cap_sizes(
                 name,
                 len(classes) if classes else None,
-                QUICK["data__n_train"],
-                QUICK["data__n_test"],
+                quick.data.n_train,
+                quick.data.n_test,
             )
             ds = load_dataset(
                 name, root=root, classes=classes, n_train=s.n_train, n_test=s.n_test, seed=0

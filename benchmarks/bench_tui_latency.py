@@ -53,6 +53,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane  # noqa: E402
 from engine.experiments.spec import RunSpec  # noqa: E402
 from malleability_tui.app import TABS, Settings, make_app  # noqa: E402
 from malleability_tui.runner import ReplayRunner, SubprocessRunner, ThreadRunner  # noqa: E402
+from malleability_tui.widgets.sweep_panel import SweepPanel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TAB_KEYS = "2345671"
@@ -151,6 +152,12 @@ def active(app: App, tab: str) -> Callable[[], bool]:
     return lambda: app.query_one(TabbedContent).active == tab
 
 
+def changed(get: Callable[[], object]) -> Callable[[], bool]:
+    """True once ``get()`` differs from its value now."""
+    before = get()
+    return lambda: get() != before
+
+
 async def tab_presses(probe: Probe, app: App, n: int, while_: Callable[[], bool]) -> list[float]:
     out: list[float] = []
     i = 0
@@ -215,11 +222,10 @@ async def measure_tui(n: int, spec: RunSpec | None, runner: Any, tmp: Path) -> d
         res["tab"] = await tab_presses(probe, app, n, going)
         await probe.press("2", active(app, "sweep"))
         await pilot.pause(0.3)
-        panel = app.query_one("#sweep-panel")
+        panel = app.query_one("#sweep-panel", SweepPanel)
         res["m"] = []
         while len(res["m"]) < n // 2 and going():
-            before = panel.column
-            res["m"].append(await probe.press("m", lambda b=before: panel.column != b))
+            res["m"].append(await probe.press("m", changed(lambda: panel.column)))
             await asyncio.sleep(0.15)
         res["lost"] = probe.lost
         res["job_ended_early"] = spec is not None and not app.runner.running

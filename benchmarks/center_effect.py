@@ -22,7 +22,7 @@ import torch  # noqa: E402
 # isort: on
 from engine.data import load_dataset  # noqa: E402
 from engine.experiments.spec import TrainSpec  # noqa: E402
-from engine.models import build_model  # noqa: E402
+from engine.models import MLPAttn, build_model  # noqa: E402
 from engine.train import evaluate, train  # noqa: E402
 
 for name, root, cl in [("mnist", str(MNIST), (3, 8)), ("mnist", str(MNIST), None)]:  # noqa: B007
@@ -30,12 +30,13 @@ for name, root, cl in [("mnist", str(MNIST), (3, 8)), ("mnist", str(MNIST), None
         ds = load_dataset(
             name, root=root, classes=cl, n_train=1000, n_test=200, seed=0, center=center
         )
-        shift = ds.pixel_mean.float() if center else None
+        shift = ds.pixel_mean.float() if ds.pixel_mean is not None else None
         m = build_model("attn", ds.x_train.float(), 1024, ds.n_out, seed=0, input_shift=shift)
+        assert isinstance(m, MLPAttn)
         with torch.no_grad():
             f = m.features(ds.x_train_raw.float())
             cos = f @ f.T
-            off = cos[~torch.eye(cos.shape[0], dtype=bool)]
+            off = cos[~torch.eye(cos.shape[0], dtype=torch.bool)]
         y = ds.y_train.float() if ds.task == "binary" else ds.y_train
         for _ in train(
             m,

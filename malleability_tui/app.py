@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
 from engine.errors import EngineError
 from engine.experiments.estimate import CONFIRM_SECONDS, hms
+from engine.experiments.runs import runs_root as default_runs_root
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
@@ -51,9 +51,7 @@ PANELS = {
 class Settings:
     """What the app needs from outside; tests pass tmp folders and canned data choices."""
 
-    runs_root: Path = field(
-        default_factory=lambda: Path(os.environ.get("MALLEABILITY_RUNS", "runs"))
-    )
+    runs_root: Path = field(default_factory=default_runs_root)
     export_root: Path = field(default_factory=lambda: Path("export"))
     spec: RunSpec | None = None
     data_root: str | None = None
@@ -470,7 +468,7 @@ class MalleabilityApp(App):
     def _do_export(self, to: str | None) -> None:
         if not to:
             return
-        from malleability_tui.cli.runs import export_run
+        from engine.experiments.runs import export_run
 
         try:
             self.last_export = export_run(Path(self.state.run_dir), "csv", Path(to))
@@ -480,16 +478,17 @@ class MalleabilityApp(App):
         self.state.log(f"exported {len(self.last_export)} files to {to}")
         self.notify(f"exported {len(self.last_export)} files to {to}")
 
-    def action_screenshot(self) -> None:
-        # Without the toasts of earlier actions: they are gone once the screen refreshed.
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Textual's action (same arguments), into the export folder by default and
+        without the toasts of earlier actions: they are gone once the screen refreshed."""
         self.clear_notifications()
-        self.call_after_refresh(self._save_screenshot)
+        self.call_after_refresh(self._save_screenshot, filename, path)
 
-    def _save_screenshot(self) -> None:
-        folder = self.settings.export_root
+    def _save_screenshot(self, filename: str | None = None, to: str | None = None) -> None:
+        folder = Path(to) if to else self.settings.export_root
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            path = self.save_screenshot(path=str(folder))
+            path = self.save_screenshot(filename, path=str(folder))
         except OSError as e:
             self.show_error("Screenshot failed", error_text(e))
             return
@@ -559,7 +558,7 @@ class MalleabilityApp(App):
     # -- runs browser -------------------------------------------------------------------------------
 
     def refresh_runs(self) -> None:
-        from malleability_tui.cli.runs import list_runs
+        from engine.experiments.runs import list_runs
 
         browser = self._q(RunsBrowser)
         browser.live = self.state.run_dir if self.runner.running else None
@@ -691,7 +690,7 @@ def _first_spec(runs_root: Path) -> RunSpec:
 
 def _crash_line(app: App, error: BaseException | None) -> str:
     """Textual's fatal-error hook, routed through the front end's boundary (see main)."""
-    from malleability_tui.cli.common import error_line
+    from malleability_tui.boundary import error_line
 
     return "error: " + (error_line(error)[0] if error is not None else "internal error")
 
@@ -716,7 +715,7 @@ def main() -> None:
     is one line on stderr (a traceback goes to a log file) and a non-zero exit."""
     import sys
 
-    from malleability_tui.cli.common import error_line, sigterm_as_interrupt
+    from malleability_tui.boundary import error_line, sigterm_as_interrupt
 
     s = Settings()
     args = sys.argv[1:]

@@ -13,7 +13,8 @@ from typing import Any
 from engine.errors import ConfigError, EngineError
 from engine.experiments.spec import RunSpec
 from engine.models import MODEL_LABELS
-from engine.results import mean_std, num, series_over_seeds
+from engine.results import mean_std, num, ratio, series_over_seeds
+from engine.results.tables import FlipRateRow, LandscapeRow, SharpnessRow, typed_rows
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
@@ -280,13 +281,13 @@ def error_text(err: BaseException) -> str:
 
 
 def sweep_series(
-    rows: list[dict[str, Any]], column: str = "ntk_distance"
+    rows: list[dict[str, Any]], column: str = "ntk_distance", table: str = "ntk_distance"
 ) -> dict[str, tuple[list[int], list[float], list[float], list[int]]]:
     """model → (widths, mean, sample std, n seeds) of ``column`` over seeds, widths sorted
-    (``engine.results.series_over_seeds``)."""
+    (``engine.results.series_over_seeds`` over ``table``'s typed rows)."""
     return {
         m: ([int(w) for w in ser.x], ser.mean, ser.std, ser.n)
-        for m, ser in series_over_seeds(rows, "width", column).items()
+        for m, ser in series_over_seeds(typed_rows(table, rows), "width", column).items()
     }
 
 
@@ -419,7 +420,6 @@ class FlipRow:
     eps: float
     training: str
     flip: float
-    ci: float
     spearman: float
     n: int
     ratio: float
@@ -464,42 +464,31 @@ FLIP_HEADERS = (
 
 
 def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
-    """Group ``flip_rates`` rows over seeds: mean ± half the 95% Wilson interval of the flips
-    pooled over seeds (integer n_flipped / n_selected), ρ, Attn/ReLU ratio, paper. Pass the
+    """Group ``flip_rates`` rows over seeds: mean and the 95% Wilson interval [lo, hi] of the
+    flips pooled over seeds (integer n_flipped / n_selected), ρ, Attn/ReLU ratio, paper. Pass the
     rows of one protocol (``FlipsPanel`` keeps the default one)."""
-    from engine.experiments.flip_summary import pooled
+    from engine.experiments.flip_summary import pooled, typed
 
-    groups: dict[tuple[str, str, str, float, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        key = (
-            str(r.get("dataset", "?")),
-            str(r.get("model", "?")),
-            str(r.get("attack", "?")),
-            num(r.get("eps")),
-            str(r.get("training") or "standard"),
-        )
+    groups: dict[tuple[str, str, str, float, str], list[FlipRateRow]] = {}
+    for r in typed(rows):
+        key = (r.dataset or "?", r.model or "?", r.attack or "?", r.eps, r.training or "standard")
         groups.setdefault(key, []).append(r)
     means: dict[tuple[str, str, str, float, str], float] = {}
     stats = {}
     for key, rs in groups.items():
-        m, s, n = mean_std(num(r.get("flip_rate")) for r in rs)
-        rho, _, _ = mean_std(num(r.get("spearman")) for r in rs)
+        m, s, n = mean_std(r.flip_rate for r in rs)
+        rho, _, _ = mean_std(r.spearman for r in rs)
         means[key] = m
         p = pooled(rs)  # Σ n_flipped / Σ n_selected: integer counts, never floats × sizes
         lo, hi = (p["ci_low"] / 100, p["ci_high"] / 100) if p else (math.nan, math.nan)
-        half = (hi - lo) / 2 if p else math.nan
-        stats[key] = (m, half, rho, n, lo, hi)
+        stats[key] = (m, rho, n, lo, hi)
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[4], k[2], k[3], k[1])):
         ds, model, attack, eps, training = key
         relu = means.get((ds, REFERENCE_MODEL, attack, eps, training), math.nan)
         mine = means[key]
-        ratio = (
-            mine / relu
-            if model != REFERENCE_MODEL and math.isfinite(relu) and math.isfinite(mine) and relu > 0
-            else math.nan
-        )
-        m, ci, rho, n, lo, hi = stats[key]
+        attn_relu = ratio(mine, relu) if model != REFERENCE_MODEL else math.nan
+        m, rho, n, lo, hi = stats[key]
         out.append(
             FlipRow(
                 ds,
@@ -508,10 +497,9 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
                 eps,
                 training,
                 m,
-                ci,
                 rho,
                 n,
-                ratio,
+                attn_relu,
                 paper_flip(ds, model, attack, training, classes),
                 lo,
                 hi,
@@ -526,11 +514,11 @@ def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:
 def landscape_curves(rows: list[dict[str, Any]]) -> dict[str, tuple[list[float], list[float]]]:
     """1-D curves (rows without β): ``model direction`` → (α, loss), α sorted."""
     acc: dict[str, list[tuple[float, float]]] = {}
-    for r in rows:
-        if math.isfinite(num(r.get("beta"))):
+    for r in map(LandscapeRow.from_row, rows):
+        if math.isfinite(r.beta):
             continue
-        label = f"{r.get('model', '?')} {r.get('direction', '')}".strip()
-        acc.setdefault(label, []).append((num(r.get("alpha")), num(r.get("loss"))))
+        label = f"{r.model or '?'} {r.direction}".strip()
+        acc.setdefault(label, []).append((r.alpha, r.loss))
     return {
         k: ([a for a, _ in sorted(v)], [b for _, b in sorted(v)]) for k, v in sorted(acc.items())
     }
@@ -539,11 +527,10 @@ def landscape_curves(rows: list[dict[str, Any]]) -> dict[str, tuple[list[float],
 def landscape_surfaces(rows: list[dict[str, Any]]) -> dict[str, list[list[float]]]:
     """2-D surfaces (rows with β): model → grid[i_β][j_α] of the loss."""
     acc: dict[str, dict[tuple[float, float], float]] = {}
-    for r in rows:
-        b = num(r.get("beta"))
-        if not math.isfinite(b):
+    for r in map(LandscapeRow.from_row, rows):
+        if not math.isfinite(r.beta):
             continue
-        acc.setdefault(str(r.get("model", "?")), {})[(b, num(r.get("alpha")))] = num(r.get("loss"))
+        acc.setdefault(r.model or "?", {})[(r.beta, r.alpha)] = r.loss
     out = {}
     for model, pts in sorted(acc.items()):
         betas = sorted({b for b, _ in pts})
@@ -555,22 +542,22 @@ def landscape_surfaces(rows: list[dict[str, Any]]) -> dict[str, list[list[float]
 def landscape_axes(rows: list[dict[str, Any]], model: str) -> tuple[list[float], list[float]]:
     """The sorted α (columns) and β (rows) of ``model``'s 2-D surface."""
     pts = [
-        (num(r.get("alpha")), num(r.get("beta")))
-        for r in rows
-        if str(r.get("model", "?")) == model and math.isfinite(num(r.get("beta")))
+        (r.alpha, r.beta)
+        for r in map(LandscapeRow.from_row, rows)
+        if (r.model or "?") == model and math.isfinite(r.beta)
     ]
     return sorted({a for a, _ in pts}), sorted({b for _, b in pts})
 
 
 def sharpness_rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
     """(model, seeds, top eigenvalue mean ± std, trace mean ± std)."""
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by.setdefault(str(r.get("model", "?")), []).append(r)
+    by: dict[str, list[SharpnessRow]] = {}
+    for r in map(SharpnessRow.from_row, rows):
+        by.setdefault(r.model or "?", []).append(r)
     out = []
     for model, rs in sorted(by.items()):
-        e, es, n = mean_std(num(r.get("hessian_top_eig")) for r in rs)
-        t, ts, _ = mean_std(num(r.get("hessian_trace")) for r in rs)
+        e, es, n = mean_std(r.hessian_top_eig for r in rs)
+        t, ts, _ = mean_std(r.hessian_trace for r in rs)
         pm = (lambda m, sd: fmt(m)) if n <= 1 else (lambda m, sd: f"{fmt(m)} ± {fmt(sd, 2)}")
         out.append((model, str(n), pm(e, es), pm(t, ts)))
     return out

@@ -128,9 +128,9 @@ def ticks_for(t0: float, t1: float, ax: Axis, n: int) -> tuple[list[float], list
         if len(pos) < 2:
             # Less than a decade on show: linear ticks in the values, placed on the log axis.
             lin_pos, lin_labs = ticks_for(10.0**t0, 10.0**t1, Axis(), n)
-            keep = [(math.log10(p), lab) for p, lab in zip(lin_pos, lin_labs) if p > 0]
-            if len(keep) >= 2:
-                return [p for p, _ in keep], [lab for _, lab in keep]
+            on_log = [(math.log10(p), lab) for p, lab in zip(lin_pos, lin_labs) if p > 0]
+            if len(on_log) >= 2:
+                return [p for p, _ in on_log], [lab for _, lab in on_log]
         if not pos:
             pos = [float(round((t0 + t1) / 2))]
         return pos, [fmt_num(10.0**e) if -3 <= e <= 4 else f"1e{int(e)}" for e in pos]
@@ -142,9 +142,8 @@ def ticks_for(t0: float, t1: float, ax: Axis, n: int) -> tuple[list[float], list
         return pos, [fmt_num(2.0**e) for e in pos]
     integer = ax.integer
     step = _nice_step(t1 - t0, n, integer)
-    start = math.ceil(t0 / step - 1e-9) * step
     pos = []
-    v = start
+    v = math.ceil(t0 / step - 1e-9) * step
     while v <= t1 + step * 1e-9 and len(pos) < 50:
         pos.append(0.0 if abs(v) < step * 1e-9 else v)
         v += step

@@ -124,12 +124,16 @@ class RunContext:
         return cell in self.done_cells
 
     def previous_rows(self, table: str) -> list[dict[str, Any]]:
-        """Rows of ``table`` from the finished cells of the run being resumed (JSON nulls
-        back to NaN), so a summary can cover every cell, not just the recomputed ones."""
-        return [
-            {k: float("nan") if v is None else v for k, v in r.items()}
-            for r in self._previous.get(table, [])
-        ]
+        """Rows of ``table`` from the finished cells of the run being resumed, as a live
+        row has them (``engine.results.tables``: a JSON null back to NaN for a number,
+        None for an integer or a guard), so a summary covers every cell, not just the
+        recomputed ones. A table without a row type keeps its JSON values, nulls as NaN."""
+        from engine.results.tables import TABLES
+
+        rows = self._previous.get(table, [])
+        if table in TABLES:
+            return [TABLES[table].from_row(r).to_row() for r in rows]
+        return [{k: float("nan") if v is None else v for k, v in r.items()} for r in rows]
 
     def previous_artifacts(self, name: str) -> list[Any]:
         """Data of artifact ``name`` from the finished cells of the run being resumed."""

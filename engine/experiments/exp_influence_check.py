@@ -54,7 +54,8 @@ from engine.experiments.events import (
 )
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
-from engine.results import mean_std, num
+from engine.results import mean_std
+from engine.results.tables import InfluenceCheckRow
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
@@ -370,21 +371,17 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
     from engine import results
 
     failed = results.failed_cells(rows)
-    by: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
-    for r in rows:
-        by.setdefault(str(r["model"]), {}).setdefault(
-            (str(r["estimator"]), str(r["ridge"] or "")), []
-        ).append(r)
+    by: dict[str, dict[tuple[str, str], list[InfluenceCheckRow]]] = {}
+    for r in map(InfluenceCheckRow.from_row, rows):
+        by.setdefault(r.model, {}).setdefault((r.estimator, r.ridge), []).append(r)
     models: dict[str, Any] = {}
     headline: list[str] = []
     for model, ests in by.items():
         table: list[dict[str, Any]] = []
         for (est, ridge), rs in ests.items():
-            rho = mean_std(num(r["spearman"]) for r in rs)
-            sign = mean_std(num(r["sign_agreement"]) for r in rs)
-            signif = sum(
-                1 for r in rs if num(r.get("spearman_p")) < 0.05 and num(r["spearman"]) > 0
-            )
+            rho = mean_std(r.spearman for r in rs)
+            sign = mean_std(r.sign_agreement for r in rs)
+            signif = sum(1 for r in rs if r.spearman_p < 0.05 and r.spearman > 0)
             table.append(
                 {
                     "estimator": est,
@@ -393,9 +390,9 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
                     "spearman_std": rho.std,
                     "significant_seeds": signif,
                     "sign_agreement": sign.mean,
-                    "n_points": int(sum(int(num(r["n_points"])) for r in rs)),
+                    "n_points": sum(r.n_points or 0 for r in rs),
                     "seeds": len(rs),
-                    "seconds": mean_std(num(r["seconds"]) for r in rs).mean,
+                    "seconds": mean_std(r.seconds for r in rs).mean,
                 }
             )
         cands = [t for t in table if t["estimator"] != NOISE and math.isfinite(t["spearman"])]
@@ -403,7 +400,7 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
         noise = next((t for t in table if t["estimator"] == NOISE), None)
         resolved = None if noise is None else noise["significant_seeds"] == noise["seeds"]
         best = cands[0] if cands and resolved is not False else None
-        seeds = {str(r.get("seed")) for rs in ests.values() for r in rs}
+        seeds = {str(r.seed) for rs in ests.values() for r in rs}
         note = results.guard_note(failed, model, len(seeds))
         models[model] = {
             "estimators": table,

@@ -50,6 +50,7 @@ from engine.ntk import (
     paper_ntk_distances,
 )
 from engine.results import mean_std
+from engine.results.tables import NtkDistanceRow
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
@@ -187,7 +188,7 @@ def _ntk_predictor(ctx: RunContext, tm: TrainedModel, ds: Dataset) -> torch.Tens
         k_test,
         _targets(ds, ctx.device),
         ntk_ridge(ctx.spec, ds.n_train, ds.task),
-        method=sp.predictor,  # type: ignore[arg-type]
+        method=sp.predictor,
         t=sp.flow_time if sp.predictor == "flow" else None,
     )
 
@@ -270,11 +271,11 @@ def _cell_row(
     return row, {"epochs": epochs, "drift": series}
 
 
-def trend(widths: list[int], values: list[float]) -> dict[str, Any]:
+def trend(widths: list[int] | list[int | None], values: list[float]) -> dict[str, Any]:
     """Spearman ρ of ``values`` vs log width (over every cell) and a one-word verdict
     (``engine.results.trend``: falls / rises when p < ``TREND_ALPHA``, else flat; n/a
     with fewer than three points or two distinct widths)."""
-    t = results.trend([math.log(w) for w in widths], values, TREND_ALPHA)
+    t = results.trend([math.nan if w is None else math.log(w) for w in widths], values, TREND_ALPHA)
     ok = math.isfinite(t.rho)
     return {"spearman_rho": t.rho if ok else None, "p_value": t.p if ok else None, "trend": t.word}
 
@@ -328,14 +329,15 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
     and the cells that fail a guard (``failed_guards``; each model's ``guards`` note)."""
     models: dict[str, Any] = {}
     failed = results.failed_cells(rows)
-    for label in dict.fromkeys(r["model"] for r in rows):
-        mine = [r for r in rows if r["model"] == label]
-        widths = sorted({r["width"] for r in mine})
+    typed = [NtkDistanceRow.from_row(r) for r in rows]
+    for label in dict.fromkeys(r.model for r in typed):
+        mine = [r for r in typed if r.model == label]
+        widths = sorted({r.width for r in mine if r.width is not None})
         dist = results.series_over_seeds(mine, "width", "ntk_distance")[label]
         means, stds = dist.mean, dist.std  # sample std over seeds, as everywhere
         rel = results.series_over_seeds(mine, "width", "ntk_distance_rel")[label].mean
         entry: dict[str, Any] = {
-            **trend([r["width"] for r in mine], [r["ntk_distance"] for r in mine]),
+            **trend([r.width for r in mine], [r.ntk_distance for r in mine]),
             "widths": widths,
             "mean_ntk_distance": means,
             "std_ntk_distance": stds,
@@ -344,24 +346,23 @@ def summarize(rows: list[dict[str, Any]], dataset: str, task: str, spec: Any) ->
             if len(means) > 1
             else None,
             "cells": len(mine),
-            "guards": results.guard_note(failed, label, results.cells_of(mine)),
+            "guards": results.guard_note(
+                failed, label, results.cells_of(r for r in rows if r["model"] == label)
+            ),
             "mean_kernel_drift": [
-                mean_std(r.get("kernel_drift", math.nan) for r in mine if r["width"] == w)[0]
-                for w in widths
+                mean_std(r.kernel_drift for r in mine if r.width == w).mean for w in widths
             ],
-            "drift_trend": trend(
-                [r["width"] for r in mine], [r.get("kernel_drift", math.nan) for r in mine]
-            )["trend"],
+            "drift_trend": trend([r.width for r in mine], [r.kernel_drift for r in mine])["trend"],
         }
-        lin = [r.get("lin_distance_rel", math.nan) for r in mine]
+        lin = [r.lin_distance_rel for r in mine]
         if any(math.isfinite(v) for v in lin):
-            entry["lin_trend"] = trend([r["width"] for r in mine], lin)["trend"]
+            entry["lin_trend"] = trend([r.width for r in mine], lin)["trend"]
             entry["mean_lin_distance_rel"] = [
-                mean_std(v for r, v in zip(mine, lin) if r["width"] == w)[0] for w in widths
+                mean_std(r.lin_distance_rel for r in mine if r.width == w).mean for w in widths
             ]
         else:
             entry["lin_distance"] = LIN_NOT_AVAILABLE
-        if not any(math.isfinite(r["ntk_distance"]) for r in mine):
+        if not any(math.isfinite(r.ntk_distance) for r in mine):
             entry["f_ntk"] = NO_ANALYTIC
         paper = paper_ntk_distances(label, dataset)
         if paper is not None:

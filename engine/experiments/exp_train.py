@@ -18,8 +18,8 @@ from engine.results import (
     guard_note,
     majority_rate,
     marked,
-    num,
 )
+from engine.results.tables import TrainRow
 
 if TYPE_CHECKING:
     from engine.experiments.context import RunContext
@@ -81,9 +81,10 @@ def summarize(rows: list[dict], dataset: str) -> dict:
     failed = failed_cells(rows)
     best: dict[str, float] = {}
     headline = []
-    for m in dict.fromkeys(str(r["model"]) for r in rows):
-        mine = [r for r in rows if r["model"] == m]
-        best[m] = max(num(r["test_accuracy"]) for r in mine)
+    typed = [TrainRow.from_row(r) for r in rows]
+    for m in dict.fromkeys(r.model for r in typed):
+        mine = [r for r in rows if r["model"] == m]  # dicts: the guards read any table's rows
+        best[m] = max(r.test_accuracy for r in typed if r.model == m)
         line = f"{m}: best test accuracy {best[m]:.3f} over {len(mine)} cells"
         headline.append(marked(line, guard_note(failed, m, cells_of(mine))))
     return {

@@ -10,10 +10,19 @@ by the ``flip``/``advtrain`` experiments, ``reproduce`` and the TUI. A pooled ra
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.results import cells_of, failed_cells, guard_note, marked, mean_std
+from engine.results import (
+    cells_of,
+    failed_cells,
+    guard_note,
+    marked,
+    mean_std,
+    pooled_rate,
+)
+from engine.results import ratio as ratio_of
+from engine.results.tables import FlipRateRow
 
 if TYPE_CHECKING:
     from engine.experiments.spec import FlipSpec
@@ -35,10 +44,18 @@ def _f(v: Any) -> float:
         return float("nan")
 
 
-def _count(v: Any) -> int | None:
-    """An integer count from a row value (int, integral float or numeric string), else None."""
-    x = _f(v)
-    return int(x) if math.isfinite(x) and x == int(x) else None
+Rows = Iterable[Mapping[str, Any] | FlipRateRow]
+"""``flip_rates`` rows: dicts (events, CSV) or typed rows; each function reads them with
+``FlipRateRow.from_row``, the one parser."""
+
+
+def typed(rows: Rows) -> list[FlipRateRow]:
+    """The rows as ``FlipRateRow`` (a typed row passes through)."""
+    return [r if isinstance(r, FlipRateRow) else FlipRateRow.from_row(r) for r in rows]
+
+
+def _training(r: FlipRateRow) -> str:
+    return r.training or "standard"
 
 
 def ridge_rule(label: Any) -> str | float:
@@ -58,27 +75,23 @@ def same_rule(label: Any, rule: str | float) -> bool:
     return math.isclose(got, float(rule), rel_tol=1e-9)
 
 
-def pooled(rows: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+def pooled(rows: Rows) -> dict[str, Any] | None:
     """Pool rows over seeds: rates in percent, the Wilson interval of Σk/Σn, the split.
 
     None when no row has finite counts (e.g. the curated intervention).
     """
-    from engine.malleability import wilson_interval
-
-    sel = []
-    for r in rows:
-        k, n = _count(r.get("n_flipped")), _count(r.get("n_selected"))
-        if k is not None and n and math.isfinite(_f(r.get("flip_rate"))):
-            sel.append((r, k, n))
+    sel = [
+        r
+        for r in typed(rows)
+        if r.n_flipped is not None and r.n_selected and math.isfinite(r.flip_rate)
+    ]
     if not sel:
         return None
-    k = sum(x[1] for x in sel)
-    n = sum(x[2] for x in sel)
-    m, s, cnt = mean_std(100 * _f(r["flip_rate"]) for r, _, _ in sel)
-    lo, hi = wilson_interval(k, n)
-    split = {}
+    p = pooled_rate((r.n_flipped or 0, r.n_selected or 0) for r in sel)
+    m, s, cnt = mean_std(100 * r.flip_rate for r in sel)
+    split: dict[str, int | None] = {}
     for key in ("n_helpful", "flipped_helpful", "flipped_harmful"):
-        vals = [_count(r.get(key)) for r, _, _ in sel]
+        vals: list[int | None] = [getattr(r, key) for r in sel]
         split[key] = (
             sum(v for v in vals if v is not None) if all(v is not None for v in vals) else None
         )
@@ -86,11 +99,11 @@ def pooled(rows: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         "mean": m,
         "std": s,
         "seeds": cnt,
-        "pooled": 100 * k / n,
-        "ci_low": 100 * lo,
-        "ci_high": 100 * hi,
-        "k": k,
-        "n": n,
+        "pooled": 100 * p.k / p.n,
+        "ci_low": 100 * p.lo,
+        "ci_high": 100 * p.hi,
+        "k": p.k,
+        "n": p.n,
         **split,
     }
 
@@ -103,22 +116,18 @@ def split_text(p: dict[str, Any]) -> str:
     return f"helpful {fh}/{nh} flipped, harmful {fa}/{p['n'] - nh}"
 
 
-def protocols_in(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+def protocols_in(rows: Rows) -> list[tuple[str, str]]:
     """The distinct (ridge label, ranking) pairs of the rows, in first-seen order."""
-    return list(dict.fromkeys((str(r.get("ridge", "")), str(r.get("ranking", ""))) for r in rows))
+    return list(dict.fromkeys((r.ridge, r.ranking) for r in typed(rows)))
 
 
-def grid(rows: list[dict[str, Any]], training: str = "standard") -> list[dict[str, Any]]:
+def grid(rows: Rows, training: str = "standard") -> list[dict[str, Any]]:
     """Per protocol × attack × ε: both models' pooled rates and the MLP-Attn / 2L-ReLU ratio."""
-    rows = [r for r in rows if r.get("training", "standard") == training]
+    rs = [r for r in typed(rows) if _training(r) == training]
     out = []
-    for ridge, ranking in protocols_in(rows):
-        mine = [
-            r
-            for r in rows
-            if str(r.get("ridge", "")) == ridge and str(r.get("ranking", "")) == ranking
-        ]
-        for attack, eps in dict.fromkeys((str(r["attack"]), _f(r["eps"])) for r in mine):
+    for ridge, ranking in protocols_in(rs):
+        mine = [r for r in rs if r.ridge == ridge and r.ranking == ranking]
+        for attack, eps in dict.fromkeys((r.attack, r.eps) for r in mine):
             cell: dict[str, Any] = {
                 "ridge": ridge,
                 "ranking": ranking,
@@ -127,18 +136,17 @@ def grid(rows: list[dict[str, Any]], training: str = "standard") -> list[dict[st
             }
             for model in MODELS:
                 cell[model] = pooled(
-                    r
-                    for r in mine
-                    if r["model"] == model and r["attack"] == attack and _f(r["eps"]) == eps
+                    r for r in mine if r.model == model and r.attack == attack and r.eps == eps
                 )
             a, b = cell["MLP-Attn"], cell["2L-ReLU"]
-            cell["ratio"] = a["pooled"] / b["pooled"] if a and b and b["pooled"] > 0 else None
+            q = ratio_of(a["pooled"], b["pooled"]) if a and b else math.nan
+            cell["ratio"] = q if math.isfinite(q) else None
             out.append(cell)
     return out
 
 
 def summarize(
-    rows: list[dict[str, Any]],
+    rows: list[dict[str, Any]],  # dicts: the guards read any table's rows
     dataset: str,
     classes: tuple[int, ...] | None,
     training: str,
@@ -149,9 +157,7 @@ def summarize(
     from engine.attacks.pgd import resolve_alpha
     from engine.malleability import paper_rate_for_run, paper_table_for
 
-    base = [
-        r for r in rows if same_rule(r.get("ridge", ""), f.ridge) and r.get("ranking") == f.ranking
-    ]
+    base = [r for r in typed(rows) if same_rule(r.ridge, f.ridge) and r.ranking == f.ranking]
     failed = failed_cells(rows)
     notes = {
         m: guard_note(failed, m, cells_of(r for r in rows if r["model"] == m))
@@ -160,16 +166,12 @@ def summarize(
     both = "; ".join(f"{m} {n}" for m, n in notes.items() if n)
     table: list[dict[str, Any]] = []
     lines = []
-    ratio: dict[str, dict[str, float | None]] = {}
+    ratios: dict[str, dict[str, float | None]] = {}
     for attack in f.attacks:
         for eps in f.eps:
             got: dict[str, float] = {}
-            for model in dict.fromkeys([*MODELS, *(str(r["model"]) for r in base)]):
-                sel = [
-                    r
-                    for r in base
-                    if r["model"] == model and r["attack"] == attack and _f(r["eps"]) == eps
-                ]
+            for model in dict.fromkeys([*MODELS, *(r.model for r in base)]):
+                sel = [r for r in base if r.model == model and r.attack == attack and r.eps == eps]
                 if not sel:
                     continue
                 p = pooled(sel)
@@ -183,7 +185,7 @@ def summarize(
                     "model": model,
                     "attack": attack,
                     "eps": eps,
-                    "ridge": sel[0].get("ridge"),
+                    "ridge": sel[0].ridge,
                     "ranking": f.ranking,
                     "flip_rate": p["mean"] if p else nan,
                     "std": p["std"] if p else nan,
@@ -197,8 +199,8 @@ def summarize(
                     "flipped_helpful": p.get("flipped_helpful") if p else None,
                     "flipped_harmful": p.get("flipped_harmful") if p else None,
                     "paper": paper,
-                    "spearman": mean_std(_f(r["spearman"]) for r in sel)[0],
-                    "topk_overlap": mean_std(_f(r["topk_overlap"]) for r in sel)[0],
+                    "spearman": mean_std(r.spearman for r in sel).mean,
+                    "topk_overlap": mean_std(r.topk_overlap for r in sel).mean,
                 }
                 table.append(cell)
                 if p is None:
@@ -225,9 +227,10 @@ def summarize(
                 if eps == 0.3
                 else None
             )
-            ratio.setdefault(attack, {})[f"{eps:g}"] = (a / r) if a is not None and r else None
-            ratio[attack][f"paper_{eps:g}"] = pa / pr if pa and pr else None
-    for attack, v in ratio.items():
+            q = ratio_of(a, r)
+            ratios.setdefault(attack, {})[f"{eps:g}"] = q if math.isfinite(q) else None
+            ratios[attack][f"paper_{eps:g}"] = pa / pr if pa and pr else None
+    for attack, v in ratios.items():
         for key, val in v.items():
             if not key.startswith("paper_"):
                 pv = v.get(f"paper_{key}")
@@ -240,7 +243,7 @@ def summarize(
                     )
                 )
     g = grid(rows, training)
-    if len(protocols_in(r for r in rows if r.get("training", "standard") == training)) > 1:
+    if len(protocols_in(r for r in typed(rows) if _training(r) == training)) > 1:
         for c in g:
             rr = f"×{c['ratio']:.2f}" if c["ratio"] is not None else "n/a"
             rates = " vs ".join(
@@ -272,7 +275,7 @@ def summarize(
         },
         **({"adversarial_training": _adv_training(f)} if training == "adversarial" else {}),
         "table": table,
-        "ratio_attn_relu": ratio,
+        "ratio_attn_relu": ratios,
         "grid": g,
         "failed_guards": failed,
         "headline": lines,

@@ -55,6 +55,7 @@ from typing import Any
 from engine.experiments.presets import apply_quick, cap_sizes
 from engine.experiments.spec import DataSpec, RunSpec
 from engine.results import guard_verdict, mean_std, num, ratio, spearman
+from engine.results.tables import AlignmentRow, NtkDistanceRow, SharpnessRow, SpectrumRow
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -249,9 +250,9 @@ def _table1(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[s
                 "paper": paper.get(w),
             }
             vals = [
-                _f(r["ntk_distance"])
-                for r in rows or []
-                if r["model"] == model and int(_f(r["width"])) == w
+                r.ntk_distance
+                for r in map(NtkDistanceRow.from_row, rows or [])
+                if r.model == model and r.width == w
             ]
             if reason or rows is None:
                 cell.update(_no_data(reason or "the ntk experiment did not run"))
@@ -268,28 +269,30 @@ def _pooled(
     rows: list[dict], model: str, attack: str, training: str, eps: float | None = None
 ) -> dict[str, Any] | None:
     """Pooled flip rate (percent) from the integer counts (``flip_summary.pooled``)."""
-    from engine.experiments.flip_summary import pooled
+    from engine.experiments.flip_summary import pooled, typed
 
     sel = [
         r
-        for r in rows
-        if r["model"] == model
-        and r["attack"] == attack
-        and r["training"] == training
-        and (eps is None or abs(_f(r["eps"]) - eps) < 1e-9)
+        for r in typed(rows)
+        if r.model == model
+        and r.attack == attack
+        and r.training == training
+        and (eps is None or abs(r.eps - eps) < 1e-9)
     ]
     return pooled(sel)
 
 
 def _default_protocol(rows: list[dict] | None, part: Part) -> list[dict] | None:
     """The rows of the part's default protocol (``flip.ridge``, ``flip.ranking``)."""
-    from engine.experiments.flip_summary import same_rule
+    from engine.experiments.flip_summary import same_rule, typed
 
     if rows is None:
         return None
     f = part.spec.flip
-    return [
-        r for r in rows if same_rule(r.get("ridge", ""), f.ridge) and r.get("ranking") == f.ranking
+    return [  # the dicts, for the guards (which read any table's rows)
+        d
+        for d, r in zip(rows, typed(rows))
+        if same_rule(r.ridge, f.ridge) and r.ranking == f.ranking
     ]
 
 
@@ -393,11 +396,12 @@ def _kappa(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[st
 
     p = paper_spectrum(ds)
     cell: dict[str, Any] = {"dataset": ds, "paper_kappa": p.kappa if p else None}
-    row = next((r for r in rows or [] if r["dataset"] == ds or r["dataset"].startswith(ds)), None)
+    typed = [SpectrumRow.from_row(r) for r in rows or []]
+    row = next((r for r in typed if r.dataset == ds or r.dataset.startswith(ds)), None)
     if reason or row is None:
         cell.update(_no_data(reason or "the spectrum experiment did not run"))
     else:
-        cell.update({k: _f(row[k]) if k != "dataset" else row[k] for k in row})
+        cell.update({k: _f(v) if k != "dataset" else v for k, v in row.to_row().items()})
     return [cell]
 
 
@@ -438,7 +442,7 @@ def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]
     col = "lin_distance_rel"
     if not rows:
         return _claim(1, t, f"Spearman ρ({col}, log₂ m)", NO_DATA, dataset=ds, **extra)
-    if not any(math.isfinite(_f(r.get(col))) for r in rows):
+    if not any(math.isfinite(NtkDistanceRow.from_row(r).lin_distance_rel) for r in rows):
         col = "ntk_distance"  # a run without the linearized twin: the paper's column
     v, stat, x = _width_rule(rows, col, *MODELS)
     rr, pr, ra, pa = x["rho_ref"], x["p_ref"], x["rho_other"], x["p_other"]
@@ -472,13 +476,17 @@ def _width_rule(
     at every width → holds; fewer than 4 widths or NaN ρ → inconclusive; else does not
     hold. A cell failing a guard makes it inconclusive (``_guarded``)."""
     res, per_width = {}, {}
+    typed = [NtkDistanceRow.from_row(r) for r in rows]
     for model in (ref, other):
-        sel = [r for r in rows if r["model"] == model and math.isfinite(_f(r.get(column)))]
-        xs = [math.log2(_f(r["width"])) for r in sel]
-        res[model] = spearman(xs, [_f(r[column]) for r in sel]) + (len(set(xs)),)
+        sel = [
+            (float(r.width), float(getattr(r, column)))
+            for r in typed
+            if r.model == model and r.width is not None and math.isfinite(getattr(r, column))
+        ]
+        xs = [math.log2(w) for w, _ in sel]
+        res[model] = spearman(xs, [v for _, v in sel]) + (len(set(xs)),)
         per_width[model] = {
-            w: mean_std(_f(r[column]) for r in sel if _f(r["width"]) == w)
-            for w in {_f(r["width"]) for r in sel}
+            w: mean_std(v for wv, v in sel if wv == w) for w in {wv for wv, _ in sel}
         }
     (rr, pr, nw), (ro, po, no) = res[ref], res[other]
     common = sorted(set(per_width[ref]) & set(per_width[other]))
@@ -517,7 +525,7 @@ def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     col = "lin_distance_rel"
     if not rows or not any(r["model"] == "QKV-Attn" for r in rows):
         return _claim(7, t, name + " (QKV-Attn not among the models)", NO_DATA, dataset=ds)
-    if not any(math.isfinite(_f(r.get(col))) for r in rows):
+    if not any(math.isfinite(NtkDistanceRow.from_row(r).lin_distance_rel) for r in rows):
         return _claim(7, t, name + " (linearized twin not available)", NO_DATA, dataset=ds)
     v, stat, vals = _width_rule(rows, col, "2L-ReLU", "QKV-Attn")
     return _claim(7, t, stat, v, dataset=ds, **vals)
@@ -525,12 +533,12 @@ def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
 
 def _claim2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     t = "spectral amplification: κ(G³) = κ(G)³"
-    row = next(iter(rows or []), None)
+    row = next((SpectrumRow.from_row(r) for r in rows or []), None)
     if row is None:
         return _claim(2, t, "κ(G³) / κ(G)³", NO_DATA, dataset=ds)
-    k3, kc = _f(row["kappa_G3_direct"]), _f(row["kappa_G_cubed"])
-    r = k3 / kc if kc and math.isfinite(kc) else float("nan")
-    stat = f"κ(G) {_f(row['kappa_G']):.4g}, κ(G)³ {kc:.4g}, κ(G³) measured {k3:.4g}, ratio {r:.4g}"
+    k3, kc = row.kappa_G3_direct, row.kappa_G_cubed
+    r = ratio(k3, kc)
+    stat = f"κ(G) {row.kappa_G:.4g}, κ(G)³ {kc:.4g}, κ(G³) measured {k3:.4g}, ratio {r:.4g}"
     if not math.isfinite(r):
         v = INCONCLUSIVE
     elif abs(math.log10(r)) <= math.log10(2):
@@ -550,6 +558,8 @@ def _claim3(
 ) -> dict[str, Any]:
     """Claim 3 on the default protocol (10-class rows; the binary ones when no 10-class
     flips ran), with the sensitivity grid's MLP-Attn / 2L-ReLU ratios beside it."""
+    from engine.experiments.flip_summary import typed
+
     t = "influence malleability: MLP-Attn's influence flips more often than 2L-ReLU's"
     side = _grid_text(grid or [])
     task = "10-class"
@@ -565,15 +575,16 @@ def _claim3(
             grid=grid or [],
         )
     parts, above, below = [], 0, 0
-    attacks = sorted({r["attack"] for r in rows if r["training"] == "standard"})
+    attacks = sorted({r.attack for r in typed(rows) if r.training == "standard"})
     for a in attacks:
         pa = _pooled(rows, "MLP-Attn", a, "standard")
         pr = _pooled(rows, "2L-ReLU", a, "standard")
         if pa is None or pr is None:
             continue
-        ratio = pa["pooled"] / pr["pooled"] if pr["pooled"] else float("inf")
+        q = ratio(pa["pooled"], pr["pooled"])
+        times = f"×{q:.2g}" if math.isfinite(q) else "ratio n/a: 2L-ReLU 0%"
         parts.append(
-            f"{ATTACK_LABELS.get(a, a)} {pa['pooled']:.1f}% vs {pr['pooled']:.1f}% (×{ratio:.2g})"
+            f"{ATTACK_LABELS.get(a, a)} {pa['pooled']:.1f}% vs {pr['pooled']:.1f}% ({times})"
         )
         above += pa["ci_low"] > pr["ci_high"]
         below += pr["ci_low"] > pa["ci_high"]
@@ -629,18 +640,18 @@ def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     if not rows:
         return _claim(5, t, "relative test MSE, G³ vs G", NO_DATA, dataset=ds)
 
+    typed = [AlignmentRow.from_row(r) for r in rows]
+
     def rel(kernel: str, target: str) -> float:
         sel = [
             r
-            for r in rows
-            if r["kernel"] == kernel
-            and r["target"] == target
-            and abs(_f(r["ridge"]) - 1e-3) < 1e-12
+            for r in typed
+            if r.kernel == kernel and r.target == target and abs(r.ridge - 1e-3) < 1e-12
         ]
-        return _f(sel[0]["test_rel_mse"]) if sel else float("nan")
+        return sel[0].test_rel_mse if sel else float("nan")
 
     # The noisy eigen-targets when present: without noise G fits any linear target exactly.
-    names = {r["target"] for r in rows}
+    names = {r.target for r in typed}
     t_top, t_bot = (
         ("eig_top_noisy", "eig_bottom_noisy")
         if "eig_top_noisy" in names
@@ -662,11 +673,12 @@ def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     t = "MLP-Attn finds flatter minima than 2L-ReLU"
     if not rows:
         return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
-    a = mean_std([_f(r["hessian_top_eig"]) for r in rows if r["model"] == "MLP-Attn"])
-    r = mean_std([_f(r["hessian_top_eig"]) for r in rows if r["model"] == "2L-ReLU"])
+    typed = [SharpnessRow.from_row(x) for x in rows]
+    a = mean_std([x.hessian_top_eig for x in typed if x.model == "MLP-Attn"])
+    r = mean_std([x.hessian_top_eig for x in typed if x.model == "2L-ReLU"])
     if not (a[2] and r[2]):
         return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
-    rt = r[0] / a[0] if a[0] else float("inf")
+    rt = ratio(r.mean, a.mean)
     stat = f"λ_max MLP-Attn {a[0]:.4g} ± {a[1]:.2g} vs 2L-ReLU {r[0]:.4g} ± {r[1]:.2g} (ReLU/Attn ×{rt:.3g})"
     if a[0] + a[1] < r[0] - r[1] and (a[2] > 1 or a[0] < 0.9 * r[0]):
         v = HOLDS

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.kinds import PREDICTORS, Predictor
 from engine.ridge import check_ridge_rule
 
 try:  # Python 3.11+
@@ -29,7 +30,6 @@ RANKINGS = ("abs_signed_mean", "abs_mean", "signed_mean", "per_test")
 INTERVENTIONS = ("transformed", "curated", "adversarial")
 NORMS = ("linf", "l2")
 ADV_RECIPES = ("pgd", "fgsm_rs")
-PREDICTORS = ("ridge", "flow")
 EXECUTORS = ("local", "ray")
 MODEL_KINDS = ("relu", "attn", "qkv")
 
@@ -182,7 +182,7 @@ class NTKSpec:
     """Ridge of f_NTK when ridge = "lambda" (the earlier default)."""
     ridge: str | float = "objective"
     """Ridge of f_NTK: objective (nλ/2 from the training L2 λ, PAPER.md §6a), lambda (ntk.lam) or a number."""
-    predictor: str = "ridge"
+    predictor: Predictor = "ridge"
     """ridge (kernel ridge regression) or flow (gradient flow to time flow_time, MSE)."""
     flow_time: float = 1000.0
     """Gradient-flow time t for predictor=flow."""
@@ -820,6 +820,8 @@ def _coerce(tp: Any, v: Any) -> tuple[bool, Any, str]:
             if r[0]:
                 return r
         return False, v, " or ".join(r[2] for r in results) + ", or leave it out"
+    if origin is typing.Literal:  # a string (or number) of the field's own type: its
+        return _coerce(type(typing.get_args(tp)[0]), v)  # validator names the values
     if origin is tuple:
         elem = typing.get_args(tp)[0]
         kind = f"a TOML array of {_PLURAL.get(elem, 'values')}"

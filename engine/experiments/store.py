@@ -32,123 +32,11 @@ from engine.experiments.events import (
 from engine.experiments.paths import claim_run_dir
 from engine.experiments.runlock import LOCK_NAME, RunLock, live_owner
 from engine.experiments.spec import RunSpec
+from engine.results.tables import TABLES
 
-# Column names are part of the public interface (DESIGN.md, README "Run directory").
-TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "ntk_distance": (
-        "model",
-        "dataset",
-        "width",
-        "seed",
-        "ntk_distance",
-        "ntk_distance_rel",
-        "kernel_distance_init",
-        "kernel_distance_final",
-        "kernel_drift",
-        "train_loss",
-        "test_accuracy",
-        "lin_distance",
-        "lin_distance_rel",
-        "lin_test_accuracy",
-        "converged",
-        "above_chance",
-    ),
-    "spectrum": (
-        "dataset",
-        "n",
-        "d",
-        "rank",
-        "rtol",
-        "kappa_G",
-        "kappa_G_cubed",
-        "kappa_G3_direct",
-        "kappa_d",
-        "width_threshold_v1",
-        "width_threshold_v2",
-    ),
-    "eigenvalues": ("index", "eig_G", "eig_G3"),
-    "flip_rates": (
-        "model",
-        "dataset",
-        "attack",
-        "eps",
-        "training",
-        "seed",
-        "flip_rate",
-        "spearman",
-        "topk_overlap",
-        "n_selected",
-        "ridge",
-        "ranking",
-        "n_flipped",
-        "n_helpful",
-        "flipped_helpful",
-        "flipped_harmful",
-        "converged",
-        "above_chance",
-    ),
-    "influence_check": (
-        "model",
-        "dataset",
-        "seed",
-        "width",
-        "n_train",
-        "context",
-        "estimator",
-        "ridge",
-        "spearman",
-        "spearman_p",
-        "sign_agreement",
-        "n_points",
-        "seconds",
-        "converged",
-        "above_chance",
-    ),
-    "landscape": ("model", "direction", "alpha", "beta", "loss"),
-    "sharpness": ("model", "seed", "hessian_top_eig", "hessian_trace", "converged", "above_chance"),
-    "alignment": (
-        "dataset",
-        "kernel",
-        "target",
-        "ridge",
-        "alignment",
-        "test_mse",
-        "test_rel_mse",
-        "train_mse",
-        "test_accuracy",
-        "n_train",
-    ),
-    "ntk_spectrum": (
-        "dataset",
-        "kernel",
-        "n",
-        "rank",
-        "rtol",
-        "kappa",
-        "lambda_max",
-        "lambda_min",
-        "top10_share",
-        "effective_rank",
-        "eig_ratio_10",
-        "eig_ratio_100",
-        "decay_exponent",
-    ),
-    "train": (
-        "model",
-        "dataset",
-        "width",
-        "seed",
-        "training",
-        "epochs",
-        "train_loss",
-        "train_accuracy",
-        "test_loss",
-        "test_accuracy",
-        "seconds",
-        "converged",
-        "above_chance",
-    ),
-}
+# Column names are part of the public interface (DESIGN.md, README "Run directory"):
+# the fields of each table's row type, in order (engine.results.tables).
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {name: t.columns() for name, t in TABLES.items()}
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -359,7 +247,9 @@ def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
     The folder is created here (``mkdir`` is the claim), so two runs started in the same
     second get ``…-2``, ``…-3`` instead of sharing one folder.
     """
-    base = Path(root or os.environ.get("MALLEABILITY_RUNS", "runs"))
+    from engine.experiments.runs import runs_root
+
+    base = runs_root(root)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"{stamp}-{spec.experiment.replace(',', '+')}-{spec.data.name}"
     from engine.experiments.paths import make_folder
@@ -430,7 +320,7 @@ def read_run(path: str | Path, *, partial: bool = False) -> dict[str, Any]:
         )
     out["env"]["status"] = run_status(p, out["env"].get("status", out["summary"].get("status")))
     for f in sorted(p.glob("*.csv")):
-        rows = guard(lambda f=f: read_csv_table(f, TABLE_COLUMNS.get(f.stem)), None)
+        rows = guard(lambda f=f: read_csv_table(f, TABLES.get(f.stem)), None)
         if rows is not None:
             out["tables"][f.stem] = rows
     out["damage"] = damage

@@ -11,41 +11,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError, EngineError
+from engine.results.tables import KIND_TEXT, Row, parse_cell
 
 MAX_RUN_FILE = 1 << 30  # 1 GiB: a larger "result" file is damage, not data
-
-# Columns that hold labels; every other known column is numeric ("" is a missing value).
-TEXT_COLUMNS = frozenset(
-    {"model", "dataset", "attack", "training", "kernel", "target", "direction", "ridge", "ranking"}
-)
-# Numeric columns read back as integers (readers index and group by them).
-INT_COLUMNS = frozenset(
-    {
-        "width",
-        "seed",
-        "n",
-        "d",
-        "rank",
-        "index",
-        "epochs",
-        "n_selected",
-        "n_train",
-        "n_flipped",
-        "n_helpful",
-        "flipped_helpful",
-        "flipped_harmful",
-    }
-)
-
-# Guard columns (engine.results.guards): True/False, empty when unknown. Runs written
-# before they existed lack them, which is no damage: readers treat the guards as unknown.
-BOOL_COLUMNS = frozenset({"converged", "above_chance"})
-BOOL_VALUES = frozenset({"", "true", "false", "1", "0"})
 
 
 class DamagedRun(EngineError):
@@ -108,8 +80,11 @@ def check_summary(d: dict[str, Any], path: Path) -> dict[str, Any]:
     return d
 
 
-def read_csv_table(path: Path, columns: tuple[str, ...] | None) -> list[dict[str, str]]:
-    """A result CSV: UTF-8, a header holding ``columns``, numbers where numbers belong."""
+def read_csv_table(path: Path, row_type: type[Row] | None) -> list[dict[str, str]]:
+    """A result CSV: UTF-8, a header holding ``row_type``'s columns, each cell of its
+    column's kind (``engine.results.tables``: text, number, integer, True/False). Guard
+    (bool) columns may be absent: runs written before they existed have none. Integer
+    cells may not be empty (readers index and group by them)."""
     text = _read_text(path)
     if "\x00" in text:
         raise DamagedRun(path, "binary data in a CSV")
@@ -120,30 +95,26 @@ def read_csv_table(path: Path, columns: tuple[str, ...] | None) -> list[dict[str
     if not text.strip():
         return []
     header = next(csv.reader(io.StringIO(text)))
-    if columns is not None:
-        missing = [c for c in columns if c not in header and c not in BOOL_COLUMNS]
-        if missing:
-            raise DamagedRun(path, f"missing column(s) {', '.join(missing)}")
+    kinds = row_type.kinds() if row_type is not None else {}
+    missing = [c for c, k in kinds.items() if c not in header and k is not bool]
+    if missing:
+        raise DamagedRun(path, f"missing column(s) {', '.join(missing)}")
     for i, r in enumerate(rows, start=2):
         if None in r:
             raise DamagedRun(path, f"line {i}: more fields than columns")
         for c, v in r.items():
-            if columns is None or c not in columns or c in TEXT_COLUMNS:
+            kind = kinds.get(c, str)
+            if kind is str:
                 continue
             if v is None:
                 raise DamagedRun(path, f"line {i}: missing {c}")
-            if c in BOOL_COLUMNS:
-                if v.strip().lower() not in BOOL_VALUES:
-                    raise DamagedRun(path, f"line {i}: {c}={v[:30]!r} is not True or False")
-                continue
-            if v == "" and c not in INT_COLUMNS:
-                continue
             try:
-                f = float(v)
+                if parse_cell(kind, v) is None and kind is int:
+                    raise ValueError
             except ValueError:
-                raise DamagedRun(path, f"line {i}: {c}={v[:30]!r} is not a number") from None
-            if c in INT_COLUMNS and not (math.isfinite(f) and f.is_integer()):
-                raise DamagedRun(path, f"line {i}: {c}={v[:30]!r} is not an integer")
+                raise DamagedRun(
+                    path, f"line {i}: {c}={v[:30]!r} is not {KIND_TEXT[kind]}"
+                ) from None
     return rows
 
 

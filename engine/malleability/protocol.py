@@ -46,6 +46,7 @@ import torch
 from torch import nn
 
 from engine.errors import ConfigError
+from engine.kinds import NtkMethod
 from engine.malleability.ranking import (
     RANKINGS,
     Selection,
@@ -112,7 +113,11 @@ class FlipResult:
 
 
 def scalar_kernel(
-    model: nn.Module, x1: torch.Tensor, x2: torch.Tensor | None = None, *, method: str = "auto"
+    model: nn.Module,
+    x1: torch.Tensor,
+    x2: torch.Tensor | None = None,
+    *,
+    method: NtkMethod = "auto",
 ) -> torch.Tensor:
     """The per-output empirical NTK [n1, n2] used for every output column.
 
@@ -125,13 +130,13 @@ def scalar_kernel(
     with torch.no_grad():
         k_out = int(model(x1[:1]).reshape(1, -1).shape[1])
     if k_out == 1:
-        return empirical_ntk(model, x1, x2, method=method)  # type: ignore[arg-type]
+        return empirical_ntk(model, x1, x2, method=method)
     head = getattr(model, "head", None)
     a = getattr(head, "output", None)
     fixed = isinstance(a, torch.Tensor) and not a.requires_grad and bool(torch.all(a.abs() == 1))
     if fixed:
-        return empirical_ntk(model, x1, x2, method=method, output=0)  # type: ignore[arg-type]
-    blocks = [empirical_ntk(model, x1, x2, method=method, output=k) for k in range(k_out)]  # type: ignore[arg-type]
+        return empirical_ntk(model, x1, x2, method=method, output=0)
+    blocks = [empirical_ntk(model, x1, x2, method=method, output=k) for k in range(k_out)]
     return torch.stack(blocks).mean(0)
 
 
@@ -171,7 +176,7 @@ def model_kernel_influence(
     l2: float,
     loss: str = "mse",
     transductive: bool = False,
-    ntk_method: str = "auto",
+    ntk_method: NtkMethod = "auto",
 ) -> dict[str | float, tuple[Ridge, torch.Tensor]]:
     """Step 1 of the protocol alone: the kernel LOO influence I [n_test, n_train] of the
     trained ``model`` at each ridge rule of ``ridges`` (``engine.ridge``), in float64, with
@@ -197,7 +202,7 @@ def model_kernel_influence(
     return out
 
 
-def _kernels(model: nn.Module, xtr, xte, method: str) -> tuple[torch.Tensor, torch.Tensor]:
+def _kernels(model: nn.Module, xtr, xte, method: NtkMethod) -> tuple[torch.Tensor, torch.Tensor]:
     k = scalar_kernel(model, xtr, method=method).to(torch.float64)
     kt = scalar_kernel(model, xte, xtr, method=method).to(torch.float64)
     return 0.5 * (k + k.T), kt
@@ -265,7 +270,7 @@ def flip_rates(
     generator: torch.Generator | None = None,
     seed: int = 0,
     ci: str = "wilson",
-    ntk_method: str = "auto",
+    ntk_method: NtkMethod = "auto",
     attack_opts: dict[str, Any] | None = None,
 ) -> list[FlipResult]:
     """Flip rates of ``model`` for each (ridge, ranking) in ``protocols`` (module docstring).
@@ -448,14 +453,14 @@ def _result(
 
 
 def _ranking_agreement(before: torch.Tensor, after: torch.Tensor, k: int) -> tuple[float, float]:
-    """Spearman ρ and top-K overlap of two score vectors over the same points."""
-    from scipy.stats import spearmanr
+    """Spearman ρ (``engine.results.spearman``: NaN below 3 points or for constant scores)
+    and top-K overlap of two score vectors over the same points."""
+    from engine.results import spearman
 
     m = before.shape[0]
     if m < 2:
         return float("nan"), float("nan")
-    b, a = before.cpu().numpy(), after.cpu().numpy()
-    rho = float(spearmanr(b, a).statistic) if np.ptp(b) > 0 and np.ptp(a) > 0 else float("nan")
+    rho, _ = spearman(before.cpu().tolist(), after.cpu().tolist())
     kk = min(k, m)
     top_b = set(top_indices(before, kk).tolist())
     top_a = set(top_indices(after, kk).tolist())

@@ -11,15 +11,14 @@ layer (the paper's setting) contributes nothing and a trained one adds its term.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
 
 from engine.errors import ConfigError
-
-Method = Literal["auto", "structured", "jacobian"]
-METHODS = ("auto", "structured", "jacobian")
+from engine.kinds import NTK_METHODS as METHODS
+from engine.kinds import NtkMethod as Method
 
 
 def ntk_blocks_to_matrix(theta: torch.Tensor) -> torch.Tensor:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import torch
 
 from engine.errors import ConfigError, EngineError
-
-Predictor = Literal["ridge", "flow"]
+from engine.kinds import Predictor
 
 _JITTER_TRIES = 6
 

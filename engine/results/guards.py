@@ -35,6 +35,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from engine.results.stats import mean_std
+from engine.results.tables import parse_cell
+
 WINDOW = 0.1
 """Fraction of the epochs in the window whose progress is judged (the last 10 %)."""
 TOL = 0.01
@@ -61,8 +64,9 @@ class Convergence(NamedTuple):
 
 
 def _mean_var(v: list[float]) -> tuple[float, float]:
-    m = math.fsum(v) / len(v)
-    return m, math.fsum((x - m) ** 2 for x in v) / max(len(v) - 1, 1)
+    """Mean and sample variance (n − 1; 0 for one value) of a window of epoch losses."""
+    m = mean_std(v)
+    return m.mean, m.std**2
 
 
 def convergence(
@@ -132,18 +136,15 @@ def majority_rate(labels: Iterable[Any]) -> float:
 
 
 def flag(v: Any) -> bool | None:
-    """A guard cell as a bool: True/False live, ``True``/``False``/``1``/``0`` from CSV;
-    None when missing (rows written before the columns existed)."""
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, (int, float)) and math.isfinite(v):
-        return bool(v)
-    s = str(v).strip().lower() if v is not None else ""
-    if s in ("true", "1", "1.0", "yes"):
-        return True
-    if s in ("false", "0", "0.0", "no"):
-        return False
-    return None
+    """A guard cell as a bool: True/False live, ``True``/``False``/``1``/``0`` from CSV
+    (``engine.results.tables.parse_cell``, the one cell parser); None when missing (rows
+    written before the columns existed) or unreadable."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return bool(v) if math.isfinite(v) else None
+    try:
+        return parse_cell(bool, v)
+    except ValueError:
+        return None
 
 
 def _cell_name(r: Mapping[str, Any]) -> str:

@@ -12,8 +12,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from engine.results.stats import mean_std
+from engine.results.tables import Row as TypedRow
 
-Row = Mapping[str, Any]
+Row = Mapping[str, Any] | TypedRow
+"""A table row: a dict (event or CSV) or a typed row of ``engine.results.tables``."""
+
+
+def cell(r: Row, column: str) -> Any:
+    """Column ``column`` of a row, dict or typed (None when it has none)."""
+    return getattr(r, column, None) if isinstance(r, TypedRow) else r.get(column)
 
 
 def num(v: Any) -> float:
@@ -42,9 +49,12 @@ def series_over_seeds(
     distance per width over seeds, per model); groups sorted by name, x ascending."""
     acc: dict[str, dict[float, list[float]]] = {}
     for r in rows:
-        xv = num(r.get(x))
+        xv = num(cell(r, x))
         if math.isfinite(xv):
-            acc.setdefault(str(r.get(by, "?")), {}).setdefault(xv, []).append(num(r.get(y)))
+            group = cell(r, by)
+            acc.setdefault("?" if group is None else str(group), {}).setdefault(xv, []).append(
+                num(cell(r, y))
+            )
     out = {}
     for key in sorted(acc):
         xs = sorted(acc[key])

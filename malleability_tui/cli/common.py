@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-import tempfile
-import time
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -19,6 +12,12 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from engine.errors import Cancelled, EngineError
+from malleability_tui.boundary import error_line, sigterm_as_interrupt
+
+if TYPE_CHECKING:
+    # the Context TyperGroup.invoke declares and is called with (recent typer vendors
+    # click as typer._click; typer.Context is a subclass, too narrow for an override)
+    from typer._click.core import Context as ClickContext
 
 console = Console()
 err_console = Console(stderr=True)
@@ -43,81 +42,10 @@ def expected_errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-# -- the error boundary of every front end ------------------------------------------------
-# Expected failures (EngineError, an OSError on a named file) become one line on stderr;
-# anything else is a bug: one line naming a log file that holds the traceback, never the
-# traceback itself on the terminal. SIGTERM is handled like Ctrl-C, so a terminated run
-# closes its directory as "interrupted".
-
-EXIT_BUG = 70  # EX_SOFTWARE
-
-
-def log_dir() -> Path:
-    """Where crash logs go: $MALLEABILITY_LOG_DIR, else the user log dir, else the temp dir."""
-    env = os.environ.get("MALLEABILITY_LOG_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_log_dir("malleability"))
-
-
-def write_crash_log(exc: BaseException) -> Path | None:
-    """The traceback of ``exc`` in a new file of ``log_dir()``; its path (None if unwritable)."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    header = f"malleability crash {time.strftime('%Y-%m-%dT%H:%M:%S%z')} pid {os.getpid()}\nargv: {sys.argv}\n\n"
-    for folder in (log_dir(), Path(tempfile.gettempdir())):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(
-                prefix=time.strftime("crash-%Y%m%d-%H%M%S-"), suffix=".log", dir=folder
-            )
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(header + text)
-            return Path(name)
-        except OSError:
-            continue
-    return None
-
-
-def error_line(exc: BaseException) -> tuple[str, int]:
-    """(one-line message, exit code) for any exception reaching a front end's boundary."""
-    if isinstance(exc, Cancelled):
-        return f"cancelled: {exc}", 130
-    if isinstance(exc, EngineError):
-        return str(exc), 1
-    if isinstance(exc, OSError) and exc.filename is not None:
-        return f"{exc.filename}: {exc.strerror or exc}", 1
-    if isinstance(exc, MemoryError):
-        return "out of memory: use a smaller data subset, fewer widths or a smaller width", 1
-    log = write_crash_log(exc)
-    where = f"traceback in {log}" if log else "no log could be written"
-    msg = " ".join(str(exc).split())[:200]
-    return f"internal error {type(exc).__name__}: {msg} ({where}; please report it)", EXIT_BUG
-
-
-def _sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt (in the main thread) while the block runs."""
-    try:
-        old = signal.signal(signal.SIGTERM, _sigterm)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 class GuardedGroup(TyperGroup):
     """The top-level command group: every command runs inside the error boundary."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         with sigterm_as_interrupt():
             try:
                 return super().invoke(ctx)

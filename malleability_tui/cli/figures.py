@@ -1,12 +1,19 @@
-"""Paper-style figures with matplotlib (the optional ``plots`` extra)."""
+"""``malleability figures``: paper-style figures with matplotlib (the optional ``plots`` extra)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
+
+from engine.experiments.flip_summary import typed
+from engine.experiments.runs import collect
 from engine.results import mean_std, num, series_over_seeds
+from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
+from malleability_tui.cli.common import console, die, expected_errors
+from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
 
 def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> list[Path]:
@@ -32,7 +39,8 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
         binary = "binary" in label or bool(run["spec"].get("data", {}).get("classes"))
         if t.get("ntk_distance"):
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            for model, ser in series_over_seeds(t["ntk_distance"], "width", "ntk_distance").items():
+            ntk = [NtkDistanceRow.from_row(r) for r in t["ntk_distance"]]
+            for model, ser in series_over_seeds(ntk, "width", "ntk_distance").items():
                 ax.errorbar(ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model)
             ax.set_xscale("log", base=2)
             ax.set(
@@ -41,27 +49,27 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             ax.legend()
             save(fig, f"{label}_table1_ntk_distance")
         if t.get("eigenvalues"):
-            ev = t["eigenvalues"]
+            ev = [EigenvalueRow.from_row(r) for r in t["eigenvalues"]]
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            idx = [num(r["index"]) for r in ev]
+            idx = [num(r.index) for r in ev]
             for col, name in (("eig_G", "G = XXᵀ"), ("eig_G3", "G³")):
-                ys = [num(r[col]) for r in ev]
+                ys = [float(getattr(r, col)) for r in ev]
                 ax.semilogy(
                     [i for i, y in zip(idx, ys) if y > 0], [y for y in ys if y > 0], label=name
                 )
             ax.set(xlabel="index", ylabel="eigenvalue", title=f"Spectra of G and G³ ({label})")
             ax.legend()
             save(fig, f"{label}_spectrum_G_G3")
-        flips = [r for r in t.get("flip_rates", []) if math.isfinite(num(r["flip_rate"]))]
-        std = [r for r in flips if r["training"] == "standard"]
+        flips = [r for r in typed(t.get("flip_rates", [])) if math.isfinite(r.flip_rate)]
+        std = [r for r in flips if r.training == "standard"]
         if std:
-            attacks = sorted({r["attack"] for r in std})
-            models = sorted({r["model"] for r in std})
+            attacks = sorted({r.attack for r in std})
+            models = sorted({r.model for r in std})
             fig, ax = plt.subplots(figsize=(5, 3.5))
             wbar = 0.8 / max(len(models), 1)
             for j, m in enumerate(models):
                 vals = [
-                    [100 * num(r["flip_rate"]) for r in std if r["model"] == m and r["attack"] == a]
+                    [100 * r.flip_rate for r in std if r.model == m and r.attack == a]
                     for a in attacks
                 ]
                 mean = [mean_std(v).mean for v in vals]
@@ -73,17 +81,13 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             ax.set(ylabel="flip rate (%)", title=f"Influence flip rate ({label})")
             ax.legend()
             save(fig, f"{label}_{'table3' if binary else 'table2'}_flip_rates")
-        adv = [r for r in flips if r["attack"] == "pgd"]
-        if any(r["training"] == "adversarial" for r in adv):
+        adv = [r for r in flips if r.attack == "pgd"]
+        if any(r.training == "adversarial" for r in adv):
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            models = sorted({r["model"] for r in adv})
+            models = sorted({r.model for r in adv})
             for j, tr in enumerate(("standard", "adversarial")):
                 vals = [
-                    [
-                        100 * num(r["flip_rate"])
-                        for r in adv
-                        if r["model"] == m and r["training"] == tr
-                    ]
+                    [100 * r.flip_rate for r in adv if r.model == m and r.training == tr]
                     for m in models
                 ]
                 ax.bar(
@@ -96,36 +100,60 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             ax.set(ylabel="PGD flip rate (%)", title=f"Standard vs adversarial training ({label})")
             ax.legend()
             save(fig, f"{label}_table4_adversarial")
-        land = t.get("landscape", [])
-        one = [r for r in land if r["direction"] == "1d"]
+        land = [LandscapeRow.from_row(r) for r in t.get("landscape", [])]
+        one = [r for r in land if r.direction == "1d"]
         if one:
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            for m in sorted({r["model"] for r in one}):
-                pts = sorted((num(r["alpha"]), num(r["loss"])) for r in one if r["model"] == m)
+            for m in sorted({r.model for r in one}):
+                pts = sorted((r.alpha, r.loss) for r in one if r.model == m)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=m)
             ax.set(
                 xlabel="α (filter-normalised)", ylabel="loss", title=f"1-D loss landscape ({label})"
             )
             ax.legend()
             save(fig, f"{label}_landscape_1d")
-        two = [r for r in land if r["direction"] == "2d"]
-        models = sorted({r["model"] for r in two})
+        two = [r for r in land if r.direction == "2d"]
+        models = sorted({r.model for r in two})
         if models:
             fig, axes = plt.subplots(
                 1, len(models), figsize=(4.5 * len(models), 3.8), squeeze=False
             )
             for ax, m in zip(axes[0], models):
-                pts = [
-                    (num(r["alpha"]), num(r["beta"]), num(r["loss"]))
-                    for r in two
-                    if r["model"] == m
-                ]
-                al, be = sorted({p[0] for p in pts}), sorted({p[1] for p in pts})
+                cells = [(r.alpha, r.beta, r.loss) for r in two if r.model == m]
+                al, be = sorted({c[0] for c in cells}), sorted({c[1] for c in cells})
                 grid = [[float("nan")] * len(al) for _ in be]
-                for a, b, v in pts:
+                for a, b, v in cells:
                     grid[be.index(b)][al.index(a)] = v
                 cs = ax.contourf(al, be, grid, levels=20)
                 fig.colorbar(cs, ax=ax)
                 ax.set(xlabel="α", ylabel="β", title=m)
             save(fig, f"{label}_landscape_2d")
     return files
+
+
+def figures_cmd(
+    run: RunOrReproduce,
+    format: Annotated[str, typer.Option("--format", "-f", help="png, pdf or svg.")] = "png",
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Output folder (default <run>/figures).")
+    ] = None,
+) -> None:
+    """Paper-style figures (needs matplotlib: pip install 'malleability\\[plots]')."""
+    if format not in ("png", "pdf", "svg"):
+        die(f"invalid --format {format!r}: png, pdf or svg")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+    except ImportError:
+        die("figures need matplotlib: pip install 'malleability[plots]'")
+    from engine.experiments.paths import check_folder_target
+
+    with expected_errors():
+        path = resolve_run(run, None, reproduce=True)
+        target = check_folder_target(to or path / "figures", "to")
+        files = make_figures(collect(path)[1], target, format)
+    if not files:
+        console.print("no figure: the run has none of the tables the figures need")
+    for f in files:
+        console.print(f"wrote {f}", highlight=False)

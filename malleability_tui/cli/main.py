@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from malleability_tui.cli import data, headless, report, reproduce, runs
+from malleability_tui.cli import data, figures, headless, report, reproduce, runs
 from malleability_tui.cli.common import GuardedGroup
 
 app = typer.Typer(
@@ -20,7 +20,7 @@ app.command("experiments")(headless.experiments_cmd)
 app.command("export")(runs.export_cmd)
 app.command("reproduce")(reproduce.reproduce)
 app.command("report")(report.report_cmd)
-app.command("figures")(report.figures_cmd)
+app.command("figures")(figures.figures_cmd)
 app.add_typer(data.app, name="data")
 app.add_typer(runs.app, name="runs")
 

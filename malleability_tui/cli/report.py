@@ -1,4 +1,4 @@
-"""``malleability report`` (Markdown / HTML) and ``malleability figures`` (matplotlib)."""
+"""``malleability report``: a run or reproduce directory as Markdown or HTML."""
 
 from __future__ import annotations
 
@@ -8,44 +8,25 @@ from typing import Annotated, Any
 
 import typer
 
+from engine.experiments.runs import collect
 from engine.experiments.spec import RunSpec
-from engine.experiments.store import read_run
 from engine.results import num as _num
 from engine.results import series_over_seeds
+from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, fmt
-from malleability_tui.cli.runs import resolve_run
+from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
 MAX_REPORT_ROWS = 60
 Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"table", payload)
 
 
-def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, dict[str, Any]]]]:
-    """(reproduce summary or None, [(label, read_run data)]) for a run or reproduce folder."""
-    from engine.experiments.validate import DamagedRun, read_json_object
-
-    if (path / "reproduce.json").exists():
-        meta = read_json_object(path / "reproduce.json")
-        parts = meta.get("parts")
-        if not isinstance(parts, list) or not all(
-            isinstance(p, dict) and isinstance(p.get("key"), str) for p in parts
-        ):
-            raise DamagedRun(path / "reproduce.json", "parts must be a list of objects with a key")
-        summ_f = path / "summary.json"
-        summ = read_json_object(summ_f) if summ_f.exists() else {}
-        runs = [
-            (p["key"], read_run(path / p["key"]))
-            for p in parts
-            if (path / p["key"] / "spec.toml").exists()
-        ]
-        return summ, runs
-    return None, [(path.name, read_run(path))]
-
-
 def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
     """model → (widths, mean distance, sample std) over seeds."""
+    typed = [NtkDistanceRow.from_row(r) for r in rows]
     return {
-        m: (s.x, s.mean, s.std) for m, s in series_over_seeds(rows, "width", "ntk_distance").items()
+        m: (s.x, s.mean, s.std)
+        for m, s in series_over_seeds(typed, "width", "ntk_distance").items()
     }
 
 
@@ -117,29 +98,29 @@ def build_report(path: Path) -> list[Block]:
             ser = {m: (x, y) for m, (x, y, _) in _series_ntk(t["ntk_distance"]).items()}
             blocks.append(("pre", text_plot("NTK distance vs width", ser, xlog2=True)))
         if t.get("eigenvalues"):
-            ev = t["eigenvalues"]
-            idx = [_num(r["index"]) for r in ev]
+            ev = [EigenvalueRow.from_row(r) for r in t["eigenvalues"]]
+            idx = [_num(r.index) for r in ev]
             blocks.append(
                 (
                     "pre",
                     text_plot(
                         "eigenvalues of G and G^3 (log10)",
                         {
-                            "G": (idx, [_num(r["eig_G"]) for r in ev]),
-                            "G^3": (idx, [_num(r["eig_G3"]) for r in ev]),
+                            "G": (idx, [r.eig_G for r in ev]),
+                            "G^3": (idx, [r.eig_G3 for r in ev]),
                         },
                         ylog=True,
                     ),
                 )
             )
         if t.get("landscape"):
-            ls = [r for r in t["landscape"] if r["direction"] == "1d"]
+            ls = [r for r in map(LandscapeRow.from_row, t["landscape"]) if r.direction == "1d"]
             ser = {
                 m: (
-                    [_num(r["alpha"]) for r in ls if r["model"] == m],
-                    [_num(r["loss"]) for r in ls if r["model"] == m],
+                    [r.alpha for r in ls if r.model == m],
+                    [r.loss for r in ls if r.model == m],
                 )
-                for m in sorted({r["model"] for r in ls})
+                for m in sorted({r.model for r in ls})
             }
             if ser:
                 blocks.append(
@@ -223,9 +204,7 @@ def to_html(blocks: list[Block]) -> str:
 
 
 def report_cmd(
-    run: Annotated[
-        str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")
-    ],
+    run: RunOrReproduce,
     format: Annotated[str, typer.Option("--format", "-f", help="md or html.")] = "md",
     to: Annotated[
         Path | None, typer.Option("--to", help="Output file (default <run>/report.<format>).")
@@ -238,50 +217,9 @@ def report_cmd(
     from engine.experiments.store import atomic_write
 
     with expected_errors():
-        path = resolve_reproduce_or_run(run)
+        path = resolve_run(run, None, reproduce=True)
         target = check_file_target(to or path / f"report.{format}", "to")
         blocks = build_report(path)
         text = to_markdown(blocks) if format == "md" else to_html(blocks)
         atomic_write(target, text)
     console.print(f"wrote {target}", highlight=False)
-
-
-def resolve_reproduce_or_run(run: str) -> Path:
-    p = Path(run)
-    if (p / "reproduce.json").exists():
-        return p
-    q = Path("runs") / run
-    if (q / "reproduce.json").exists():
-        return q
-    return resolve_run(run, None)
-
-
-def figures_cmd(
-    run: Annotated[
-        str, typer.Argument(help="Run or reproduce directory (or its name under runs/).")
-    ],
-    format: Annotated[str, typer.Option("--format", "-f", help="png, pdf or svg.")] = "png",
-    to: Annotated[
-        Path | None, typer.Option("--to", help="Output folder (default <run>/figures).")
-    ] = None,
-) -> None:
-    """Paper-style figures (needs matplotlib: pip install 'malleability\\[plots]')."""
-    if format not in ("png", "pdf", "svg"):
-        die(f"invalid --format {format!r}: png, pdf or svg")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-    except ImportError:
-        die("figures need matplotlib: pip install 'malleability[plots]'")
-    from engine.experiments.paths import check_folder_target
-    from malleability_tui.cli.figures import make_figures
-
-    with expected_errors():
-        path = resolve_reproduce_or_run(run)
-        target = check_folder_target(to or path / "figures", "to")
-        files = make_figures(collect(path)[1], target, format)
-    if not files:
-        console.print("no figure: the run has none of the tables the figures need")
-    for f in files:
-        console.print(f"wrote {f}", highlight=False)

@@ -24,6 +24,7 @@ from engine.experiments.estimate import (
 )
 from engine.experiments.events import to_jsonable
 from engine.experiments.reproduce import NO_DATA, Part, compare, plan
+from engine.experiments.runs import runs_root
 from engine.experiments.store import atomic_write, read_run
 from engine.results import flip_text, num
 from malleability_tui.cli.common import (
@@ -167,7 +168,7 @@ def reproduce(
 
         for part in parts[:1]:  # before any folder exists: Ray missing is one line
             check_executor(part.spec.executor)
-        path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
+        path = out or runs_root() / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
         if path.exists() and any(path.iterdir()) and not resume and not dry_run:
             die(
                 f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"
@@ -230,19 +231,20 @@ def reproduce(
             )
             runs[part.key] = read_run(sub)
         comparison = compare(runs, parts)
-        meta.update(end_time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), seconds=time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        meta.update(end_time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), seconds=seconds)
         atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
         summary = {
             "status": "finished",
             "experiment": "reproduce",
             "dataset": ",".join(names),
-            "seconds": meta["seconds"],
+            "seconds": seconds,
             **comparison,
         }
         atomic_write(path / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n")
         show_comparison(comparison)
         console.print(
-            f"reproduction: [bold]{path}[/] ({hms(meta['seconds'])}); report: malleability report {path}",
+            f"reproduction: [bold]{path}[/] ({hms(seconds)}); report: malleability report {path}",
             highlight=False,
         )
 

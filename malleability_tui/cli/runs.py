@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from engine.experiments.runs import export_run, find_run, list_runs, runs_root
 from engine.experiments.store import read_run
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, table_of
@@ -18,48 +16,22 @@ from malleability_tui.cli.render import LONG_TABLES, table_of
 app = typer.Typer(help="Browse past runs.", no_args_is_help=True)
 
 
-def runs_root(root: Path | None) -> Path:
-    return Path(root or os.environ.get("MALLEABILITY_RUNS", "runs"))
+RunOrReproduce = Annotated[
+    str,
+    typer.Argument(
+        help="Run or reproduce directory (or its name under $MALLEABILITY_RUNS or ./runs)."
+    ),
+]
+"""The argument of ``report`` and ``figures`` (resolved by ``resolve_run(..., reproduce=True)``)."""
 
 
-def resolve_run(run: str, root: Path | None) -> Path:
-    """A run directory given as a path or as a name under the runs root."""
-    p = Path(run)
-    if (p / "spec.toml").exists():
-        return p
-    q = runs_root(root) / run
-    if (q / "spec.toml").exists():
-        return q
-    die(f"no run directory {run!r}: pass a path or a name listed by `malleability runs list`")
-
-
-def list_runs(root: Path) -> list[dict[str, Any]]:
-    """Summaries of the run directories under ``root``, newest first.
-
-    A damaged run is listed too, with ``damage`` (its first problem) and status "damaged".
-    """
-    out: list[dict[str, Any]] = []
-    if not root.is_dir():
-        return out
-    for d in sorted(root.iterdir(), reverse=True):
-        if not (d / "spec.toml").exists():
-            continue
-        data = read_run(d, partial=True)
-        summ, env = data["summary"], data["env"]
-        damage = data["damage"]
-        out.append(
-            {
-                "name": d.name,
-                "path": str(d),
-                "experiment": summ.get("experiment", data["spec"].get("experiment", "?")),
-                "dataset": summ.get("dataset", data["spec"].get("data", {}).get("name", "?")),
-                "status": "damaged" if damage else env.get("status", "?"),
-                "start": env.get("start_time", ""),
-                "device": env.get("device", ""),
-                "damage": "; ".join(damage),
-            }
-        )
-    return out
+def resolve_run(run: str, root: Path | None, *, reproduce: bool = False) -> Path:
+    """A run directory given as a path or as a name under the runs root (with
+    ``reproduce``, a reproduce folder too); one line and exit 2 when there is none."""
+    found = find_run(run, root, reproduce=reproduce)
+    if found is None:
+        die(f"no run directory {run!r}: pass a path or a name listed by `malleability runs list`")
+    return found
 
 
 @app.command("list")
@@ -116,53 +88,6 @@ def show_cmd(
             lines = val["headline"]
             for ln in [lines] if isinstance(lines, str) else lines:
                 console.print(f"  {ln}", highlight=False)
-
-
-def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = False) -> list[Path]:
-    """Copy a run's CSVs (csv) or write one JSON of everything (json) into ``to``.
-
-    ``to`` defaults to ``export/<run name>``, so two runs never mix. A folder that already
-    holds files (csv) or an existing JSON target is refused unless ``force``. The run is
-    read and validated first: a damaged run writes nothing.
-    """
-    from engine.errors import ConfigError
-    from engine.experiments.paths import check_folder_target, make_folder
-
-    to = Path("export") / path.name if to is None else to
-    check_folder_target(to, "to")
-    src, dst = path.resolve(), to.resolve()
-    if dst == src or src in dst.parents:
-        raise ConfigError("to", str(to), "a folder outside the run directory")
-    data = read_run(path)
-    if fmt_ == "csv":
-        sources = [
-            f
-            for f in sorted(path.glob("*.csv"))
-            + [path / "spec.toml", path / "summary.json", path / "env.json"]
-            if f.is_file()
-        ]
-        if not force and to.is_dir() and any(to.iterdir()):
-            raise ConfigError(
-                "to",
-                str(to),
-                "a new or empty folder (it holds files; pass --force to overwrite them)",
-            )
-        make_folder(to, "to")
-        written = []
-        for f in sources:
-            shutil.copy2(f, to / f.name)
-            written.append(to / f.name)
-        return written
-    target = to / f"{path.name}.json"
-    if target.exists() and not force:
-        raise ConfigError(
-            "to", str(target), "a file that does not exist yet (pass --force to overwrite it)"
-        )
-    make_folder(to, "to")
-    from engine.experiments.store import atomic_write
-
-    atomic_write(target, json.dumps(data, indent=2) + "\n")
-    return [target]
 
 
 def export_cmd(

@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import Button, Label, Static
 
 
@@ -36,7 +37,7 @@ class ErrorDialog(Container):
         super().__init__(**kw)
         self.title_text = ""
         self.body = ""
-        self._return_focus = None
+        self._return_focus: Widget | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical():

@@ -23,14 +23,16 @@ def _values(st: RunState) -> dict[tuple[str, str], str]:
     for k, v in spec_brief(st.spec):
         out[("spec", k)] = v
     for table, column in (("ntk_distance", "ntk_distance"), ("train", "test_accuracy")):
-        for model, (ws, mean, _std, _n) in sweep_series(st.tables.get(table, []), column).items():
+        for model, (ws, mean, _std, _n) in sweep_series(
+            st.tables.get(table, []), column, table
+        ).items():
             for w, m in zip(ws, mean):
                 out[(column, f"{model} m={w}")] = fmt(m)
     for i, line in enumerate(headline_numbers(st.summary, limit=12)):
         sec, _, rest = line.partition(": ")
         out[("headline", f"{sec} {i + 1}" if rest else str(i + 1))] = rest or line
-    for k, v in sorted(st.tables.items()):
-        out[("tables", k)] = f"{len(v)} rows"
+    for name, rows in sorted(st.tables.items()):
+        out[("tables", name)] = f"{len(rows)} rows"
     return out
 
 

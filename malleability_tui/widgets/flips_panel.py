@@ -29,7 +29,7 @@ def check_cells(rows: list[dict], dataset: str = "") -> tuple[list[tuple[str, ..
     if not rows:
         return [], []
     s = summarize(rows, dataset)
-    out = []
+    out: list[tuple[str, ...]] = []
     for model, m in s["models"].items():
         ests = sorted(
             m["estimators"],
@@ -61,23 +61,25 @@ def check_cells(rows: list[dict], dataset: str = "") -> tuple[list[tuple[str, ..
 
 def default_protocol_rows(rows: list[dict], spec: dict) -> list[dict]:
     """The rows of the spec's default protocol (all rows when they carry no protocol)."""
-    from engine.experiments.flip_summary import same_rule
+    from engine.experiments.flip_summary import same_rule, typed
 
     if not any("ridge" in r for r in rows):
         return rows
     f = spec.get("flip") or {}
     ridge, ranking = f.get("ridge", "objective"), f.get("ranking", "abs_signed_mean")
-    return [r for r in rows if same_rule(r.get("ridge", ""), ridge) and r.get("ranking") == ranking]
+    return [
+        d for d, r in zip(rows, typed(rows)) if same_rule(r.ridge, ridge) and r.ranking == ranking
+    ]
 
 
 def grid_cells(rows: list[dict]) -> list[tuple[str, ...]]:
     """Table cells of the sensitivity grid (standard training); empty for one protocol."""
-    from engine.experiments.flip_summary import grid, protocols_in
+    from engine.experiments.flip_summary import grid, protocols_in, typed
 
-    std = [r for r in rows if (r.get("training") or "standard") == "standard"]
+    std = [r for r in typed(rows) if (r.training or "standard") == "standard"]
     if len(protocols_in(std)) < 2:
         return []
-    out = []
+    out: list[tuple[str, ...]] = []
     for c in grid(std):
         a, b = c["MLP-Attn"], c["2L-ReLU"]
         out.append(
@@ -151,14 +153,14 @@ class FlipsPanel(Vertical):
     state: reactive[RunState] = reactive(RunState, always_update=True)
 
     def compose(self) -> ComposeResult:
-        table = DataTable(id="flip-table", zebra_stripes=True, cursor_type="row")
+        table: DataTable[str] = DataTable(id="flip-table", zebra_stripes=True, cursor_type="row")
         table.add_columns(*FLIP_HEADERS)
         yield table
         yield PlotView(id="flip-bars")
-        grid = DataTable(id="flip-grid", zebra_stripes=True, cursor_type="row")
+        grid: DataTable[str] = DataTable(id="flip-grid", zebra_stripes=True, cursor_type="row")
         grid.add_columns(*GRID_HEADERS)
         yield grid
-        check = DataTable(id="flip-check", zebra_stripes=True, cursor_type="row")
+        check: DataTable[str] = DataTable(id="flip-check", zebra_stripes=True, cursor_type="row")
         check.add_columns(*CHECK_HEADERS)
         yield check
         yield Static("", id="flip-notes")

@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
+from engine.experiments.runs import RunListing
 from malleability_tui.format import headline_numbers, spec_brief
 
 COLUMNS = ("", "status", "experiment", "data", "name")
@@ -84,7 +85,7 @@ class RunsBrowser(Horizontal):
     class Refresh(Message):
         pass
 
-    runs: reactive[list] = reactive(list, always_update=True)
+    runs: reactive[list[RunListing]] = reactive(list, always_update=True)
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -93,13 +94,13 @@ class RunsBrowser(Horizontal):
         """The run directory of the app's own job (running for real)."""
 
     def compose(self) -> ComposeResult:
-        t = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        t: DataTable[str] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         t.add_columns(*COLUMNS)
         yield t
         with VerticalScroll(id="run-detail-scroll"):
             yield Static("[dim]No runs yet. Start one from Setup (1).[/dim]", id="run-detail")
 
-    def watch_runs(self, runs: list) -> None:
+    def watch_runs(self, runs: list[RunListing]) -> None:
         if not self.is_mounted:
             return
         self.refresh_bindings()
@@ -133,8 +134,7 @@ class RunsBrowser(Horizontal):
             return
         p = Path(path)
         lines = [f"[b]{p.name}[/b]"]
-        run = next((r for r in self.runs if r["path"] == path), {})
-        status = run.get("status", "?")
+        status = next((r["status"] for r in self.runs if r["path"] == path), "?")
         if status in RESUMABLE and path != self.live:
             why = "its process died" if status == "interrupted" else f"it ended {status}"
             lines.append(f"[yellow]{why}: u resumes it here (finished cells kept), or run[/yellow]")
@@ -158,7 +158,7 @@ class RunsBrowser(Horizontal):
 
     def _resumable(self) -> bool:
         path = self.selected()
-        status = next((r.get("status", "?") for r in self.runs if r["path"] == path), "?")
+        status = next((r["status"] for r in self.runs if r["path"] == path), "?")
         running = bool(getattr(getattr(self.app, "runner", None), "running", False))
         return path is not None and status in RESUMABLE and path != self.live and not running
 

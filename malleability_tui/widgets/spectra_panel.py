@@ -7,6 +7,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from engine.results.tables import EigenvalueRow
 from malleability_tui.format import ORDERS_NOTE, num, spectrum_lines
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
@@ -42,11 +43,13 @@ class SpectraPanel(Horizontal):
             eig_g, eig_g3 = list(art["eig_G"]), list(art.get("eig_G3") or [])
             label = str(art.get("dataset", ""))
         elif st.tables.get("eigenvalues"):
-            rows = sorted(st.tables["eigenvalues"], key=lambda r: num(r.get("index")))
-            eig_g = [num(r.get("eig_G")) for r in rows]
-            eig_g3 = [num(r.get("eig_G3")) for r in rows]
+            rows = sorted(
+                map(EigenvalueRow.from_row, st.tables["eigenvalues"]), key=lambda r: num(r.index)
+            )
+            eig_g = [r.eig_G for r in rows]
+            eig_g3 = [r.eig_G3 for r in rows]
         idx = list(range(1, len(eig_g) + 1))
-        series = ()
+        series: tuple[Series, ...] = ()
         if eig_g:
             series = (
                 Series("λ(G)", idx, eig_g, color="cyan"),

@@ -85,7 +85,7 @@ class SweepPanel(Vertical):
         if not rows and st.tables.get("train"):
             # No NTK experiment in this run: show what training measured.
             rows, column, source = st.tables["train"], "test_accuracy", "train"
-        data = sweep_series(rows, column)
+        data = sweep_series(rows, column, source)
         models = list(data)
         series = []
         for model, (ws, mean, std, _n) in data.items():

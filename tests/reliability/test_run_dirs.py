@@ -111,7 +111,7 @@ def test_runs_list_marks_damaged_and_lists_the_rest(good_run: Path, sandbox: Pat
     for name in ("a-ok", "b-bad-summary", "c-bad-csv", "d-ok"):
         assert name in res.output
     assert res.output.count("damaged") >= 2
-    from malleability_tui.cli.runs import list_runs
+    from engine.experiments.runs import list_runs
 
     rows = {r["name"]: r for r in list_runs(root)}
     assert rows["a-ok"]["status"] == "finished" and rows["b-bad-summary"]["status"] == "damaged"
@@ -141,6 +141,6 @@ def test_killed_run_reads_as_interrupted(run_copy: Path) -> None:
 
     (run_copy / ".lock").write_text(json.dumps({"pid": dead_pid(), "host": socket.gethostname()}))
     assert read_run(run_copy)["env"]["status"] == "interrupted"
-    from malleability_tui.cli.runs import list_runs
+    from engine.experiments.runs import list_runs
 
     assert list_runs(run_copy.parent)[0]["status"] == "interrupted"

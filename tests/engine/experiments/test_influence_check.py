@@ -234,3 +234,19 @@ def test_rows_carry_the_guards_and_the_summary_marks_unconverged_models():
     assert s["failed_guards"]["not converged"]["MLP-Attn"] == ["m=256 seed=0"]
     ok = summarize([{**r, "converged": True} for r in rows], "digits")
     assert "⚠" not in ok["headline"][0] and not ok["failed_guards"]
+
+
+def test_a_finished_run_reads_back(tmp_path):
+    """The run directory of an influence_check run is not 'damaged' when reopened: its
+    context and estimator columns are labels (engine.results.tables.InfluenceCheckRow)."""
+    from engine.experiments.store import read_run
+    from engine.results.tables import InfluenceCheckRow
+
+    events, out = _run(_spec(gradient=(), ridges=("lambda",)), tmp_path)
+    data = read_run(out)
+    assert data["damage"] == []
+    rows = [InfluenceCheckRow.from_row(r) for r in data["tables"]["influence_check"]]
+    live = [e.row for e in events if isinstance(e, TableRow) and e.table == "influence_check"]
+    assert [(r.model, r.estimator, r.context) for r in rows] == [
+        (r["model"], r["estimator"], r["context"]) for r in live
+    ]

@@ -110,13 +110,14 @@ def test_guard_columns_are_booleans_and_optional_on_read(tmp_path) -> None:
     from engine.experiments.store import TABLE_COLUMNS
     from engine.experiments.validate import DamagedRun, read_csv_table
     from engine.results import failed_cells
+    from engine.results.tables import TrainRow
 
     cols = TABLE_COLUMNS["train"]
     old = [c for c in cols if c not in ("converged", "above_chance")]
     p = tmp_path / "train.csv"
     p.write_text(",".join(old) + "\n" + ",".join(str(ROW[c]) for c in old) + "\n")
-    rows = read_csv_table(p, cols)
+    rows = read_csv_table(p, TrainRow)
     assert rows[0]["width"] == "16" and failed_cells(rows) == {}
     p.write_text(",".join(cols) + "\n" + ",".join(str(ROW[c]) for c in cols[:-1]) + ",maybe\n")
     with pytest.raises(DamagedRun, match="above_chance='maybe' is not True or False"):
-        read_csv_table(p, cols)
+        read_csv_table(p, TrainRow)

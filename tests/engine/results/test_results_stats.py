@@ -127,3 +127,47 @@ def test_train_summary_flags_models_at_chance() -> None:
     assert any("at chance in 1 of 1 cell (m=16 seed=0)" in line for line in tr["headline"])
     assert tr["failed_guards"]["at chance"] == {"MLP-Attn": ["m=16 seed=0"]}
     assert tr["not_converged"]["MLP-Attn"] == ["m=16 seed=0"]  # 1 epoch cannot tell
+
+
+def test_wilson_textbook_value() -> None:
+    # 3 of 10, 95%: (0.1078, 0.6032) (Wilson 1927; Newcombe 1998, Table I)
+    lo, hi = wilson_interval(3, 10)
+    assert lo == pytest.approx(0.1078, abs=1e-4) and hi == pytest.approx(0.6032, abs=1e-4)
+
+
+def _flip_row(model: str, seed: int, k: int, n: int, attack: str = "pgd") -> dict[str, str]:
+    """A flip_rates row as read back from the CSV (strings)."""
+    return {
+        "model": model,
+        "dataset": "mnist",
+        "attack": attack,
+        "eps": "0.3",
+        "training": "standard",
+        "seed": str(seed),
+        "flip_rate": repr(k / n),
+        "spearman": "0.5",
+        "n_selected": str(n),
+        "n_flipped": str(k),
+    }
+
+
+def test_every_consumer_pools_the_same_counts() -> None:
+    """flip_summary.pooled (summaries, reproduce, report) and the TUI's flip rows give the
+    interval of pooled_rate over the integer counts: one implementation, one answer."""
+    from engine.experiments.flip_summary import grid, pooled
+    from malleability_tui.format import flip_rows
+
+    rows = [_flip_row("2L-ReLU", 0, 3, 10), _flip_row("2L-ReLU", 1, 5, 12)]
+    rows += [_flip_row("MLP-Attn", 0, 0, 10), _flip_row("MLP-Attn", 1, 0, 12)]
+    ref = pooled_rate([(3, 10), (5, 12)])
+    p = pooled(rows[:2])
+    assert p is not None and (p["k"], p["n"]) == (8, 22)
+    assert (p["ci_low"], p["ci_high"]) == pytest.approx((100 * ref.lo, 100 * ref.hi))
+    relu = next(r for r in flip_rows(rows) if r.model == "2L-ReLU")
+    assert (relu.lo, relu.hi) == pytest.approx((ref.lo, ref.hi))
+    # MLP-Attn / 2L-ReLU: 0 / 36.4% = 0; the reverse (ReLU at 0) has no ratio
+    (cell,) = grid(rows)
+    assert cell["ratio"] == 0.0
+    swapped = [{**r, "model": "2L-ReLU" if r["model"] == "MLP-Attn" else "MLP-Attn"} for r in rows]
+    assert grid(swapped)[0]["ratio"] is None
+    assert math.isnan(ratio(1.0, 0.0)) and ratio(1.0, 4.0) == 0.25

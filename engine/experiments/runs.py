@@ -1,0 +1,174 @@
+"""Past runs: the runs root, finding, listing, reading and exporting run directories.
+
+The one place every front end (the ``malleability`` CLI, the TUI) asks where runs live
+and what is there; the run store (``store.py``) writes a run, this module reads them back.
+
+* ``runs_root``: the one resolver of the runs folder (an explicit folder, else
+  ``$MALLEABILITY_RUNS``, else ``./runs``);
+* ``find_run``: a run (or reproduce) directory given as a path or a name under the root;
+* ``list_runs``: one summary dict per run directory under a root, newest first;
+* ``collect``: the runs of a run or reproduce directory, with the reproduce summary;
+* ``export_run``: copy a run's CSVs, or write one JSON of everything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, TypedDict
+
+from engine.errors import ConfigError
+from engine.experiments.store import atomic_write, read_run
+
+RUNS_ENV = "MALLEABILITY_RUNS"
+DEFAULT_RUNS = "runs"
+
+RunData = dict[str, Any]
+"""A run directory as ``read_run`` returns it (path, spec, env, summary, tables, damage)."""
+
+
+def runs_root(root: str | Path | None = None) -> Path:
+    """The runs folder: ``root`` when given, else ``$MALLEABILITY_RUNS``, else ``./runs``."""
+    return Path(root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS)
+
+
+def is_run_dir(p: Path) -> bool:
+    return (p / "spec.toml").exists()
+
+
+def is_reproduce_dir(p: Path) -> bool:
+    return (p / "reproduce.json").exists()
+
+
+def find_run(
+    run: str | Path, root: str | Path | None = None, *, reproduce: bool = False
+) -> Path | None:
+    """The run directory ``run`` names: a path, else a name under ``runs_root(root)``.
+
+    With ``reproduce`` a reproduce folder (``reproduce.json``) is accepted too, and is
+    preferred over a run directory of the same name. None when nothing matches.
+    """
+    p = Path(run)
+    candidates = [p, runs_root(root) / run]
+    if reproduce:
+        for c in candidates:
+            if is_reproduce_dir(c):
+                return c
+    for c in candidates:
+        if is_run_dir(c):
+            return c
+    return None
+
+
+class RunListing(TypedDict):
+    """One line of ``list_runs``: what the CLI's ``runs list`` and the TUI's Runs panel show."""
+
+    name: str
+    path: str
+    experiment: str
+    dataset: str
+    status: str
+    """The run store's status (``run_status``), or ``damaged``."""
+    start: str
+    device: str
+    damage: str
+    """The damaged files' problems, ``; ``-joined ("" for an intact run)."""
+
+
+def list_runs(root: str | Path | None = None) -> list[RunListing]:
+    """Summaries of the run directories under ``runs_root(root)``, newest first.
+
+    A damaged run is listed too, with ``damage`` (its first problem) and status "damaged".
+    """
+    base = runs_root(root)
+    out: list[RunListing] = []
+    if not base.is_dir():
+        return out
+    for d in sorted(base.iterdir(), reverse=True):
+        if not is_run_dir(d):
+            continue
+        data = read_run(d, partial=True)
+        summ, env = data["summary"], data["env"]
+        damage = data["damage"]
+        out.append(
+            RunListing(
+                name=d.name,
+                path=str(d),
+                experiment=str(summ.get("experiment", data["spec"].get("experiment", "?"))),
+                dataset=str(summ.get("dataset", data["spec"].get("data", {}).get("name", "?"))),
+                status="damaged" if damage else str(env.get("status", "?")),
+                start=str(env.get("start_time", "")),
+                device=str(env.get("device", "")),
+                damage="; ".join(damage),
+            )
+        )
+    return out
+
+
+def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, RunData]]]:
+    """(reproduce summary or None, [(label, read_run data)]) for a run or reproduce folder."""
+    from engine.experiments.validate import DamagedRun, read_json_object
+
+    if is_reproduce_dir(path):
+        meta = read_json_object(path / "reproduce.json")
+        parts = meta.get("parts")
+        if not isinstance(parts, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("key"), str) for p in parts
+        ):
+            raise DamagedRun(path / "reproduce.json", "parts must be a list of objects with a key")
+        summ_f = path / "summary.json"
+        summ = read_json_object(summ_f) if summ_f.exists() else {}
+        runs = [(p["key"], read_run(path / p["key"])) for p in parts if is_run_dir(path / p["key"])]
+        return summ, runs
+    return None, [(path.name, read_run(path))]
+
+
+EXPORT_FORMATS = ("csv", "json")
+
+
+def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = False) -> list[Path]:
+    """Copy a run's CSVs (csv) or write one JSON of everything (json) into ``to``.
+
+    ``to`` defaults to ``export/<run name>``, so two runs never mix. A folder that already
+    holds files (csv) or an existing JSON target is refused unless ``force``. The run is
+    read and validated first: a damaged run writes nothing.
+    """
+    from engine.experiments.paths import check_folder_target, make_folder
+
+    if fmt_ not in EXPORT_FORMATS:
+        raise ConfigError("format", fmt_, "csv or json")
+    to = Path("export") / path.name if to is None else to
+    check_folder_target(to, "to")
+    src, dst = path.resolve(), to.resolve()
+    if dst == src or src in dst.parents:
+        raise ConfigError("to", str(to), "a folder outside the run directory")
+    data = read_run(path)
+    if fmt_ == "csv":
+        sources = [
+            f
+            for f in sorted(path.glob("*.csv"))
+            + [path / "spec.toml", path / "summary.json", path / "env.json"]
+            if f.is_file()
+        ]
+        if not force and to.is_dir() and any(to.iterdir()):
+            raise ConfigError(
+                "to",
+                str(to),
+                "a new or empty folder (it holds files; pass --force to overwrite them)",
+            )
+        make_folder(to, "to")
+        written = []
+        for f in sources:
+            shutil.copy2(f, to / f.name)
+            written.append(to / f.name)
+        return written
+    target = to / f"{path.name}.json"
+    if target.exists() and not force:
+        raise ConfigError(
+            "to", str(target), "a file that does not exist yet (pass --force to overwrite it)"
+        )
+    make_folder(to, "to")
+    atomic_write(target, json.dumps(data, indent=2) + "\n")
+    return [target]
