@@ -15,6 +15,7 @@ from engine.experiments.spec import RunSpec
 from engine.models import MODEL_LABELS
 from engine.results import mean_std, num, ratio, series_over_seeds
 from engine.results.tables import FlipRateRow, LandscapeRow, SharpnessRow, typed_rows
+from malleability_tui.options import FORM_OPTIONS, OptionError, RunOption, parse_value
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
@@ -74,53 +75,10 @@ def eta(elapsed: float, done: int, total: int) -> float | None:
 # -- the setup form --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FormField:
-    key: str
-    """Form key (widget id suffix)."""
-    label: str
-    spec_key: str
-    """``RunSpec.replace`` key."""
-    error_field: str
-    """The ``ConfigError.field`` of this option."""
-    kind: str
-    """ints, floats, names, int, float, str, path (blank: None), classes."""
-    hint: str = ""
-
-
-FORM_FIELDS: tuple[FormField, ...] = (
-    FormField(
-        "data_dir",
-        "Data dir",
-        "data__data_dir",
-        "data.data_dir",
-        "path",
-        "blank: search the usual places",
-    ),
-    FormField(
-        "experiment", "Experiments", "experiment", "experiment", "str", "all or e.g. train,ntk"
-    ),
-    FormField(
-        "classes", "Classes", "data__classes", "data.classes", "classes", "all or e.g. 3,8 (binary)"
-    ),
-    FormField("n_train", "n train", "data__n_train", "data.n_train", "int", "class-balanced"),
-    FormField("n_test", "n test", "data__n_test", "data.n_test", "int", ""),
-    FormField("widths", "Widths", "model__widths", "model.widths", "ints", "e.g. 16,1024,4096"),
-    FormField("models", "Models", "model__kinds", "model.kinds", "names", "relu,attn"),
-    FormField("seeds", "Seeds", "seeds", "seeds", "ints", "e.g. 0,1,2"),
-    FormField("epochs", "Epochs", "train__epochs", "train.epochs", "int", "paper: 500"),
-    FormField("lr", "Learning rate", "train__lr", "train.lr", "float", "paper: 1e-3"),
-    FormField("attacks", "Attacks", "flip__attacks", "flip.attacks", "names", "fgsm,pgd,mim"),
-    FormField("eps", "ε (pixels)", "flip__eps", "flip.eps", "floats", "e.g. 0.1,0.3"),
-    FormField(
-        "address",
-        "Ray address",
-        "executor__address",
-        "executor.address",
-        "path",
-        "executor ray: host:6379 of a cluster; blank: a local Ray",
-    ),
-)
+FormField = RunOption
+"""A text field of the setup form: a run option with a label (``malleability_tui.options``)."""
+FORM_FIELDS = FORM_OPTIONS
+"""The setup form's text fields, in order: the shared options table's labelled options."""
 SELECT_FIELDS = {
     "dataset": ("data__name", "data.name"),
     "device": ("device", "device"),
@@ -159,41 +117,6 @@ def spec_to_form(spec: RunSpec) -> dict[str, str]:
     vals["dtype"] = spec.dtype
     vals["executor"] = spec.executor.kind
     return vals
-
-
-def _parse(kind: str, text: str, label: str) -> Any:
-    t = text.strip()
-    parts = [p for p in t.replace(" ", "").split(",") if p]
-    if kind == "classes":
-        if t.lower() in ("", "all"):
-            return None
-        kind = "ints"
-    if kind == "path":
-        return t or None
-    try:
-        if kind == "ints":
-            if not parts:
-                raise ValueError
-            return tuple(int(p) for p in parts)
-        if kind == "floats":
-            if not parts:
-                raise ValueError
-            return tuple(float(p) for p in parts)
-        if kind == "names":
-            return tuple(p.lower() for p in parts)
-        if kind == "int":
-            return int(t)
-        if kind == "float":
-            return float(t)
-    except ValueError:
-        what = {
-            "ints": "comma-separated integers",
-            "floats": "comma-separated numbers",
-            "int": "an integer",
-            "float": "a number",
-        }[kind]
-        raise ValueError(f"{label}: {what}") from None
-    return t
 
 
 def _experiment_error(name: str) -> str | None:
@@ -240,9 +163,9 @@ def form_to_spec(base: RunSpec, values: dict[str, str]) -> tuple[RunSpec | None,
             continue
         by_error_field[f.error_field] = f.key
         try:
-            items.append((f.key, f.spec_key, f.error_field, _parse(f.kind, values[f.key], f.label)))
-        except ValueError as e:
-            errors[f.key] = str(e)
+            items.append((f.key, f.spec_key, f.error_field, parse_value(f.kind, values[f.key])))
+        except OptionError as e:
+            errors[f.key] = f"{f.label}: {e}"
     for key, (spec_key, err_field) in SELECT_FIELDS.items():
         if key in values:
             by_error_field[err_field] = key

@@ -62,44 +62,29 @@ class GuardedGroup(TyperGroup):
                 raise typer.Exit(code) from None
 
 
-def _distinct(vals: tuple, text: str, option: str) -> tuple:
-    """Every list option takes each value once: a repeat is refused, never run twice."""
-    seen: set = set()
-    for v in vals:
-        if v in seen:
-            die(f"invalid {option} {text!r}: each value once ({v} is repeated)")
-        seen.add(v)
-    return vals
+def _parsed(kind: str, text: str | None, option: str) -> Any:
+    """``text`` through the one option parser (``malleability_tui.options.parse_value``);
+    a parse error is the one-line ``invalid OPTION 'TEXT': what is allowed``."""
+    from malleability_tui.options import OptionError, parse_value
+
+    if text is None:
+        return None
+    try:
+        return parse_value(kind, text)
+    except OptionError as e:
+        die(f"invalid {option} {text!r}: {e}")
 
 
 def parse_ints(text: str | None, option: str) -> tuple[int, ...] | None:
     """'16,1024' → (16, 1024); a clear error for anything else (a repeated value included)."""
-    if text is None:
-        return None
-    try:
-        vals = tuple(int(t) for t in text.replace(" ", "").split(",") if t)
-    except ValueError:
-        die(f"invalid {option} {text!r}: comma-separated integers, e.g. 16,1024")
-    if not vals:
-        die(f"invalid {option} {text!r}: at least one integer")
-    return _distinct(vals, text, option)
+    return _parsed("ints", text, option)
 
 
 def parse_floats(text: str | None, option: str) -> tuple[float, ...] | None:
     """'0.1,0.3' → (0.1, 0.3)."""
-    if text is None:
-        return None
-    try:
-        vals = tuple(float(t) for t in text.replace(" ", "").split(",") if t)
-    except ValueError:
-        die(f"invalid {option} {text!r}: comma-separated numbers, e.g. 0.1,0.3")
-    if not vals:
-        die(f"invalid {option} {text!r}: at least one number")
-    return _distinct(vals, text, option)
+    return _parsed("floats", text, option)
 
 
 def parse_names(text: str | None, option: str = "list") -> tuple[str, ...] | None:
     """'fgsm,pgd' → ('fgsm', 'pgd')."""
-    if text is None:
-        return None
-    return _distinct(tuple(t.strip().lower() for t in text.split(",") if t.strip()), text, option)
+    return _parsed("names", text, option)

@@ -17,11 +17,9 @@ from malleability_tui.cli.common import (
     die,
     err_console,
     expected_errors,
-    parse_floats,
-    parse_ints,
-    parse_names,
 )
 from malleability_tui.cli.render import LONG_TABLES, ProgressRenderer, table_of
+from malleability_tui.options import help_of
 
 
 def build_spec(
@@ -55,51 +53,35 @@ def build_spec(
     spec = RunSpec.load(config) if config else RunSpec()
     if quick:
         spec = apply_quick(spec)
-    ch: dict[str, object] = {}
-    if experiment is not None:
-        ch["experiment"] = experiment
-    if dataset is not None:
-        ch["data__name"] = dataset.lower()
-    if data_dir is not None:
-        ch["data__data_dir"] = str(data_dir)
-    if classes is not None:
-        ch["data__classes"] = (
-            None if classes.lower() in ("all", "") else parse_ints(classes, "--classes")
-        )
-    if center is not None:
-        ch["data__center"] = center
-    if n_train is not None:
-        ch["data__n_train"] = n_train
-    if n_test is not None:
-        ch["data__n_test"] = n_test
-    if widths is not None:
-        ch["model__widths"] = parse_ints(widths, "--widths")
-    if models is not None:
-        ch["model__kinds"] = parse_names(models, "--models")
-    if seeds is not None:
-        ch["seeds"] = parse_ints(seeds, "--seeds")
-    if epochs is not None:
-        ch["train__epochs"] = epochs
-    if lr is not None:
-        ch["train__lr"] = lr
-    if optimizer is not None:
-        ch["train__optimizer"] = optimizer.lower()
-    if device is not None:
-        ch["device"] = device
-    if dtype is not None:
-        ch["dtype"] = dtype
-    if attacks is not None:
-        ch["flip__attacks"] = parse_names(attacks, "--attacks")
-    if eps is not None:
-        ch["flip__eps"] = parse_floats(eps, "--eps")
-    if rtol is not None:
-        ch["spectrum__rtol"] = rtol
-    if datasets is not None:
-        ch["spectrum__datasets"] = parse_names(datasets, "--datasets")
-    if qkv_dk is not None:
-        ch["qkv__d_k"] = qkv_dk
-    if qkv_dk_sweep is not None:
-        ch["qkv__dk_sweep"] = parse_ints(qkv_dk_sweep, "--qkv-dk-sweep") if qkv_dk_sweep else ()
+    from malleability_tui.options import OptionError, spec_changes
+
+    given = dict(
+        experiment=experiment,
+        dataset=dataset,
+        data_dir=data_dir,
+        classes=classes,
+        center=center,
+        n_train=n_train,
+        n_test=n_test,
+        widths=widths,
+        models=models,
+        seeds=seeds,
+        epochs=epochs,
+        lr=lr,
+        optimizer=optimizer,
+        device=device,
+        dtype=dtype,
+        attacks=attacks,
+        eps=eps,
+        rtol=rtol,
+        datasets=datasets,
+        qkv_dk=qkv_dk,
+        qkv_dk_sweep=() if qkv_dk_sweep == "" else qkv_dk_sweep,
+    )
+    try:
+        ch: dict[str, object] = spec_changes(given)
+    except OptionError as e:
+        die(str(e))
     ch.update(executor or {})
     spec = spec.replace(**ch)
     if quick and n_train is None and n_test is None:
@@ -230,7 +212,7 @@ AddressOpt = Annotated[
     str | None,
     typer.Option(
         "--address",
-        help="Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.",
+        help=help_of("address"),
     ),
 ]
 MaxParallelOpt = Annotated[
@@ -256,7 +238,7 @@ def headless(
         typer.Option(
             "--dataset",
             "-d",
-            help="Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic.",
+            help=help_of("dataset"),
         ),
     ] = None,
     experiment: Annotated[
@@ -264,70 +246,50 @@ def headless(
         typer.Option(
             "--experiment",
             "-e",
-            help="Experiment(s), comma-separated, or all (default). See `malleability experiments`.",
+            help=help_of("experiment"),
         ),
     ] = None,
     config: Annotated[
         Path | None,
         typer.Option("--config", "-c", help="A run spec TOML file (flags override it)."),
     ] = None,
-    classes: Annotated[
-        str | None, typer.Option(help="Class labels to keep, e.g. 3,8 (binary, ±1 targets) or all.")
-    ] = None,
+    classes: Annotated[str | None, typer.Option(help=help_of("classes"))] = None,
     n_train: Annotated[
         int | None,
-        typer.Option("--n-train", help="Training examples, class-balanced (default 1000)."),
+        typer.Option("--n-train", help=help_of("n_train")),
     ] = None,
-    n_test: Annotated[
-        int | None, typer.Option("--n-test", help="Test examples, class-balanced (default 200).")
-    ] = None,
-    widths: Annotated[
-        str | None, typer.Option(help="Hidden widths, e.g. 16,1024,4096 (default 4…4096).")
-    ] = None,
-    models: Annotated[
-        str | None, typer.Option(help="Models: relu,attn (default both), qkv (QKV-Attn, v2).")
-    ] = None,
+    n_test: Annotated[int | None, typer.Option("--n-test", help=help_of("n_test"))] = None,
+    widths: Annotated[str | None, typer.Option(help=help_of("widths"))] = None,
+    models: Annotated[str | None, typer.Option(help=help_of("models"))] = None,
     qkv_dk: Annotated[
         int | None,
-        typer.Option("--qkv-dk", help="QKV-Attn projection width d_k (0: d_k = d, default)."),
+        typer.Option("--qkv-dk", help=help_of("qkv_dk")),
     ] = None,
     qkv_dk_sweep: Annotated[
         str | None,
-        typer.Option(
-            "--qkv-dk-sweep", help="ntk: extra QKV-Attn d_k values at the largest width, e.g. 8,32."
-        ),
+        typer.Option("--qkv-dk-sweep", help=help_of("qkv_dk_sweep")),
     ] = None,
-    seeds: Annotated[str | None, typer.Option(help="Seeds, e.g. 0,1,2 (default).")] = None,
-    epochs: Annotated[int | None, typer.Option(help="Training epochs (paper: 500).")] = None,
-    lr: Annotated[float | None, typer.Option(help="Learning rate (paper: 1e-3).")] = None,
-    optimizer: Annotated[
-        str | None, typer.Option(help="adam (paper), sgd or gd (full batch).")
-    ] = None,
-    attacks: Annotated[str | None, typer.Option(help="Attacks for flip: fgsm,pgd,mim.")] = None,
-    eps: Annotated[
-        str | None, typer.Option(help="ε values in pixel space, e.g. 0.1,0.3 (default 0.3).")
-    ] = None,
+    seeds: Annotated[str | None, typer.Option(help=help_of("seeds"))] = None,
+    epochs: Annotated[int | None, typer.Option(help=help_of("epochs"))] = None,
+    lr: Annotated[float | None, typer.Option(help=help_of("lr"))] = None,
+    optimizer: Annotated[str | None, typer.Option(help=help_of("optimizer"))] = None,
+    attacks: Annotated[str | None, typer.Option(help=help_of("attacks"))] = None,
+    eps: Annotated[str | None, typer.Option(help=help_of("eps"))] = None,
     rtol: Annotated[
         float | None,
-        typer.Option(help="Relative eigenvalue tolerance of the numerical rank (spectrum)."),
+        typer.Option(help=help_of("rtol")),
     ] = None,
-    datasets: Annotated[
-        str | None, typer.Option(help="Extra data sets for spectrum, e.g. mnist,cifar10.")
-    ] = None,
-    device: Annotated[
-        str | None, typer.Option(help="auto (CUDA when present), cpu or cuda.")
-    ] = None,
-    dtype: Annotated[str | None, typer.Option(help="float32 (default) or float64.")] = None,
+    datasets: Annotated[str | None, typer.Option(help=help_of("datasets"))] = None,
+    device: Annotated[str | None, typer.Option(help=help_of("device"))] = None,
+    dtype: Annotated[str | None, typer.Option(help=help_of("dtype"))] = None,
     center: Annotated[
         bool | None,
         typer.Option(
             "--center/--no-center",
-            help="Subtract the training set's per-pixel mean before the unit-norm scaling (default: no, as the paper).",
+            help=help_of("center"),
         ),
     ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Folder holding the data set's files.")
-    ] = None,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help=help_of("data_dir"))] = None,
     out: Annotated[
         Path | None,
         typer.Option(

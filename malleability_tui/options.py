@@ -1,0 +1,321 @@
+"""Run options once: the table the headless command and the TUI setup form share.
+
+Each ``RunOption`` names an option (the Python parameter and the form key), its CLI flag,
+the ``RunSpec.replace`` key it sets, the ``ConfigError.field`` the spec reports for it,
+its kind (which fixes the parser), its help text and, for options the setup form shows,
+the form's label and hint. ``parse_value`` is the one parser of option text (lists
+included) for both front ends; the values then go through the same ``RunSpec``
+validation. Neither textual nor typer is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+KINDS = ("ints", "floats", "names", "int", "float", "str", "path", "classes", "bool", "lower")
+"""ints / floats / names: comma-separated lists (each value once); classes: ``all`` or
+ints; path: blank is None; lower: a name, lower-cased; int, float, str, bool: one value."""
+
+_WHAT = {
+    "ints": "comma-separated integers, e.g. 16,1024",
+    "floats": "comma-separated numbers, e.g. 0.1,0.3",
+    "names": "comma-separated names",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+}
+
+
+class OptionError(ValueError):
+    """Option text that does not parse: ``str(e)`` says what is allowed."""
+
+
+@dataclass(frozen=True)
+class RunOption:
+    name: str
+    """Parameter name of the headless command and key of the setup form."""
+    flag: str
+    spec_key: str
+    """``RunSpec.replace`` key."""
+    error_field: str
+    """The ``ConfigError.field`` of this option."""
+    kind: str
+    help: str
+    label: str = ""
+    """Setup-form label ('' : not in the form)."""
+    hint: str = ""
+    """Setup-form hint under the field."""
+
+    @property
+    def key(self) -> str:
+        """The setup form's key (widget id suffix): the option's name."""
+        return self.name
+
+
+def parse_value(kind: str, text: Any) -> Any:
+    """Option text → its value for ``RunSpec.replace``; ``OptionError`` (what is allowed)
+    when it does not parse. Non-text values (a typer int, a bool) pass through."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown option kind {kind!r}")
+    if not isinstance(text, str):
+        return text
+    t = text.strip()
+    if kind == "classes":
+        if t.lower() in ("", "all"):
+            return None
+        kind = "ints"
+    if kind == "path":
+        return t or None
+    if kind == "lower":
+        return t.lower()
+    if kind == "str":
+        return t
+    try:
+        if kind == "bool":
+            if t.lower() not in ("true", "false"):
+                raise ValueError
+            return t.lower() == "true"
+        if kind == "int":
+            return int(t)
+        if kind == "float":
+            return float(t)
+        if kind == "names":
+            vals: tuple[Any, ...] = tuple(p.strip().lower() for p in t.split(",") if p.strip())
+        else:
+            conv = int if kind == "ints" else float
+            vals = tuple(conv(p) for p in t.replace(" ", "").split(",") if p)
+    except ValueError:
+        raise OptionError(_WHAT[kind]) from None
+    if not vals:
+        raise OptionError(f"at least one value ({_WHAT[kind]})")
+    seen: set[Any] = set()
+    for v in vals:
+        if v in seen:
+            raise OptionError(f"each value once ({v} is repeated)")
+        seen.add(v)
+    return vals
+
+
+RUN_OPTIONS: tuple[RunOption, ...] = (
+    RunOption(
+        "data_dir",
+        "--data-dir",
+        "data__data_dir",
+        "data.data_dir",
+        "path",
+        "Folder holding the data set's files.",
+        "Data dir",
+        "blank: search the usual places",
+    ),
+    RunOption(
+        "experiment",
+        "--experiment",
+        "experiment",
+        "experiment",
+        "str",
+        "Experiment(s), comma-separated, or all (default). See `malleability experiments`.",
+        "Experiments",
+        "all or e.g. train,ntk",
+    ),
+    RunOption(
+        "classes",
+        "--classes",
+        "data__classes",
+        "data.classes",
+        "classes",
+        "Class labels to keep, e.g. 3,8 (binary, ±1 targets) or all.",
+        "Classes",
+        "all or e.g. 3,8 (binary)",
+    ),
+    RunOption(
+        "n_train",
+        "--n-train",
+        "data__n_train",
+        "data.n_train",
+        "int",
+        "Training examples, class-balanced (default 1000).",
+        "n train",
+        "class-balanced",
+    ),
+    RunOption(
+        "n_test",
+        "--n-test",
+        "data__n_test",
+        "data.n_test",
+        "int",
+        "Test examples, class-balanced (default 200).",
+        "n test",
+    ),
+    RunOption(
+        "widths",
+        "--widths",
+        "model__widths",
+        "model.widths",
+        "ints",
+        "Hidden widths, e.g. 16,1024,4096 (default 4…4096).",
+        "Widths",
+        "e.g. 16,1024,4096",
+    ),
+    RunOption(
+        "models",
+        "--models",
+        "model__kinds",
+        "model.kinds",
+        "names",
+        "Models: relu,attn (default both), qkv (QKV-Attn, v2).",
+        "Models",
+        "relu,attn",
+    ),
+    RunOption(
+        "seeds",
+        "--seeds",
+        "seeds",
+        "seeds",
+        "ints",
+        "Seeds, e.g. 0,1,2 (default).",
+        "Seeds",
+        "e.g. 0,1,2",
+    ),
+    RunOption(
+        "epochs",
+        "--epochs",
+        "train__epochs",
+        "train.epochs",
+        "int",
+        "Training epochs (paper: 500).",
+        "Epochs",
+        "paper: 500",
+    ),
+    RunOption(
+        "lr",
+        "--lr",
+        "train__lr",
+        "train.lr",
+        "float",
+        "Learning rate (paper: 1e-3).",
+        "Learning rate",
+        "paper: 1e-3",
+    ),
+    RunOption(
+        "attacks",
+        "--attacks",
+        "flip__attacks",
+        "flip.attacks",
+        "names",
+        "Attacks for flip: fgsm,pgd,mim.",
+        "Attacks",
+        "fgsm,pgd,mim",
+    ),
+    RunOption(
+        "eps",
+        "--eps",
+        "flip__eps",
+        "flip.eps",
+        "floats",
+        "ε values in pixel space, e.g. 0.1,0.3 (default 0.3).",
+        "ε (pixels)",
+        "e.g. 0.1,0.3",
+    ),
+    RunOption(
+        "address",
+        "--address",
+        "executor__address",
+        "executor.address",
+        "path",
+        "Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.",
+        "Ray address",
+        "executor ray: host:6379 of a cluster; blank: a local Ray",
+    ),
+    # CLI only (the form has selects for data set, device, dtype and executor)
+    RunOption(
+        "dataset",
+        "--dataset",
+        "data__name",
+        "data.name",
+        "lower",
+        "Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic.",
+    ),
+    RunOption(
+        "qkv_dk",
+        "--qkv-dk",
+        "qkv__d_k",
+        "qkv.d_k",
+        "int",
+        "QKV-Attn projection width d_k (0: d_k = d, default).",
+    ),
+    RunOption(
+        "qkv_dk_sweep",
+        "--qkv-dk-sweep",
+        "qkv__dk_sweep",
+        "qkv.dk_sweep",
+        "ints",
+        "ntk: extra QKV-Attn d_k values at the largest width, e.g. 8,32.",
+    ),
+    RunOption(
+        "optimizer",
+        "--optimizer",
+        "train__optimizer",
+        "train.optimizer",
+        "lower",
+        "adam (paper), sgd or gd (full batch).",
+    ),
+    RunOption(
+        "rtol",
+        "--rtol",
+        "spectrum__rtol",
+        "spectrum.rtol",
+        "float",
+        "Relative eigenvalue tolerance of the numerical rank (spectrum).",
+    ),
+    RunOption(
+        "datasets",
+        "--datasets",
+        "spectrum__datasets",
+        "spectrum.datasets",
+        "names",
+        "Extra data sets for spectrum, e.g. mnist,cifar10.",
+    ),
+    RunOption(
+        "device", "--device", "device", "device", "str", "auto (CUDA when present), cpu or cuda."
+    ),
+    RunOption("dtype", "--dtype", "dtype", "dtype", "str", "float32 (default) or float64."),
+    RunOption(
+        "center",
+        "--center",
+        "data__center",
+        "data.center",
+        "bool",
+        "Subtract the training set's per-pixel mean before the unit-norm scaling (default: no, as the paper).",
+    ),
+)
+
+BY_NAME: dict[str, RunOption] = {o.name: o for o in RUN_OPTIONS}
+FORM_OPTIONS: tuple[RunOption, ...] = tuple(o for o in RUN_OPTIONS if o.label)
+"""The setup form's text fields, in form order."""
+
+
+def option(name: str) -> RunOption:
+    """The option called ``name`` (a KeyError names a typo in the caller)."""
+    return BY_NAME[name]
+
+
+def help_of(name: str) -> str:
+    """The help text of option ``name`` (the typer declarations read it from here)."""
+    return BY_NAME[name].help
+
+
+def spec_changes(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``RunSpec.replace`` changes of the options given (None: not given), parsed; an
+    ``OptionError`` names the flag and the text: ``invalid --widths '4,x': …``."""
+    out: dict[str, Any] = {}
+    for name, raw in values.items():
+        if raw is None:
+            continue
+        o = BY_NAME[name]
+        try:
+            out[o.spec_key] = parse_value(o.kind, str(raw) if o.kind == "path" else raw)
+        except OptionError as e:
+            raise OptionError(f"invalid {o.flag} {raw!r}: {e}") from None
+    return out
