@@ -121,3 +121,19 @@ def test_guard_columns_are_booleans_and_optional_on_read(tmp_path) -> None:
     p.write_text(",".join(cols) + "\n" + ",".join(str(ROW[c]) for c in cols[:-1]) + ",maybe\n")
     with pytest.raises(DamagedRun, match="above_chance='maybe' is not True or False"):
         read_csv_table(p, TrainRow)
+
+
+def test_the_readme_lists_every_table_with_its_columns():
+    """README's run-directory block names every table of the store with its columns."""
+    from pathlib import Path
+
+    from engine.experiments.store import TABLE_COLUMNS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    lines = {
+        ln.split()[0]: ln.split()[1]
+        for ln in readme.splitlines()
+        if ln.startswith("<run>/") and ".csv" in ln
+    }
+    for table, cols in TABLE_COLUMNS.items():
+        assert lines.get(f"<run>/{table}.csv") == ",".join(cols), table
