@@ -129,7 +129,7 @@ def test_the_readme_lists_every_table_with_its_columns():
 
     from engine.experiments.store import TABLE_COLUMNS
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     lines = {
         ln.split()[0]: ln.split()[1]
         for ln in readme.splitlines()
