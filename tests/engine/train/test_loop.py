@@ -76,3 +76,33 @@ def test_cancel() -> None:
                 should_stop=lambda: True,
             )
         )
+
+
+def test_small_steps_train_on_one_thread_and_restore_the_count():
+    """step_threads: one thread while a step is under SMALL_STEP_MACS, the count restored
+    after; big steps keep torch's setting."""
+    from engine.experiments.spec import TrainSpec
+    from engine.models import TwoLayerNet
+    from engine.train.loop import SMALL_STEP_MACS, step_threads, train
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        small = TwoLayerNet(16, 8, 1, seed=0)
+        seen = []
+        with step_threads(small, 32, torch.device("cpu")):
+            seen.append(torch.get_num_threads())
+        assert seen == [1] and torch.get_num_threads() == 2
+        big = TwoLayerNet(1024, 1024, 1, seed=0)
+        assert 32 * 1024 * 1024 >= SMALL_STEP_MACS
+        with step_threads(big, 32, torch.device("cpu")):
+            assert torch.get_num_threads() == 2
+        x = torch.rand(64, 16, generator=torch.Generator().manual_seed(0))
+        y = torch.where(x[:, 0] > 0.5, 1.0, -1.0)
+        cfg = TrainSpec(epochs=2, batch_size=16)
+        inside = []
+        for _ in train(small, x, y, cfg, generator=torch.Generator().manual_seed(0)):
+            inside.append(torch.get_num_threads())
+        assert inside == [1, 1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
