@@ -50,7 +50,7 @@ from engine.ntk import (
     paper_ntk_distances,
 )
 from engine.results import mean_std
-from engine.results.tables import NtkDistanceRow
+from engine.results.tables import NtkDistanceRow, QkvDkRow
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
@@ -141,19 +141,7 @@ def dk_cell(ctx: RunContext, cell: str, width: int, seed: int, dk: int) -> Itera
     ds = ctx.dataset(seed=seed)
     tm = yield from ctx.train_model("qkv", width, seed, d_k=dk)
     row, _ = _cell_row(ctx, tm, ds, None)
-    keep = (
-        "model",
-        "dataset",
-        "width",
-        "seed",
-        "kernel_drift",
-        "train_loss",
-        "test_accuracy",
-        "converged",
-        "above_chance",
-    )
-    out = {k: row[k] for k in keep}
-    out["d_k"] = dk
+    out = QkvDkRow.from_row({**row, "d_k": dk}).to_row()
     yield TableRow("qkv_dk", out, cell=cell)
 
 

@@ -277,6 +277,23 @@ class NtkSpectrumRow(Row):
     decay_exponent: float = NAN
 
 
+@dataclass(frozen=True)
+class QkvDkRow(Row):
+    """The d_k sweep of QKV-Attn at the largest width (``qkv.dk_sweep``, experiment ntk)."""
+
+    TABLE: ClassVar[str] = "qkv_dk"
+    model: str = ""
+    dataset: str = ""
+    width: int | None = None
+    seed: int | None = None
+    kernel_drift: float = NAN
+    train_loss: float = NAN
+    test_accuracy: float = NAN
+    converged: bool | None = None
+    above_chance: bool | None = None
+    d_k: int | None = None
+
+
 ROW_TYPES: tuple[type[Row], ...] = (
     NtkDistanceRow,
     SpectrumRow,
@@ -287,6 +304,7 @@ ROW_TYPES: tuple[type[Row], ...] = (
     SharpnessRow,
     AlignmentRow,
     NtkSpectrumRow,
+    QkvDkRow,
     TrainRow,
 )
 TABLES: dict[str, type[Row]] = {cls.TABLE: cls for cls in ROW_TYPES}
