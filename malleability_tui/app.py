@@ -6,10 +6,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
@@ -18,6 +18,8 @@ from engine.experiments.estimate import CONFIRM_SECONDS, hms
 from engine.experiments.runs import runs_root as default_runs_root
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore
+from malleability_tui import actions
+from malleability_tui.actions import TAB_TITLES, TABS
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
 from malleability_tui.dialogs.error_dialog import ErrorDialog
 from malleability_tui.dialogs.path_dialog import PathDialog
@@ -36,8 +38,6 @@ from malleability_tui.widgets.status_bar import StatusBar
 from malleability_tui.widgets.sweep_panel import SweepPanel
 from malleability_tui.widgets.training_panel import TrainingPanel
 
-TABS = ("setup", "sweep", "spectra", "flips", "landscape", "training", "runs")
-TAB_TITLES = ("1 Setup", "2 Sweep", "3 Spectra", "4 Flips", "5 Landscape", "6 Training", "7 Runs")
 PANELS = {
     "sweep": SweepPanel,
     "spectra": SpectraPanel,
@@ -85,58 +85,10 @@ class MalleabilityApp(App):
 
     CSS_PATH = "app.tcss"
     TITLE = "malleability"
-    BINDINGS = [
-        # One footer entry "1-7 Panels" for the seven panel keys, so the footer fits 80 columns.
-        *(
-            Binding(
-                str(i + 1),
-                f"show_tab('{t}')",
-                "Panels" if i == 0 else TAB_TITLES[i].split()[1],
-                show=i == 0,
-                key_display="1-7" if i == 0 else None,
-            )
-            for i, t in enumerate(TABS)
-        ),
-        Binding("r", "run_job", "Run"),
-        # In a text field the plain keys type; ctrl+ and F-keys work there, and the footer
-        # shows them instead (check_action: the "field" variants only while typing).
-        Binding("ctrl+r", "run_job('field')", "Run", key_display="^r", priority=True),
-        Binding("ctrl+r", "run_job", "Run", show=False, priority=True),
-        Binding("c", "cancel_job", "Cancel"),
-        Binding("e", "export", "Export"),
-        Binding("s", "screenshot", "Shot"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("f1", "help('field')", "Help", key_display="F1"),
-        Binding("f1", "help", "Help", show=False),
-        Binding("escape", "leave_field('field')", "Leave field", key_display="esc"),
-        Binding("f2", "load_spec", "Load", show=False),
-        Binding("f3", "save_spec", "Save", show=False),
-        Binding("f4", "quick_preset('field')", "Quick", key_display="F4"),
-        Binding("f4", "quick_preset", "Quick", show=False),
-        Binding("f6", "paper_preset('field')", "Paper", key_display="F6"),
-        Binding("f6", "paper_preset", "Paper", show=False),
-        Binding("escape,enter", "close_error", "Close", show=False, priority=True),
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+q", "quit('field')", "Quit", key_display="^q", priority=True),
-        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-    ]
-    PLAIN_KEY_ACTIONS = frozenset(
-        {"show_tab", "run_job", "cancel_job", "export", "screenshot", "help", "quit"}
-    )
+    BINDINGS: ClassVar[list[BindingType]] = [*actions.BINDINGS]
+    PLAIN_KEY_ACTIONS = actions.PLAIN_KEY_ACTIONS
     """Actions of plain-character keys: hidden from the footer while typing in a field."""
-    MAIN_ONLY_ACTIONS = frozenset(
-        {
-            "show_tab",
-            "run_job",
-            "cancel_job",
-            "export",
-            "load_spec",
-            "save_spec",
-            "quick_preset",
-            "paper_preset",
-            "leave_field",
-        }
-    )
+    MAIN_ONLY_ACTIONS = actions.MAIN_ONLY_ACTIONS
     """Actions on the main screen's panels: off while another screen (help, compare) shows."""
 
     def __init__(self, settings: Settings | None = None, runner: JobRunner | None = None) -> None:
@@ -643,37 +595,7 @@ class MalleabilityApp(App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Run", "Run the spec of the Setup panel (r)", self.action_run_job)
-        yield SystemCommand(
-            "Cancel job", "Stop the running job, keeping finished cells (c)", self.action_cancel_job
-        )
-        yield SystemCommand(
-            "Quick preset", "Apply the --quick preset to the form (F4)", self.action_quick_preset
-        )
-        yield SystemCommand(
-            "Paper preset",
-            "The paper's settings in the form: hours on a CPU (F6)",
-            self.action_paper_preset,
-        )
-        yield SystemCommand(
-            "Load spec", "Load a run spec TOML into the form (F2)", self.action_load_spec
-        )
-        yield SystemCommand(
-            "Save spec", "Save the form as a run spec TOML (F3)", self.action_save_spec
-        )
-        yield SystemCommand(
-            "Export CSVs", "Copy the current run's CSVs to a folder (e)", self.action_export
-        )
-        yield SystemCommand(
-            "Screenshot", "Save an SVG screenshot of the screen (s)", self.action_screenshot
-        )
-        yield SystemCommand("Help", "Keys and panels (?)", self.action_help)
-        for i, (tab, title) in enumerate(zip(TABS, TAB_TITLES)):
-            yield SystemCommand(
-                f"Show {title.split()[1]}",
-                f"Switch to panel {i + 1}",
-                lambda t=tab: self.action_show_tab(t),
-            )
+        yield from actions.system_commands(self)
 
 
 def _first_spec(runs_root: Path) -> RunSpec:
