@@ -183,22 +183,16 @@ class MalleabilityApp(App):
             self._update_status()
 
     def _update_status(self) -> None:
-        bar = self.main_query(StatusBar)
         st = self.state
-        bar.status = st.status
-        bar.device = str(st.env.get("device", "")) or str((st.spec or {}).get("device", ""))
-        bar.run_name = Path(st.run_dir).name if st.run_dir else ""
-        bar.progress = dict(st.progress)
-        bar.fraction = st.run_fraction()
-        bar.cell_unit = "epoch" if st.progress_cell.startswith("train/") else "step"
         if not self.settings.clock:
-            bar.elapsed = None
+            elapsed = None
         elif self.runner.running and self._job_t0 is not None:
-            bar.elapsed = time.monotonic() - self._job_t0
+            elapsed = time.monotonic() - self._job_t0
         elif st.started_at and st.ended_at:
-            bar.elapsed = st.ended_at - st.started_at
+            elapsed = st.ended_at - st.started_at
         else:
-            bar.elapsed = None
+            elapsed = None
+        self.main_query(StatusBar).show(st, elapsed)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         tab = event.pane.id if event.pane is not None else None
