@@ -6,10 +6,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
@@ -18,12 +18,12 @@ from engine.experiments.estimate import CONFIRM_SECONDS, hms
 from engine.experiments.runs import runs_root as default_runs_root
 from engine.experiments.spec import RunSpec
 from engine.experiments.store import RunStore
+from malleability_tui import actions, file_dialogs
+from malleability_tui.actions import TAB_TITLES, TABS
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
 from malleability_tui.dialogs.error_dialog import ErrorDialog
-from malleability_tui.dialogs.path_dialog import PathDialog
 from malleability_tui.format import error_text
 from malleability_tui.runner import JobEnded, JobProgress, JobPulse, JobRunner, default_runner
-from malleability_tui.screens.compare import CompareScreen
 from malleability_tui.screens.help import HelpScreen
 from malleability_tui.state import RunState, load_run_state
 from malleability_tui.widgets.flips_panel import FlipsPanel
@@ -36,8 +36,6 @@ from malleability_tui.widgets.status_bar import StatusBar
 from malleability_tui.widgets.sweep_panel import SweepPanel
 from malleability_tui.widgets.training_panel import TrainingPanel
 
-TABS = ("setup", "sweep", "spectra", "flips", "landscape", "training", "runs")
-TAB_TITLES = ("1 Setup", "2 Sweep", "3 Spectra", "4 Flips", "5 Landscape", "6 Training", "7 Runs")
 PANELS = {
     "sweep": SweepPanel,
     "spectra": SpectraPanel,
@@ -45,6 +43,16 @@ PANELS = {
     "landscape": LandscapePanel,
     "training": TrainingPanel,
 }
+
+FIRST_TAB = (
+    ("ntk_distance", "sweep"),
+    ("train", "training"),
+    ("spectrum", "spectra"),
+    ("flip_rates", "flips"),
+    ("influence_check", "flips"),
+    ("landscape", "landscape"),
+)
+"""The tab an opened run shows: that of its first table (in this order) with rows."""
 
 
 @dataclass
@@ -85,58 +93,10 @@ class MalleabilityApp(App):
 
     CSS_PATH = "app.tcss"
     TITLE = "malleability"
-    BINDINGS = [
-        # One footer entry "1-7 Panels" for the seven panel keys, so the footer fits 80 columns.
-        *(
-            Binding(
-                str(i + 1),
-                f"show_tab('{t}')",
-                "Panels" if i == 0 else TAB_TITLES[i].split()[1],
-                show=i == 0,
-                key_display="1-7" if i == 0 else None,
-            )
-            for i, t in enumerate(TABS)
-        ),
-        Binding("r", "run_job", "Run"),
-        # In a text field the plain keys type; ctrl+ and F-keys work there, and the footer
-        # shows them instead (check_action: the "field" variants only while typing).
-        Binding("ctrl+r", "run_job('field')", "Run", key_display="^r", priority=True),
-        Binding("ctrl+r", "run_job", "Run", show=False, priority=True),
-        Binding("c", "cancel_job", "Cancel"),
-        Binding("e", "export", "Export"),
-        Binding("s", "screenshot", "Shot"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("f1", "help('field')", "Help", key_display="F1"),
-        Binding("f1", "help", "Help", show=False),
-        Binding("escape", "leave_field('field')", "Leave field", key_display="esc"),
-        Binding("f2", "load_spec", "Load", show=False),
-        Binding("f3", "save_spec", "Save", show=False),
-        Binding("f4", "quick_preset('field')", "Quick", key_display="F4"),
-        Binding("f4", "quick_preset", "Quick", show=False),
-        Binding("f6", "paper_preset('field')", "Paper", key_display="F6"),
-        Binding("f6", "paper_preset", "Paper", show=False),
-        Binding("escape,enter", "close_error", "Close", show=False, priority=True),
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+q", "quit('field')", "Quit", key_display="^q", priority=True),
-        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-    ]
-    PLAIN_KEY_ACTIONS = frozenset(
-        {"show_tab", "run_job", "cancel_job", "export", "screenshot", "help", "quit"}
-    )
+    BINDINGS: ClassVar[list[BindingType]] = [*actions.BINDINGS]
+    PLAIN_KEY_ACTIONS = actions.PLAIN_KEY_ACTIONS
     """Actions of plain-character keys: hidden from the footer while typing in a field."""
-    MAIN_ONLY_ACTIONS = frozenset(
-        {
-            "show_tab",
-            "run_job",
-            "cancel_job",
-            "export",
-            "load_spec",
-            "save_spec",
-            "quick_preset",
-            "paper_preset",
-            "leave_field",
-        }
-    )
+    MAIN_ONLY_ACTIONS = actions.MAIN_ONLY_ACTIONS
     """Actions on the main screen's panels: off while another screen (help, compare) shows."""
 
     def __init__(self, settings: Settings | None = None, runner: JobRunner | None = None) -> None:
@@ -184,7 +144,7 @@ class MalleabilityApp(App):
 
     # -- pushing the state down -------------------------------------------------------------------
 
-    def _q(self, selector: Any, expect_type: Any = None) -> Any:
+    def main_query(self, selector: Any, expect_type: Any = None) -> Any:
         """Query the main screen (a dialog may be on top of it)."""
         base = self.screen_stack[0] if self.screen_stack else self.screen
         return (
@@ -194,11 +154,11 @@ class MalleabilityApp(App):
         )
 
     def _panel(self, tab: str) -> Any:
-        return self._q(f"#{tab}-panel")
+        return self.main_query(f"#{tab}-panel")
 
     def _push_state(self, force: bool = False) -> None:
         """Give the panels the state (only the visible one while a job streams)."""
-        active = self._q(TabbedContent).active
+        active = self.main_query(TabbedContent).active
         for tab in PANELS:
             if force or tab == active:
                 self._give_state(tab)
@@ -223,22 +183,16 @@ class MalleabilityApp(App):
             self._update_status()
 
     def _update_status(self) -> None:
-        bar = self._q(StatusBar)
         st = self.state
-        bar.status = st.status
-        bar.device = str(st.env.get("device", "")) or str((st.spec or {}).get("device", ""))
-        bar.run_name = Path(st.run_dir).name if st.run_dir else ""
-        bar.progress = dict(st.progress)
-        bar.fraction = st.run_fraction()
-        bar.cell_unit = "epoch" if st.progress_cell.startswith("train/") else "step"
         if not self.settings.clock:
-            bar.elapsed = None
+            elapsed = None
         elif self.runner.running and self._job_t0 is not None:
-            bar.elapsed = time.monotonic() - self._job_t0
+            elapsed = time.monotonic() - self._job_t0
         elif st.started_at and st.ended_at:
-            bar.elapsed = st.ended_at - st.started_at
+            elapsed = st.ended_at - st.started_at
         else:
-            bar.elapsed = None
+            elapsed = None
+        self.main_query(StatusBar).show(st, elapsed)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         tab = event.pane.id if event.pane is not None else None
@@ -255,11 +209,11 @@ class MalleabilityApp(App):
         Only when ``tab`` is still the active pane and focus is not already inside it:
         focusing a widget of another pane makes TabbedContent switch to that pane.
         """
-        tc = self._q(TabbedContent)
-        if not self.screen_stack or tc.active != tab or self._q(ErrorDialog).is_open:
+        tc = self.main_query(TabbedContent)
+        if not self.screen_stack or tc.active != tab or self.main_query(ErrorDialog).is_open:
             return
         focused = self.screen_stack[0].focused
-        pane = self._q(f"#{tab}", TabPane)
+        pane = self.main_query(f"#{tab}", TabPane)
         if focused is not None and pane in focused.ancestors_with_self:
             return
         target = {"setup": "#setup-form", "runs": "#runs-table", "flips": "#flip-table"}.get(
@@ -267,7 +221,7 @@ class MalleabilityApp(App):
         )
         # set_focus now, not Widget.focus() (deferred): a panel key handled in between would
         # see this focus land in the pane it just left, which switched back to it.
-        self.screen_stack[0].set_focus(self._q(target))
+        self.screen_stack[0].set_focus(self.main_query(target))
 
     # -- job messages (posted by the runner's thread) ---------------------------------------------------
 
@@ -307,7 +261,7 @@ class MalleabilityApp(App):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "close_error":
             try:
-                return self._q(ErrorDialog).is_open
+                return self.main_query(ErrorDialog).is_open
             except Exception:  # noqa: BLE001 - before mount / after unmount
                 return False
         if self._quitting and action != "quit":
@@ -329,7 +283,7 @@ class MalleabilityApp(App):
         return True
 
     def action_close_error(self) -> None:
-        self._q(ErrorDialog).is_open = False
+        self.main_query(ErrorDialog).is_open = False
 
     def _fatal_error(self) -> None:
         """An unhandled exception: one line (traceback in a log file) instead of Textual's
@@ -340,12 +294,12 @@ class MalleabilityApp(App):
 
     def show_error(self, title: str, message: str) -> None:
         """Show the error dialog (an overlay of the main screen, see dialogs/error_dialog.py)."""
-        self._q(ErrorDialog).show(title, message)
+        self.main_query(ErrorDialog).show(title, message)
 
     # -- actions ---------------------------------------------------------------------------------
 
     def action_show_tab(self, tab: str) -> None:
-        tc = self._q(TabbedContent)
+        tc = self.main_query(TabbedContent)
         if tc.active == tab:
             self._focus_pane(tab)
         else:
@@ -354,7 +308,7 @@ class MalleabilityApp(App):
             tc.active = tab  # the TabActivated handler moves the focus
 
     def action_leave_field(self, _where: str = "") -> None:
-        self._q(TabbedContent).query_one("Tabs").focus()
+        self.main_query(TabbedContent).query_one("Tabs").focus()
 
     def on_setup_form_spec_changed(self, message: SetupForm.SpecChanged) -> None:
         self.valid_spec = message.spec
@@ -363,7 +317,7 @@ class MalleabilityApp(App):
         if self.runner.running:
             self.notify("a job is already running (c cancels it)", severity="warning")
             return
-        form = self._q(SetupForm)
+        form = self.main_query(SetupForm)
         spec, errors = form.validate()
         if spec is None:
             self.action_show_tab("setup")
@@ -456,44 +410,13 @@ class MalleabilityApp(App):
         self.exit()
 
     def action_export(self) -> None:
-        if not self.state.run_dir or not (Path(self.state.run_dir) / "spec.toml").exists():
-            self.notify("no run to export: start one or open one in Runs (7)", severity="warning")
-            return
-        name = Path(self.state.run_dir).name
-        self.push_screen(
-            PathDialog("Export the run's CSVs to folder:", str(self.settings.export_root / name)),
-            self._do_export,
-        )
-
-    def _do_export(self, to: str | None) -> None:
-        if not to:
-            return
-        from engine.experiments.runs import export_run
-
-        try:
-            self.last_export = export_run(Path(self.state.run_dir), "csv", Path(to))
-        except (EngineError, OSError) as e:
-            self.show_error("Export failed", error_text(e))
-            return
-        self.state.log(f"exported {len(self.last_export)} files to {to}")
-        self.notify(f"exported {len(self.last_export)} files to {to}")
+        file_dialogs.export(self)
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         """Textual's action (same arguments), into the export folder by default and
         without the toasts of earlier actions: they are gone once the screen refreshed."""
         self.clear_notifications()
-        self.call_after_refresh(self._save_screenshot, filename, path)
-
-    def _save_screenshot(self, filename: str | None = None, to: str | None = None) -> None:
-        folder = Path(to) if to else self.settings.export_root
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = self.save_screenshot(filename, path=str(folder))
-        except OSError as e:
-            self.show_error("Screenshot failed", error_text(e))
-            return
-        self.state.log(f"screenshot saved to {path}")
-        self.notify(f"screenshot: {path}")
+        self.call_after_refresh(file_dialogs.screenshot, self, filename, path)
 
     def action_help(self, _where: str = "") -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -502,11 +425,8 @@ class MalleabilityApp(App):
     def action_quick_preset(self, _where: str = "") -> None:
         from engine.experiments.presets import apply_quick
 
-        form = self._q(SetupForm)
-        spec, _ = form.validate()
-        form.spec = apply_quick(spec or form._base)
+        q = self.main_query(SetupForm).apply_preset(apply_quick)
         self.action_show_tab("setup")
-        q = form.spec
         self.notify(
             f"quick preset: n {q.data.n_train}/{q.data.n_test}, widths {q.model.widths[0]}-"
             f"{q.model.widths[-1]}, {q.train.epochs} epochs, {len(q.seeds)} seed (F6: paper)"
@@ -515,52 +435,22 @@ class MalleabilityApp(App):
     def action_paper_preset(self, _where: str = "") -> None:
         from engine.experiments.presets import paper_settings
 
-        form = self._q(SetupForm)
-        spec, _ = form.validate()
-        form.spec = paper_settings(spec or form._base)
+        self.main_query(SetupForm).apply_preset(paper_settings)
         self.action_show_tab("setup")
         self.notify("paper preset: widths 4-4096, 3 seeds, 500 epochs: hours on a CPU (F4: quick)")
 
     def action_load_spec(self) -> None:
-        self.push_screen(PathDialog("Load a run spec TOML:", "run.toml"), self._do_load)
-
-    def _do_load(self, path: str | None) -> None:
-        if not path:
-            return
-        try:
-            spec = RunSpec.load(path)
-        except EngineError as e:
-            self.show_error("Could not load the spec", error_text(e))
-            return
-        self._q(SetupForm).spec = spec
-        self.action_show_tab("setup")
-        self.notify(f"loaded {path}")
+        file_dialogs.load_spec(self)
 
     def action_save_spec(self) -> None:
-        self.push_screen(PathDialog("Save the run spec as TOML:", "run.toml"), self._do_save)
-
-    def _do_save(self, path: str | None) -> None:
-        if not path:
-            return
-        spec, errors = self._q(SetupForm).validate()
-        if spec is None:
-            self.show_error(
-                "The form has errors", "\n".join(f"{k}: {v}" for k, v in errors.items())
-            )
-            return
-        try:
-            spec.save(path)
-        except OSError as e:
-            self.show_error("Could not save the spec", error_text(e))
-            return
-        self.notify(f"saved {path}")
+        file_dialogs.save_spec(self)
 
     # -- runs browser -------------------------------------------------------------------------------
 
     def refresh_runs(self) -> None:
         from engine.experiments.runs import list_runs
 
-        browser = self._q(RunsBrowser)
+        browser = self.main_query(RunsBrowser)
         browser.live = self.state.run_dir if self.runner.running else None
         browser.runs = list_runs(self.settings.runs_root)
 
@@ -606,74 +496,14 @@ class MalleabilityApp(App):
             self.show_error("Damaged run (opened the rest)", "\n".join(self.state.damage))
         else:
             self.notify(f"opened {Path(path).name}")
-        first = next(
-            (
-                t
-                for t, tab in (
-                    ("ntk_distance", "sweep"),
-                    ("train", "training"),
-                    ("spectrum", "spectra"),
-                    ("flip_rates", "flips"),
-                    ("influence_check", "flips"),
-                    ("landscape", "landscape"),
-                )
-                if self.state.tables.get(t)
-            ),
-            None,
-        )
-        tab = {
-            "ntk_distance": "sweep",
-            "train": "training",
-            "spectrum": "spectra",
-            "flip_rates": "flips",
-            "influence_check": "flips",
-            "landscape": "landscape",
-        }.get(first or "", "sweep")
+        tab = next((tab for t, tab in FIRST_TAB if self.state.tables.get(t)), "sweep")
         self.action_show_tab(tab)
-
-    def on_runs_browser_compare_runs(self, message: RunsBrowser.CompareRuns) -> None:
-        try:
-            a, b = load_run_state(message.a), load_run_state(message.b)
-        except (EngineError, OSError) as e:
-            self.show_error("Could not open the runs", error_text(e))
-            return
-        self.push_screen(CompareScreen(a, b))
 
     # -- command palette ------------------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Run", "Run the spec of the Setup panel (r)", self.action_run_job)
-        yield SystemCommand(
-            "Cancel job", "Stop the running job, keeping finished cells (c)", self.action_cancel_job
-        )
-        yield SystemCommand(
-            "Quick preset", "Apply the --quick preset to the form (F4)", self.action_quick_preset
-        )
-        yield SystemCommand(
-            "Paper preset",
-            "The paper's settings in the form: hours on a CPU (F6)",
-            self.action_paper_preset,
-        )
-        yield SystemCommand(
-            "Load spec", "Load a run spec TOML into the form (F2)", self.action_load_spec
-        )
-        yield SystemCommand(
-            "Save spec", "Save the form as a run spec TOML (F3)", self.action_save_spec
-        )
-        yield SystemCommand(
-            "Export CSVs", "Copy the current run's CSVs to a folder (e)", self.action_export
-        )
-        yield SystemCommand(
-            "Screenshot", "Save an SVG screenshot of the screen (s)", self.action_screenshot
-        )
-        yield SystemCommand("Help", "Keys and panels (?)", self.action_help)
-        for i, (tab, title) in enumerate(zip(TABS, TAB_TITLES)):
-            yield SystemCommand(
-                f"Show {title.split()[1]}",
-                f"Switch to panel {i + 1}",
-                lambda t=tab: self.action_show_tab(t),
-            )
+        yield from actions.system_commands(self)
 
 
 def _first_spec(runs_root: Path) -> RunSpec:

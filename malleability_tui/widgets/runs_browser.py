@@ -12,8 +12,10 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
+from engine.errors import EngineError
 from engine.experiments.runs import RunListing
-from malleability_tui.format import headline_numbers, spec_brief
+from malleability_tui.dialogs.error_dialog import ErrorDialog
+from malleability_tui.format import error_text, headline_numbers, spec_brief
 
 COLUMNS = ("", "status", "experiment", "data", "name")
 
@@ -52,7 +54,7 @@ def resume_command(path: str) -> str:
 class RunsBrowser(Horizontal):
     """The app sets ``runs`` (from ``list_runs``, whose status is the run store's: a
     ``running`` run without a live writer reads ``interrupted``); Enter posts ``OpenRun``,
-    ``u`` posts ``ResumeRun``, ``v`` posts ``CompareRuns``."""
+    ``u`` posts ``ResumeRun``; ``v`` opens the two marked runs side by side (``CompareScreen``)."""
 
     DEFAULT_CSS = """
     RunsBrowser #runs-table { width: 3fr; min-width: 36; }
@@ -76,11 +78,6 @@ class RunsBrowser(Horizontal):
         def __init__(self, path: str) -> None:
             super().__init__()
             self.path = path
-
-    class CompareRuns(Message):
-        def __init__(self, a: str, b: str) -> None:
-            super().__init__()
-            self.a, self.b = a, b
 
     class Refresh(Message):
         pass
@@ -190,8 +187,18 @@ class RunsBrowser(Horizontal):
         self.refresh_bindings()
 
     def action_compare(self) -> None:
-        if len(self.marked) == 2:
-            self.post_message(self.CompareRuns(*self.marked))
+        if len(self.marked) != 2:
+            return
+        from malleability_tui.screens.compare import CompareScreen
+        from malleability_tui.state import load_run_state
+
+        a, b = self.marked
+        try:
+            states = load_run_state(a), load_run_state(b)
+        except (EngineError, OSError) as e:
+            self.screen.query_one(ErrorDialog).show("Could not open the runs", error_text(e))
+            return
+        self.app.push_screen(CompareScreen(*states))
 
     def action_refresh_runs(self) -> None:
         self.post_message(self.Refresh())

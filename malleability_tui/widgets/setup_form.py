@@ -185,6 +185,13 @@ class SetupForm(VerticalScroll):
             vals[key] = str(v) if v is not Select.NULL else ""
         return vals
 
+    def apply_preset(self, preset: Callable[[RunSpec], RunSpec]) -> RunSpec:
+        """Put ``preset`` of the form's spec in the form (of the spec the form started from
+        while a field is invalid) and return it."""
+        spec, _ = self.validate()
+        self.spec = preset(spec or self._base)
+        return self.spec
+
     def validate(self) -> tuple[RunSpec | None, dict[str, str]]:
         """Check every field; show errors next to the fields; post ``SpecChanged``."""
         spec, errors = form_to_spec(self._base, self.values())

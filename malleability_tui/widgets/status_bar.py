@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
 from malleability_tui.format import duration
+from malleability_tui.state import RunState
 
 STATUS_STYLE = {
     "running": "bold yellow",
@@ -19,7 +22,8 @@ STATUS_STYLE = {
 
 
 class StatusBar(Widget):
-    """One line above the footer. The app sets the attributes; it only renders them."""
+    """One line above the footer. The app hands it the run's state (``show``); it renders
+    the attributes."""
 
     DEFAULT_CSS = """
     StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }
@@ -33,6 +37,16 @@ class StatusBar(Widget):
     fraction: reactive[float | None] = reactive(None)
     """Share of the whole run done (RunState.run_fraction), for the ETA."""
     cell_unit: reactive[str] = reactive("epoch")
+
+    def show(self, st: RunState, elapsed: float | None) -> None:
+        """Show ``st``'s status, device, run name and progress, and ``elapsed`` seconds."""
+        self.status = st.status
+        self.device = str(st.env.get("device", "")) or str((st.spec or {}).get("device", ""))
+        self.run_name = Path(st.run_dir).name if st.run_dir else ""
+        self.progress = dict(st.progress)
+        self.fraction = st.run_fraction()
+        self.cell_unit = "epoch" if st.progress_cell.startswith("train/") else "step"
+        self.elapsed = elapsed
 
     def render(self) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
