@@ -88,7 +88,7 @@ async def test_form_validation_blocks_bad_spec(tmp_path):
         err_w = app.query_one("#err-widths", Label)
         err_s = app.query_one("#err-seeds", Label)
         assert "integers" in str(err_w.content) and err_w.has_class("-show")
-        assert "distinct" in str(err_s.content)
+        assert "each value once (0 is repeated)" in str(err_s.content)  # the CLI's words
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert runner.started_spec is None and not run_dirs(tmp_path)
