@@ -26,8 +26,16 @@ app.add_typer(runs.app, name="runs")
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. A Ctrl-C or SIGTERM that lands outside a command's own
+    boundary (while click unwinds, say) still ends as "interrupted" with exit 130, never as
+    a traceback and an exit by SIGINT."""
+    import sys
+
+    try:
+        app()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":
