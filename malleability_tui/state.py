@@ -157,6 +157,8 @@ class RunState:
         """Each planned experiment's share of the run, in run order: its estimated time in
         the model ``reproduce --dry-run`` prints (engine/experiments/estimate.py), plus
         2 % of the run each for what that model leaves out; [] when the spec is unknown."""
+        if not self.spec:
+            return []  # not known yet: nothing cached
         if self._weights is None:
             self._weights = []
             if self.spec:
