@@ -296,11 +296,6 @@ FORM_OPTIONS: tuple[RunOption, ...] = tuple(o for o in RUN_OPTIONS if o.label)
 """The setup form's text fields, in form order."""
 
 
-def option(name: str) -> RunOption:
-    """The option called ``name`` (a KeyError names a typo in the caller)."""
-    return BY_NAME[name]
-
-
 def help_of(name: str) -> str:
     """The help text of option ``name`` (the typer declarations read it from here)."""
     return BY_NAME[name].help

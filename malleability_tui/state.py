@@ -160,18 +160,16 @@ class RunState:
         if not self.spec:
             return []  # not known yet: nothing cached
         if self._weights is None:
-            self._weights = []
-            if self.spec:
-                from engine.errors import EngineError
-                from engine.experiments.estimate import planned_shares
-                from engine.experiments.spec import RunSpec
+            from engine.errors import EngineError
+            from engine.experiments.estimate import planned_shares
+            from engine.experiments.spec import RunSpec
 
-                try:
-                    shares = planned_shares(RunSpec.from_dict(self.spec))
-                except (EngineError, KeyError, TypeError, ValueError):
-                    shares = {}  # a damaged or foreign spec: equal shares
-                raw = [v + 0.02 for v in shares.values()]
-                self._weights = [r / sum(raw) for r in raw] if raw else []
+            try:
+                shares = planned_shares(RunSpec.from_dict(self.spec))
+            except (EngineError, KeyError, TypeError, ValueError):
+                shares = {}  # a damaged or foreign spec: equal shares
+            raw = [v + 0.02 for v in shares.values()]
+            self._weights = [r / sum(raw) for r in raw] if raw else []
         return self._weights
 
     def live_cell(self) -> str:

@@ -181,19 +181,9 @@ def planned_shares(spec: RunSpec) -> dict[str, float]:
     return {k: (v / total if total > 0 else 1 / len(secs)) for k, v in secs.items()}
 
 
-def planned_flops_by_experiment(spec: RunSpec) -> dict[str, float]:
-    """The FLOPs of ``planned_work``, per experiment."""
-    return {k: w.flops for k, w in planned_work(spec).items()}
-
-
 def planned_flops(spec: RunSpec) -> float:
-    """FLOPs of all the dense work ``spec`` plans (``planned_flops_by_experiment`` summed)."""
-    return sum(planned_flops_by_experiment(spec).values())
-
-
-def floor_seconds(flops: float, flops_per_s: float) -> float:
-    """The FLOP floor: seconds the planned FLOPs take at this machine's matmul rate."""
-    return flops / flops_per_s
+    """FLOPs of all the dense work ``spec`` plans (``planned_work`` summed)."""
+    return sum(w.flops for w in planned_work(spec).values())
 
 
 def estimate_seconds(
@@ -236,7 +226,7 @@ def breakdown(
     rate = flops_per_s if flops_per_s is not None else probe_flops()
     step = step_s if step_s is not None else probe_step_seconds()
     lines = [
-        PlanLine(name, exp, w.flops, floor_seconds(w.flops, rate), w.steps, w.seconds(rate, step))
+        PlanLine(name, exp, w.flops, w.flops / rate, w.steps, w.seconds(rate, step))
         for name, spec in runs
         for exp, w in planned_work(spec).items()
     ]

@@ -93,6 +93,21 @@ class Part:
     """One line when the subset sizes were capped to what the data set has (``cap_sizes``)."""
 
 
+def _binary_data(name: str, data_dir: str | None, base: RunSpec) -> tuple[DataSpec, str]:
+    """The binary subset of ``name`` (its ``BINARY_CLASSES`` pair, sizes capped to what a
+    one-split data set holds) and the note saying so, for the binary and GD parts."""
+    n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
+    data = DataSpec(
+        name=name,
+        data_dir=data_dir,
+        classes=BINARY_CLASSES.get(name, (0, 1)),
+        n_train=n_tr,
+        n_test=n_te,
+        transductive=base.data.transductive,
+    )
+    return data, note
+
+
 def plan(
     datasets: tuple[str, ...],
     *,
@@ -139,16 +154,7 @@ def plan(
             )
         )
         if 3 in tables:
-            cls = BINARY_CLASSES.get(name, (0, 1))
-            n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
-            bdata = DataSpec(
-                name=name,
-                data_dir=data_dir,
-                classes=cls,
-                n_train=n_tr,
-                n_test=n_te,
-                transductive=base.data.transductive,
-            )
+            bdata, note = _binary_data(name, data_dir, base)
             bspec = base.replace(experiment="spectrum,flip", data=bdata)
             if not (
                 base.flip.ridges or base.flip.rankings
@@ -156,16 +162,7 @@ def plan(
                 bspec = bspec.replace(flip__ridges=GRID_RIDGES, flip__rankings=GRID_RANKINGS)
             parts.append(Part(f"{name}-binary", name, "binary", bspec, note=note))
         if 1 in tables:  # claim 1 under full-batch GD beside the paper's Adam (README claim 1)
-            cls = BINARY_CLASSES.get(name, (0, 1))
-            n_tr, n_te, note = _binary_sizes(name, base.data.n_train, base.data.n_test)
-            gdata = DataSpec(
-                name=name,
-                data_dir=data_dir,
-                classes=cls,
-                n_train=n_tr,
-                n_test=n_te,
-                transductive=base.data.transductive,
-            )
+            gdata, note = _binary_data(name, data_dir, base)
             gspec = base.replace(experiment="ntk", data=gdata, **GD_SWEEP)
             parts.append(Part(f"{name}-binary-gd", name, "binary", gspec, role="gd", note=note))
     return parts
