@@ -173,11 +173,11 @@ def train(
 
 SMALL_STEP_MACS = 1 << 23
 """Steps under this many multiply-adds (batch × trainable parameters, about 8 M) train on
-one CPU thread. Measured on 2 cores with other jobs running, a 12-cell digits sweep
-(widths 16–256, 200 epochs; warm): 5.3 s on torch's 2 threads against 4.4 s on one at
-load 2.8, and 34.6 / 73.0 s against 5.6 / 5.9 s at load 3–4 (README "Scale out"); MNIST
-cells at m 1024–4096 (100 M+ a step) took the same on 1 or 2 threads and keep the
-default. Two threads on small matmuls mostly wait for each other, longest when another
+one CPU thread. Measured on 2 cores (``benchmarks/bench_step_threads.py``), a 12-cell
+digits sweep (widths 16–256, 200 epochs): 4.2–4.8 s with the rule against 4.7–5.0 s on
+torch's 2 threads idle, 4.4 against 5.3 s at load 2.8, and (the Ray helper's runs) 5.6 /
+5.9 against 34.6 / 73.0 s at load 3–4; MNIST cells at m 1024–4096 (100 M+ a step) took
+the same on 1 or 2 threads and keep the default. Two threads on small matmuls mostly wait for each other, longest when another
 process holds a core."""
 
 
