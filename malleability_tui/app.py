@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
+from textual.widgets import Input, TabbedContent, TabPane, TextArea
 
 from engine.errors import EngineError
 from engine.experiments.estimate import CONFIRM_SECONDS, hms
@@ -27,6 +27,7 @@ from malleability_tui.runner import JobEnded, JobProgress, JobPulse, JobRunner, 
 from malleability_tui.screens.help import HelpScreen
 from malleability_tui.state import RunState, load_run_state
 from malleability_tui.widgets.flips_panel import FlipsPanel
+from malleability_tui.widgets.key_footer import KeyFooter
 from malleability_tui.widgets.landscape_panel import LandscapePanel
 from malleability_tui.widgets.panel_tabs import PanelTabs
 from malleability_tui.widgets.runs_browser import RunsBrowser
@@ -133,7 +134,7 @@ class MalleabilityApp(App):
                         yield PANELS[tab](id=f"{tab}-panel")
         yield StatusBar(id="status")
         yield ErrorDialog(id="error-dialog")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.refresh_runs()

@@ -8,10 +8,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from malleability_tui.format import fmt, headline_numbers, spec_brief, sweep_series
 from malleability_tui.state import RunState
+from malleability_tui.widgets.key_footer import KeyFooter
 
 Row = tuple[str, str, str, str]
 """(section, what, run A's value, run B's value); "" where a run has nothing."""
@@ -94,7 +95,7 @@ class CompareScreen(Screen[None]):
         )
         with VerticalScroll(id="compare-body"):
             yield Static(table, id="compare-table")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def action_close(self) -> None:
         self.dismiss(None)
