@@ -134,7 +134,7 @@ class MalleabilityApp(App):
                         yield PANELS[tab](id=f"{tab}-panel")
         yield StatusBar(id="status")
         yield ErrorDialog(id="error-dialog")
-        yield KeyFooter(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_runs()

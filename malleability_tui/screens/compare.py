@@ -95,7 +95,7 @@ class CompareScreen(Screen[None]):
         )
         with VerticalScroll(id="compare-body"):
             yield Static(table, id="compare-table")
-        yield KeyFooter(compact=True)
+        yield KeyFooter()
 
     def action_close(self) -> None:
         self.dismiss(None)
