@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -102,6 +103,11 @@ class MalleabilityApp(App):
 
     def __init__(self, settings: Settings | None = None, runner: JobRunner | None = None) -> None:
         super().__init__()
+        if "TEXTUAL_ANIMATIONS" not in os.environ:
+            # No animations unless asked for: the tab underline's slide alone cost ~60 ms
+            # of CPU per tab switch (issue #14, 2 cores shared with the job), and over SSH
+            # every frame of it is sent. TEXTUAL_ANIMATIONS=basic|full brings them back.
+            self.animation_level = "none"
         self.settings = settings or Settings()
         self.runner = runner or default_runner()
         self.state = RunState()

@@ -1,4 +1,4 @@
-"""KeyFooter: one widget that redraws only when the keys it shows change (issue #14: the
+"""Responsiveness (issue #14). KeyFooter: one widget that redraws only when the keys it shows change (issue #14: the
 stock footer remounted ~30 widgets several times per tab switch, most of a switch's CPU),
 and a click on a key presses it."""
 
@@ -82,3 +82,13 @@ def test_footer_crops_its_keys_before_the_palette_key():
             assert line.startswith("q Quit")  # "^r Run" cropped: no room
 
     asyncio.run(go())
+
+
+def test_the_app_runs_without_animations_unless_asked(monkeypatch):
+    """The tab underline's slide cost ~60 ms CPU per switch beside a job (issue #14)."""
+    from malleability_tui.app import MalleabilityApp
+
+    monkeypatch.delenv("TEXTUAL_ANIMATIONS", raising=False)
+    assert MalleabilityApp().animation_level == "none"
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "full")
+    assert MalleabilityApp().animation_level == "full"
