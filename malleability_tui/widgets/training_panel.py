@@ -60,7 +60,8 @@ class TrainingPanel(Vertical):
         done = st.progress.get("cell")
         if done and st.progress_cell == cell and cell.startswith("train/"):
             title += f"  epoch {done[0]}/{done[1]} of this cell"
-        self.query_one("#train-title", Static).update(title)
+        # One line of fixed height: no layout pass (that reflowed the screen every tick).
+        self.query_one("#train-title", Static).update(title, layout=False)
         self.query_one("#loss-plot", PlotView).figure = Figure(
             (Series("loss", ex, loss, color="cyan"),) if ex else (),
             x=Axis(label="epoch", integer=True),
