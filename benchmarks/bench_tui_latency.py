@@ -25,9 +25,8 @@ writes after the key's effect holds (the tab is active / the metric changed), se
 through ``App.post_display_hook``, which Textual calls after every frame it writes to
 the terminal. Headless, the frame's final string encoding is skipped (a small part).
 While the job runs the harness waits with ``asyncio.sleep``, never ``Pilot.pause``: each
-pause posts a callback to every widget and waits for them all, about 0.25 CPU s/s at
-10 Hz in the UI process, a cost a user's app never pays (over one sweep the UI process
-used 10.8 CPU s with such waits and 5.3 s without).
+pause posts a callback to every widget and waits for them all, load in the UI process
+that a user's app never has (it competed with the job for the 2 cores).
 Refresh cost: frames per second, and CPU seconds of this (UI) process per wall second,
 over a few seconds without keys (the job runs in another process, unless ``--runner
 thread``). The status clock: the
@@ -293,20 +292,19 @@ def main() -> None:
 
     bare = asyncio.run(measure_bare(n, headless_cmd(spec_file, tmp / "beside-bare")))
     # The job's time under the TUI against headless, in pairs run back to back, the order
-    # alternating (H T, T H, H T...): the machine's speed drifts by ±15 % over minutes here,
-    # and one headless sample before the TUI's made the ratio swing from 0.9× to 1.4×.
+    # alternating (H T, T H, H T...): the machine's speed drifts over minutes here (headless
+    # alone took 23.9–36.4 s in one afternoon), so one headless sample says little.
     tuis: list[dict[str, Any]] = []
     ratios: list[float] = []
     for i in range(pairs):
-        h_t = []
+        times: dict[str, float] = {}
         for what in ("headless", "tui") if i % 2 == 0 else ("tui", "headless"):
             if what == "headless":
-                h_t.append(("headless", run_headless(spec_file, tmp / f"alone-{i}")))
+                times["headless"] = run_headless(spec_file, tmp / f"alone-{i}")
             else:
                 runner = ThreadRunner() if a.runner == "thread" else SubprocessRunner()
                 tuis.append(asyncio.run(measure_tui(n, spec, runner, tmp / f"tui-{i}")))
-                h_t.append(("tui", tuis[-1]["job"]))
-        times = dict(h_t)
+                times["tui"] = tuis[-1]["job"]
         ratios.append(times["tui"] / times["headless"])
         print(f"pair {i + 1}: headless {times['headless']:.1f} s, under the TUI {times['tui']:.1f} s "
               f"({ratios[-1]:.2f}×, job status: {tuis[-1]['status']})")  # fmt: skip

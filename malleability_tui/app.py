@@ -104,9 +104,10 @@ class MalleabilityApp(App):
     def __init__(self, settings: Settings | None = None, runner: JobRunner | None = None) -> None:
         super().__init__()
         if "TEXTUAL_ANIMATIONS" not in os.environ:
-            # No animations unless asked for: the tab underline's slide alone cost ~60 ms
-            # of CPU per tab switch (issue #14, 2 cores shared with the job), and over SSH
-            # every frame of it is sent. TEXTUAL_ANIMATIONS=basic|full brings them back.
+            # No animations unless asked for: they cost ~60 ms of CPU per tab switch (the
+            # tabs' underline slide; `python benchmarks/bench_tab_switch.py`), taken from
+            # the job on 2 cores, and over SSH every frame of them is sent.
+            # TEXTUAL_ANIMATIONS=basic|full brings them back.
             self.animation_level = "none"
         self.settings = settings or Settings()
         self.runner = runner or default_runner()
