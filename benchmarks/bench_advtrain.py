@@ -31,8 +31,8 @@ import torch  # noqa: E402
 
 # isort: on
 from engine.attacks import pgd  # noqa: E402
-from engine.experiments.context import RunContext  # noqa: E402
-from engine.experiments.spec import RunSpec  # noqa: E402
+from engine.run.context import RunContext  # noqa: E402
+from engine.run.spec import RunSpec  # noqa: E402
 from engine.train import evaluate  # noqa: E402
 
 CLASSES = {"cifar10": (1, 0), "mnist": (3, 8), "digits": (3, 8)}

@@ -31,8 +31,8 @@ from engine.experiments.estimate import (  # noqa: E402
     probe_flops,
     probe_step_seconds,
 )
-from engine.experiments.presets import apply_quick  # noqa: E402
-from engine.experiments.spec import RunSpec  # noqa: E402
+from engine.reproduce.presets import apply_quick  # noqa: E402
+from engine.run.spec import RunSpec  # noqa: E402
 
 
 def main() -> None:

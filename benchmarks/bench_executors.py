@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from engine.experiments import run
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore
 
 
 def sweep(epochs: int) -> RunSpec:
@@ -68,7 +68,7 @@ def main() -> None:
     a = ap.parse_args()
     import ray
 
-    from engine.experiments.executors.ray_executor import LOCAL_RAY_CONFIG
+    from engine.run.executors.ray import LOCAL_RAY_CONFIG
 
     spec = sweep(a.epochs)
     load0 = os.getloadavg()[0]

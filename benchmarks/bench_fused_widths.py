@@ -37,8 +37,8 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from engine.data import load_dataset  # noqa: E402
-from engine.experiments.spec import DEFAULT_WIDTHS, TrainSpec  # noqa: E402
 from engine.models import TwoLayerNet  # noqa: E402
+from engine.run.spec import DEFAULT_WIDTHS, TrainSpec  # noqa: E402
 from engine.train import train  # noqa: E402
 from engine.train.loop import _optimizer, data_loss  # noqa: E402
 

@@ -19,11 +19,11 @@ import time
 import torch
 
 from engine.data import load_dataset
-from engine.experiments.context import batch_seed
-from engine.experiments.presets import apply_quick, cap_sizes
-from engine.experiments.spec import RunSpec, TrainSpec
 from engine.models import MODEL_LABELS, build_model
+from engine.reproduce.presets import apply_quick, cap_sizes
 from engine.results import above_chance, constant_loss, convergence, majority_rate
+from engine.run.context import batch_seed
+from engine.run.spec import RunSpec, TrainSpec
 from engine.train import evaluate, train
 
 ROOTS = {"mnist": "../shared/data/mnist", "cifar10": "../shared/data/cifar10"}

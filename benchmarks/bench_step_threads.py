@@ -30,7 +30,7 @@ import torch  # noqa: E402
 # isort: on
 import engine.train.loop as loop  # noqa: E402
 from engine.experiments import execute  # noqa: E402
-from engine.experiments.spec import RunSpec  # noqa: E402
+from engine.run.spec import RunSpec  # noqa: E402
 
 
 def timed(spec: RunSpec) -> float:

@@ -38,7 +38,7 @@ from textual.widgets import Footer  # noqa: E402
 
 import malleability_tui.app as app_module  # noqa: E402
 from engine.experiments import execute  # noqa: E402
-from engine.experiments.spec import RunSpec  # noqa: E402
+from engine.run.spec import RunSpec  # noqa: E402
 from malleability_tui.app import TABS, Settings, make_app  # noqa: E402
 from malleability_tui.runner import ReplayRunner  # noqa: E402
 

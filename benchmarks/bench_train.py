@@ -35,8 +35,8 @@ import torch  # noqa: E402
 
 # isort: on
 from engine.data import load_dataset  # noqa: E402
-from engine.experiments.spec import TrainSpec  # noqa: E402
 from engine.models import build_model  # noqa: E402
+from engine.run.spec import TrainSpec  # noqa: E402
 from engine.train import train  # noqa: E402
 
 CLASSES = {"cifar10": (1, 0), "mnist": (3, 8)}

@@ -57,7 +57,7 @@ from textual.app import App, ComposeResult  # noqa: E402
 from textual.binding import Binding  # noqa: E402
 from textual.widgets import Footer, Static, TabbedContent, TabPane  # noqa: E402
 
-from engine.experiments.spec import RunSpec  # noqa: E402
+from engine.run.spec import RunSpec  # noqa: E402
 from malleability_tui.app import TABS, Settings, make_app  # noqa: E402
 from malleability_tui.runner import ReplayRunner, SubprocessRunner, ThreadRunner  # noqa: E402
 from malleability_tui.widgets.sweep_panel import SweepPanel  # noqa: E402

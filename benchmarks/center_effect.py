@@ -21,8 +21,8 @@ import torch  # noqa: E402
 
 # isort: on
 from engine.data import load_dataset  # noqa: E402
-from engine.experiments.spec import TrainSpec  # noqa: E402
 from engine.models import MLPAttn, build_model  # noqa: E402
+from engine.run.spec import TrainSpec  # noqa: E402
 from engine.train import evaluate, train  # noqa: E402
 
 for name, root, cl in [("mnist", str(MNIST), (3, 8)), ("mnist", str(MNIST), None)]:  # noqa: B007

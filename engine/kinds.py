@@ -1,6 +1,6 @@
 """The names of the engine's strategies as ``Literal`` types, each defined once.
 
-Pure typing (no torch), so the spec (``engine.experiments.spec``, which reads its field
+Pure typing (no torch), so the spec (``engine.run.spec``, which reads its field
 types off these annotations) and the numeric packages share one definition; each tuple
 is its type's values in order, for validators and help texts.
 """

@@ -16,9 +16,9 @@ from textual.widgets import Input, TabbedContent, TabPane, TextArea
 
 from engine.errors import EngineError
 from engine.experiments.estimate import CONFIRM_SECONDS, hms
-from engine.experiments.runs import runs_root as default_runs_root
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore
+from engine.run.runs import runs_root as default_runs_root
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore
 from malleability_tui import actions, file_dialogs
 from malleability_tui.actions import TAB_TITLES, TABS
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
@@ -362,7 +362,7 @@ class MalleabilityApp(App):
     ) -> None:
         """Start ``spec`` into a new run directory under the runs root, or (``resume``)
         continue the run in ``run_dir``, skipping its finished cells."""
-        from engine.experiments.store import default_run_dir
+        from engine.run.store import default_run_dir
 
         self.action_show_tab("training")
 
@@ -431,7 +431,7 @@ class MalleabilityApp(App):
             self.push_screen(HelpScreen())
 
     def action_quick_preset(self, _where: str = "") -> None:
-        from engine.experiments.presets import apply_quick
+        from engine.reproduce.presets import apply_quick
 
         q = self.main_query(SetupForm).apply_preset(apply_quick)
         self.action_show_tab("setup")
@@ -441,7 +441,7 @@ class MalleabilityApp(App):
         )
 
     def action_paper_preset(self, _where: str = "") -> None:
-        from engine.experiments.presets import paper_settings
+        from engine.reproduce.presets import paper_settings
 
         self.main_query(SetupForm).apply_preset(paper_settings)
         self.action_show_tab("setup")
@@ -456,7 +456,7 @@ class MalleabilityApp(App):
     # -- runs browser -------------------------------------------------------------------------------
 
     def refresh_runs(self) -> None:
-        from engine.experiments.runs import list_runs
+        from engine.run.runs import list_runs
 
         browser = self.main_query(RunsBrowser)
         browser.live = self.state.run_dir if self.runner.running else None
@@ -473,7 +473,7 @@ class MalleabilityApp(App):
 
     def resume_run(self, path: str) -> None:
         """Continue a run that did not finish, with its saved spec (``--resume``)."""
-        from engine.experiments.validate import read_spec
+        from engine.run.validate import read_spec
 
         if self.runner.running:
             self.notify(
@@ -517,7 +517,7 @@ class MalleabilityApp(App):
 def _first_spec(runs_root: Path) -> RunSpec:
     """The form's spec when none is given: the quick preset on a first launch (no runs yet:
     a first run should take minutes, not hours), else the paper's defaults."""
-    from engine.experiments.presets import apply_quick
+    from engine.reproduce.presets import apply_quick
 
     try:
         has_runs = any((d / "spec.toml").is_file() for d in runs_root.iterdir())

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import EngineError
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 from malleability_tui.dialogs.path_dialog import PathDialog
 from malleability_tui.format import error_text
 from malleability_tui.widgets.setup_form import SetupForm
@@ -27,7 +27,7 @@ def export(app: MalleabilityApp) -> None:
     def done(to: str | None) -> None:
         if not to:
             return
-        from engine.experiments.runs import export_run
+        from engine.run.runs import export_run
 
         try:
             app.last_export = export_run(Path(app.state.run_dir), "csv", Path(to))

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ConfigError, EngineError
-from engine.experiments.spec import RunSpec
 from engine.models import MODEL_LABELS
 from engine.results import mean_std, num, ratio, series_over_seeds
 from engine.results.tables import FlipRateRow, LandscapeRow, SharpnessRow, typed_rows
+from engine.run.spec import RunSpec
 from malleability_tui.options import FORM_OPTIONS, OptionError, RunOption, parse_value
 
 MODEL_NAMES = MODEL_LABELS
@@ -138,8 +138,8 @@ def _executor_errors(changes: dict[str, Any], errors: dict[str, str]) -> dict[st
     if kind == "local" and changes.get("executor__address") and "address" not in errors:
         return {"address": "only used with executor ray (set Executor to ray, or clear it)"}
     if kind == "ray":
-        from engine.experiments.executors import check_executor
-        from engine.experiments.spec import ExecutorSpec
+        from engine.run.executors import check_executor
+        from engine.run.spec import ExecutorSpec
 
         try:
             check_executor(ExecutorSpec(kind="ray"))

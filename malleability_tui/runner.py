@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from engine.experiments.events import Event, Failed, Finished, Progress, from_json, to_jsonable
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore
+from engine.run.events import Event, Failed, Finished, Progress, from_json, to_jsonable
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore
 
 if TYPE_CHECKING:
     from textual.app import App

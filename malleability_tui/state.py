@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.experiments.events import (
+from engine.run.events import (
     Artifact,
     CellFinished,
     Event,
@@ -162,7 +162,7 @@ class RunState:
         if self._weights is None:
             from engine.errors import EngineError
             from engine.experiments.estimate import planned_shares
-            from engine.experiments.spec import RunSpec
+            from engine.run.spec import RunSpec
 
             try:
                 shares = planned_shares(RunSpec.from_dict(self.spec))
@@ -182,7 +182,7 @@ class RunState:
 
 def load_run_state(path: str | Path) -> RunState:
     """Rebuild the state of a past run from its directory (events.jsonl, else the CSVs)."""
-    from engine.experiments.store import read_run
+    from engine.run.store import read_run
 
     p = Path(path)
     data = read_run(p, partial=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.experiments.events import (
+from engine.run.events import (
     Artifact,
     CellFinished,
     Event,
@@ -21,13 +21,13 @@ from engine.experiments.events import (
     Summary,
     TableRow,
 )
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from engine.experiments.store import RunStore
+    from engine.run.store import RunStore
 
 
 def run(spec: RunSpec, **kwargs: Any) -> Iterator[Event]:

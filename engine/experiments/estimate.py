@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 
 OVERHEAD = 1.3
 """Seconds ÷ FLOP floor of the dense work at large width: ``benchmarks/bench_train.py``
@@ -55,8 +55,8 @@ def probe_step_seconds() -> float:
     batch 16), after one warm-up epoch; measured once a process (about 0.05 s)."""
     import torch
 
-    from engine.experiments.spec import TrainSpec
     from engine.models import TwoLayerNet
+    from engine.run.spec import TrainSpec
     from engine.train import train
 
     x = torch.rand(64, 16, generator=torch.Generator().manual_seed(0))
@@ -162,7 +162,7 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
                 float((points + hvps) * cells),
             )
         if name == "spectrum":
-            from engine.experiments.exp_spectrum import MAX_KERNEL_N
+            from engine.experiments.spectrum import MAX_KERNEL_N
 
             k = min(n, MAX_KERNEL_N)
             per_set = 2.0 * (4.0 * n * d * min(n, d) + 3 * 9.0 * k**3)

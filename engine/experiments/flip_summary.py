@@ -25,7 +25,7 @@ from engine.results import ratio as ratio_of
 from engine.results.tables import FlipRateRow
 
 if TYPE_CHECKING:
-    from engine.experiments.spec import FlipSpec
+    from engine.run.spec import FlipSpec
 
 MODELS = ("2L-ReLU", "MLP-Attn")
 SCORE = {

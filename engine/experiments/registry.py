@@ -1,9 +1,8 @@
-"""The experiment registry: modules ``engine/experiments/exp_*.py`` register themselves."""
+"""The experiment registry: the catalogue's modules (``CATALOGUE``) register themselves."""
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -11,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from engine.experiments.context import RunContext
-    from engine.experiments.events import Event
-    from engine.experiments.spec import RunSpec
+    from engine.run.context import RunContext
+    from engine.run.events import Event
+    from engine.run.spec import RunSpec
 
 ExperimentFn = Callable[["RunContext"], Iterator["Event"]]
 
@@ -56,12 +55,13 @@ def register(
     return deco
 
 
-def _discover() -> None:
-    import engine.experiments as pkg
+CATALOGUE = ("train", "ntk", "spectrum", "flip", "influence_check", "landscape")
+"""The modules of ``engine/experiments/`` that hold experiments (listed, not discovered)."""
 
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if mod.name.startswith("exp_"):
-            importlib.import_module(f"engine.experiments.{mod.name}")
+
+def _discover() -> None:
+    for name in CATALOGUE:
+        importlib.import_module(f"engine.experiments.{name}")
 
 
 def experiments() -> dict[str, Experiment]:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.errors import EngineError
-from engine.experiments.context import RunContext
-from engine.experiments.events import Event, Failed, Finished, Log, Progress, Started, Summary
 from engine.experiments.registry import select
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore
+from engine.run.context import RunContext
+from engine.run.events import Event, Failed, Finished, Log, Progress, Started, Summary
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore
 
 
 def run(

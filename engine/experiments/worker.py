@@ -31,9 +31,9 @@ def _watch_stdin(stream: IO[str], cancel: threading.Event) -> None:
 
 
 def main() -> int:
-    from engine.experiments.events import Failed
     from engine.experiments.runner import run
-    from engine.experiments.spec import RunSpec
+    from engine.run.events import Failed
+    from engine.run.spec import RunSpec
 
     out = sys.stdout
     if os.environ.get("MALLEABILITY_WORKER_NICE", "5") != "0":

@@ -21,7 +21,7 @@ from engine.errors import Cancelled, ConfigError, DivergedError
 
 
 class TrainSpec(Protocol):
-    """What the loop reads of a training configuration (``engine.experiments.spec.TrainSpec``
+    """What the loop reads of a training configuration (``engine.run.spec.TrainSpec``
     provides it; the numeric packages never import the experiment layer)."""
 
     @property

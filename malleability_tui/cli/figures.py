@@ -9,9 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from engine.experiments.flip_summary import typed
-from engine.experiments.runs import collect
 from engine.results import mean_std, num, series_over_seeds
 from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
+from engine.run.runs import collect
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
@@ -147,7 +147,7 @@ def figures_cmd(
         matplotlib.use("Agg")
     except ImportError:
         die("figures need matplotlib: pip install 'malleability[plots]'")
-    from engine.experiments.paths import check_folder_target
+    from engine.run.paths import check_folder_target
 
     with expected_errors():
         path = resolve_run(run, None, reproduce=True)

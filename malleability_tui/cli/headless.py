@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from engine.experiments.events import Event, Failed
-from engine.experiments.presets import apply_quick, cap_quick
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore, default_run_dir
+from engine.reproduce.presets import apply_quick, cap_quick
+from engine.run.events import Event, Failed
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore, default_run_dir
 from malleability_tui.cli.common import (
     console,
     die,
@@ -127,12 +127,12 @@ def execute(
     where cells run never changes their numbers.
     """
     from engine.experiments import execute as run_loop
-    from engine.experiments.executors import check_executor
+    from engine.run.executors import check_executor
 
     if resume:
         if out is None:
             die("--resume needs --out DIR: the run directory to continue")
-        from engine.experiments.validate import read_spec
+        from engine.run.validate import read_spec
 
         if not (out / "spec.toml").is_file():
             die(
@@ -351,7 +351,7 @@ def headless(
             executor=ex,
             center=center,
         )
-        from engine.experiments.paths import check_file_target, check_folder_target
+        from engine.run.paths import check_file_target, check_folder_target
 
         if save_config is not None:
             check_file_target(save_config, "save-config")

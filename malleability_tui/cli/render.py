@@ -15,8 +15,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from engine.experiments.events import Event, Failed, Finished, Log
-from engine.experiments.events import Progress as ProgressEvent
+from engine.run.events import Event, Failed, Finished, Log
+from engine.run.events import Progress as ProgressEvent
 
 # Tables too long for a terminal summary (they are in the CSVs).
 LONG_TABLES = {"eigenvalues", "landscape"}

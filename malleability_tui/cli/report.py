@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.experiments.runs import collect
-from engine.experiments.spec import RunSpec
 from engine.results import num as _num
 from engine.results import series_over_seeds
 from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
+from engine.run.runs import collect
+from engine.run.spec import RunSpec
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, fmt
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
@@ -213,8 +213,8 @@ def report_cmd(
     """Write a self-contained report: spec, environment, every table, the checklist, plots."""
     if format not in ("md", "html"):
         die(f"invalid --format {format!r}: md or html")
-    from engine.experiments.paths import check_file_target
-    from engine.experiments.store import atomic_write
+    from engine.run.paths import check_file_target
+    from engine.run.store import atomic_write
 
     with expected_errors():
         path = resolve_run(run, None, reproduce=True)

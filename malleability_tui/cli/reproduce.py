@@ -1,5 +1,5 @@
 """``malleability reproduce``: the paper's protocol in one command, with the paper's
-numbers beside ours and the claims checklist (engine/experiments/reproduce.py)."""
+numbers beside ours and the claims checklist (engine/reproduce/compare.py)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from engine.experiments.estimate import (
     probe_flops,
     probe_step_seconds,
 )
-from engine.experiments.events import to_jsonable
-from engine.experiments.reproduce import NO_DATA, Part, compare, plan
-from engine.experiments.runs import runs_root
-from engine.experiments.store import atomic_write, read_run
+from engine.reproduce.compare import NO_DATA, Part, compare, plan
 from engine.results import flip_text, num
+from engine.run.events import to_jsonable
+from engine.run.runs import runs_root
+from engine.run.store import atomic_write, read_run
 from malleability_tui.cli.common import (
     console,
     die,
@@ -164,7 +164,7 @@ def reproduce(
             device=device,
             overrides=over,
         )
-        from engine.experiments.executors import check_executor
+        from engine.run.executors import check_executor
 
         for part in parts[:1]:  # before any folder exists: Ray missing is one line
             check_executor(part.spec.executor)

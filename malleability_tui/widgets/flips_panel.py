@@ -24,7 +24,7 @@ CHECK_HEADERS = ("model", "estimator", "ridge", "ρ vs retraining", "sign agrees
 def check_cells(rows: list[dict], dataset: str = "") -> tuple[list[tuple[str, ...]], list[str]]:
     """Table cells of ``influence_check`` (``engine``'s summary: mean over seeds, best
     first per model) and its headline lines; empty without rows."""
-    from engine.experiments.exp_influence_check import ESTIMATOR_LABELS, summarize
+    from engine.experiments.influence_check import ESTIMATOR_LABELS, summarize
 
     if not rows:
         return [], []

@@ -13,7 +13,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
 from engine.errors import EngineError
-from engine.experiments.runs import RunListing
+from engine.run.runs import RunListing
 from malleability_tui.dialogs.error_dialog import ErrorDialog
 from malleability_tui.format import error_text, headline_numbers, spec_brief
 
@@ -22,7 +22,7 @@ COLUMNS = ("", "status", "experiment", "data", "name")
 
 def _spec_dict(path: Path) -> dict:
     try:
-        from engine.experiments.spec import RunSpec
+        from engine.run.spec import RunSpec
 
         return RunSpec.load(path / "spec.toml").to_dict()
     except Exception:  # noqa: BLE001 - a broken run must not break the list

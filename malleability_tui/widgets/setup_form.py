@@ -15,7 +15,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from engine.data.subset import ClassCounts, subset_problem
 from engine.errors import EngineError
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 from malleability_tui.format import (
     FORM_FIELDS,
     SELECT_FIELDS,

@@ -159,7 +159,7 @@ def test_diverging_run_is_reported(tmp_path: Path) -> None:
 def test_save_config_round_trip(tmp_path: Path) -> None:
     cfg = tmp_path / "spec.toml"
     assert _invoke(["headless", *TINY, "--save-config", str(cfg)]).exit_code == 0
-    from engine.experiments.spec import RunSpec
+    from engine.run.spec import RunSpec
 
     spec = RunSpec.load(cfg)
     assert spec.model.widths == (8,) and spec.train.epochs == 2 and spec.quick
@@ -226,7 +226,7 @@ def test_quick_caps_a_small_binary_task_in_one_line(tmp_path: Path) -> None:
         ]
     )
     assert res.exit_code == 0, res.output
-    from engine.experiments.spec import RunSpec
+    from engine.run.spec import RunSpec
 
     spec = RunSpec.load(cfg)
     assert (spec.data.n_train, spec.data.n_test) == (228, 77)

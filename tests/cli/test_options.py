@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 from malleability_tui import format as F
 from malleability_tui.cli.main import app
 from malleability_tui.options import (

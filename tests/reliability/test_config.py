@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ConfigError, DivergedError
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 from tests.reliability.conftest import TINY, invoke, one_line_failure, tree
 
 # Each silently changed the experiment before (or was a traceback): now refused, naming the field.
@@ -58,7 +58,7 @@ def test_new_fields_are_typed_from_their_annotation() -> None:
     """The check is generic: every field of every section, whatever its name."""
     import dataclasses
 
-    from engine.experiments.spec import SECTIONS
+    from engine.run.spec import SECTIONS
 
     for sec, cls in SECTIONS.items():
         for f in dataclasses.fields(cls):
@@ -125,8 +125,8 @@ def test_explicit_data_dir_is_never_replaced(
 
 def test_finite_divergence_is_a_failure(sandbox: Path) -> None:
     from engine.data import load_dataset
-    from engine.experiments.spec import TrainSpec
     from engine.models import build_model
+    from engine.run.spec import TrainSpec
     from engine.train import train
 
     ds = load_dataset("digits", classes=(3, 8), n_train=60, n_test=30, seed=0)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.experiments.runlock import RunInProgress, RunLock
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore
+from engine.run.lock import RunInProgress, RunLock
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore
 from tests.reliability.conftest import TINY, dead_pid, invoke, one_line_failure, tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,7 +110,7 @@ def test_resume_needs_a_run_directory(sandbox: Path) -> None:
 
 
 def test_default_run_dirs_are_claimed_atomically(sandbox: Path) -> None:
-    from engine.experiments.store import default_run_dir
+    from engine.run.store import default_run_dir
 
     spec = RunSpec()
     dirs = {default_run_dir(spec) for _ in range(5)}

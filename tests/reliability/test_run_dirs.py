@@ -111,7 +111,7 @@ def test_runs_list_marks_damaged_and_lists_the_rest(good_run: Path, sandbox: Pat
     for name in ("a-ok", "b-bad-summary", "c-bad-csv", "d-ok"):
         assert name in res.output
     assert res.output.count("damaged") >= 2
-    from engine.experiments.runs import list_runs
+    from engine.run.runs import list_runs
 
     rows = {r["name"]: r for r in list_runs(root)}
     assert rows["a-ok"]["status"] == "finished" and rows["b-bad-summary"]["status"] == "damaged"
@@ -131,7 +131,7 @@ def test_tui_opens_what_it_can(run_copy: Path) -> None:
 
 
 def test_killed_run_reads_as_interrupted(run_copy: Path) -> None:
-    from engine.experiments.store import read_run
+    from engine.run.store import read_run
     from tests.reliability.conftest import dead_pid
 
     env = json.loads((run_copy / "env.json").read_text())
@@ -141,6 +141,6 @@ def test_killed_run_reads_as_interrupted(run_copy: Path) -> None:
 
     (run_copy / ".lock").write_text(json.dumps({"pid": dead_pid(), "host": socket.gethostname()}))
     assert read_run(run_copy)["env"]["status"] == "interrupted"
-    from engine.experiments.runs import list_runs
+    from engine.run.runs import list_runs
 
     assert list_runs(run_copy.parent)[0]["status"] == "interrupted"

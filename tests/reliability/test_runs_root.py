@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.experiments.runs import find_run, list_runs, runs_root
+from engine.run.runs import find_run, list_runs, runs_root
 from tests.reliability.conftest import invoke, one_line_failure
 
 

@@ -16,7 +16,7 @@ from tui_support import (
     write_run,
 )
 
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 from malleability_tui.dialogs.error_dialog import ErrorDialog
 from malleability_tui.runner import JobPulse, ReplayRunner
 from malleability_tui.screens.compare import CompareScreen
@@ -300,7 +300,7 @@ async def test_resume_interrupted_run_from_the_browser(tmp_path):
 
 
 def test_pulses_coalesce():
-    from engine.experiments.events import Progress
+    from engine.run.events import Progress
     from malleability_tui.runner import JobProgress
 
     assert JobPulse().can_replace(JobPulse())
@@ -313,7 +313,7 @@ async def test_a_run_at_chance_says_so_in_every_panel(tmp_path):
     """MLP-Attn at chance in every cell: the Sweep, Flips and Landscape panels mark it."""
     from dataclasses import replace
 
-    from engine.experiments.events import TableRow
+    from engine.run.events import TableRow
 
     def at_chance(e):
         if isinstance(e, TableRow) and e.row.get("model") == "MLP-Attn" and "above_chance" in e.row:

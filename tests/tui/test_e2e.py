@@ -7,7 +7,7 @@ import json
 from tui_support import make_test_app, run_dirs
 
 from engine.experiments.registry import experiments
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 from malleability_tui.runner import SubprocessRunner
 from malleability_tui.widgets.plot_view import PlotView
 

@@ -18,9 +18,9 @@ from tui_support import (
     write_run,
 )
 
-from engine.experiments.events import Progress
-from engine.experiments.presets import QUICK
-from engine.experiments.spec import RunSpec
+from engine.reproduce.presets import QUICK
+from engine.run.events import Progress
+from engine.run.spec import RunSpec
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
 from malleability_tui.dialogs.error_dialog import ErrorDialog
 from malleability_tui.runner import ReplayRunner

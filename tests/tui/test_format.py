@@ -6,7 +6,7 @@ import math
 
 from tui_support import SPEC, canned_events, write_run
 
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 from malleability_tui import format as F
 from malleability_tui.state import RunState, load_run_state
 
@@ -123,7 +123,7 @@ def test_run_fraction_weights_experiments_by_planned_work():
     """The ETA's fraction counts each experiment by its planned time (the estimate's
     model), not equally: a finished cheap spectrum is a sliver of a run with flips."""
     from engine.experiments.estimate import planned_shares
-    from engine.experiments.events import Progress, Started
+    from engine.run.events import Progress, Started
 
     spec = RunSpec(experiment="spectrum,flip").replace(
         data__n_train=100, data__n_test=20, flip__width=64

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from engine.experiments.events import (
+from engine.run.events import (
     Artifact,
     CellFinished,
     Failed,
@@ -21,8 +21,8 @@ from engine.experiments.events import (
     Summary,
     TableRow,
 )
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore
 from malleability_tui.app import Settings, make_app
 from malleability_tui.runner import ReplayRunner
 from malleability_tui.widgets.setup_form import DataChoice

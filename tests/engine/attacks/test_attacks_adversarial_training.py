@@ -7,8 +7,8 @@ import torch
 
 from engine.attacks import pgd
 from engine.errors import ConfigError
-from engine.experiments.spec import TrainSpec
 from engine.models import MLPAttn, TwoLayerNet
+from engine.run.spec import TrainSpec
 from engine.train.adversarial import make_pgd_perturb
 from engine.train.loop import train
 
@@ -99,7 +99,7 @@ def test_fgsm_rs_matches_the_formula_of_wong_et_al() -> None:
 
 
 def test_adv_recipe_options_checked_and_resolved() -> None:
-    from engine.experiments.spec import FlipSpec
+    from engine.run.spec import FlipSpec
 
     assert FlipSpec(pgd_steps=7).adv_training_steps() == 7
     assert FlipSpec(pgd_steps=7, adv_steps=3).adv_training_steps() == 3

@@ -8,9 +8,9 @@ import torch
 
 from engine.data import load_dataset
 from engine.errors import ConfigError
-from engine.experiments.spec import DataSpec, ModelSpec, RunSpec
 from engine.malleability.protocol import rebuild_context
 from engine.models import build_model, normalize_rows
+from engine.run.spec import DataSpec, ModelSpec, RunSpec
 
 DT = torch.float64
 

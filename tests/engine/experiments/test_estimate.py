@@ -19,8 +19,8 @@ from engine.experiments.estimate import (
     planned_work,
     probe_step_seconds,
 )
-from engine.experiments.presets import apply_quick
-from engine.experiments.spec import RunSpec
+from engine.reproduce.presets import apply_quick
+from engine.run.spec import RunSpec
 
 RATE = 2e10  # FLOP/s of a small CPU core pair; fixed so the tests do not time anything
 STEP = 1e-3  # seconds a training step costs beyond its FLOPs; fixed likewise

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from engine.experiments import execute
-from engine.experiments.events import CellFinished, Finished, Started, TableRow
-from engine.experiments.spec import RunSpec
+from engine.run.events import CellFinished, Finished, Started, TableRow
+from engine.run.spec import RunSpec
 
 SPEC = RunSpec(experiment="train", seeds=(0,), device="cpu").replace(
     data__n_train=40, data__n_test=20, model__widths=(4,), train__epochs=2

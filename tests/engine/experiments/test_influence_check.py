@@ -8,10 +8,10 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.experiments import run
-from engine.experiments.events import Artifact, Failed, Summary, TableRow
-from engine.experiments.exp_influence_check import summarize
+from engine.experiments.influence_check import summarize
 from engine.experiments.registry import select, subset_sizes
-from engine.experiments.spec import (
+from engine.run.events import Artifact, Failed, Summary, TableRow
+from engine.run.spec import (
     DataSpec,
     InfluenceCheckSpec,
     ModelSpec,
@@ -19,7 +19,7 @@ from engine.experiments.spec import (
     RunSpec,
     TrainSpec,
 )
-from engine.experiments.store import TABLE_COLUMNS, RunStore
+from engine.run.store import TABLE_COLUMNS, RunStore
 
 
 def _spec(**ic) -> RunSpec:
@@ -239,8 +239,8 @@ def test_rows_carry_the_guards_and_the_summary_marks_unconverged_models():
 def test_a_finished_run_reads_back(tmp_path):
     """The run directory of an influence_check run is not 'damaged' when reopened: its
     context and estimator columns are labels (engine.results.tables.InfluenceCheckRow)."""
-    from engine.experiments.store import read_run
     from engine.results.tables import InfluenceCheckRow
+    from engine.run.store import read_run
 
     events, out = _run(_spec(gradient=(), ridges=("lambda",)), tmp_path)
     data = read_run(out)

@@ -9,10 +9,10 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.experiments import run
-from engine.experiments.events import Failed, Summary, TableRow
-from engine.experiments.exp_ntk import NO_ANALYTIC
-from engine.experiments.spec import DataSpec, ModelSpec, NTKSpec, QKVSpec, RunSpec, TrainSpec
-from engine.experiments.store import RunStore
+from engine.experiments.ntk import NO_ANALYTIC
+from engine.run.events import Failed, Summary, TableRow
+from engine.run.spec import DataSpec, ModelSpec, NTKSpec, QKVSpec, RunSpec, TrainSpec
+from engine.run.store import RunStore
 
 
 def _spec(experiment: str, **kw) -> RunSpec:
@@ -115,8 +115,8 @@ def test_spec_accepts_qkv_and_rejects_bad_options() -> None:
 
 
 def test_model_kinds_agree() -> None:
-    from engine.experiments import spec as spec_mod
     from engine.models import MODEL_KINDS, MODEL_LABELS
+    from engine.run import spec as spec_mod
 
     assert spec_mod.MODEL_KINDS == MODEL_KINDS == tuple(MODEL_LABELS)
 
@@ -166,7 +166,7 @@ def _lin_rows(relu_slope: float, qkv_slope: float, widths=(4, 16, 64, 256)) -> l
 
 
 def test_reproduce_v2_row_uses_the_claim1_rule_on_the_twin_distance() -> None:
-    from engine.experiments.reproduce import FAILS, HOLDS, INCONCLUSIVE, NO_DATA, checklist
+    from engine.reproduce.compare import FAILS, HOLDS, INCONCLUSIVE, NO_DATA, checklist
 
     def v2(rows):
         return next(c for c in checklist({"mnist": {"ntk": rows}}) if c["claim"] == 7)

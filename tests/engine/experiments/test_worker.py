@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 
 ROOT = Path(__file__).resolve().parents[3]
 

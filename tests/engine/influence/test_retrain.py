@@ -7,10 +7,10 @@ import torch
 from torch import nn
 
 from engine.errors import ConfigError
-from engine.experiments.spec import TrainSpec
 from engine.influence import ntk_loo_influence
 from engine.influence.retrain import agreement, retraining_effects, run_to_end
 from engine.ridge import objective_ridge
+from engine.run.spec import TrainSpec
 from engine.train import train
 
 DT = torch.float64

@@ -7,10 +7,10 @@ import math
 import pytest
 
 from engine.experiments import run
-from engine.experiments.events import Artifact, Failed, Summary, TableRow
-from engine.experiments.exp_landscape import summarize
-from engine.experiments.spec import DataSpec, LandscapeSpec, ModelSpec, RunSpec, TrainSpec
-from engine.experiments.store import TABLE_COLUMNS, RunStore, read_run
+from engine.experiments.landscape import summarize
+from engine.run.events import Artifact, Failed, Summary, TableRow
+from engine.run.spec import DataSpec, LandscapeSpec, ModelSpec, RunSpec, TrainSpec
+from engine.run.store import TABLE_COLUMNS, RunStore, read_run
 
 
 def _spec(split: str, classes, seeds: tuple[int, ...]) -> RunSpec:

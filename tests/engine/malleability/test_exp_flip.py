@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from engine.experiments import RunSpec, Summary, TableRow, run
-from engine.experiments.events import CellFinished, Failed
-from engine.experiments.spec import DataSpec, FlipSpec, ModelSpec, TrainSpec
-from engine.experiments.store import TABLE_COLUMNS
+from engine.run.events import CellFinished, Failed
+from engine.run.spec import DataSpec, FlipSpec, ModelSpec, TrainSpec
+from engine.run.store import TABLE_COLUMNS
 
 
 def _spec(experiment: str, **flip) -> RunSpec:
@@ -87,7 +87,7 @@ def test_pgd_step_defaults_to_madry_rule_and_summary_marks_guards():
     import torch
 
     from engine.attacks import pgd
-    from engine.experiments.exp_flip import attack_options
+    from engine.experiments.flip import attack_options
 
     assert attack_options(FlipSpec(pgd_steps=10), "pgd", 0.3)["alpha"] == 0.075
     assert attack_options(FlipSpec(), "pgd", 0.3)["alpha"] == 0.01875
@@ -123,7 +123,7 @@ def test_advtrain_recipes_reach_the_training_loop():
     start, and adv_steps (not the attack's pgd_steps) sets PGD training's steps."""
     import torch
 
-    from engine.experiments.context import RunContext
+    from engine.run.context import RunContext
 
     def weights(**flip) -> list[torch.Tensor]:
         ctx = RunContext(_spec("advtrain", **flip))

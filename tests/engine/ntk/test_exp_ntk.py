@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from engine.experiments import run
-from engine.experiments.events import Artifact, Failed, Finished, Summary, TableRow
-from engine.experiments.exp_ntk import summarize, trend
-from engine.experiments.spec import DataSpec, ModelSpec, NTKSpec, RunSpec, TrainSpec
-from engine.experiments.store import TABLE_COLUMNS, RunStore, read_run
+from engine.experiments.ntk import summarize, trend
+from engine.run.events import Artifact, Failed, Finished, Summary, TableRow
+from engine.run.spec import DataSpec, ModelSpec, NTKSpec, RunSpec, TrainSpec
+from engine.run.store import TABLE_COLUMNS, RunStore, read_run
 
 
 def _spec(classes: tuple[int, ...] | None, drift_every: int) -> RunSpec:

@@ -8,11 +8,11 @@ import torch
 from torch import nn
 
 from engine.errors import ConfigError
-from engine.experiments.context import batch_seed
-from engine.experiments.exp_ntk import lin_distances
-from engine.experiments.spec import TrainSpec
+from engine.experiments.ntk import lin_distances
 from engine.models import build_model
 from engine.ntk.linearized import Linearized
+from engine.run.context import batch_seed
+from engine.run.spec import TrainSpec
 from engine.train import train
 
 

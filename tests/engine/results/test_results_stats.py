@@ -110,7 +110,7 @@ def test_train_summary_flags_models_at_chance() -> None:
     """An untrained MLP-Attn (1 epoch on 10-class digits) is reported at chance; the
     headline says so and summary.json lists its cells."""
     from engine.experiments import RunSpec, run
-    from engine.experiments.events import Finished
+    from engine.run.events import Finished
 
     spec = RunSpec.from_dict(
         {

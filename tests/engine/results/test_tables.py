@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.experiments.store import TABLE_COLUMNS
-from engine.experiments.validate import DamagedRun, read_csv_table
 from engine.results.tables import TABLES, FlipRateRow, InfluenceCheckRow, RowError, TrainRow
+from engine.run.store import TABLE_COLUMNS
+from engine.run.validate import DamagedRun, read_csv_table
 
 FLIP = {
     "model": "MLP-Attn",

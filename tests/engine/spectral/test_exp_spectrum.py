@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from engine.data.dataset import Dataset
-from engine.experiments.events import Artifact, CellFinished, Summary, TableRow
-from engine.experiments.exp_spectrum import KERNELS, RIDGES, run_spectrum
-from engine.experiments.spec import DataSpec, RunSpec, SpectrumSpec
-from engine.experiments.store import TABLE_COLUMNS, RunStore, read_run
+from engine.experiments.spectrum import KERNELS, RIDGES, run_spectrum
+from engine.run.events import Artifact, CellFinished, Summary, TableRow
+from engine.run.spec import DataSpec, RunSpec, SpectrumSpec
+from engine.run.store import TABLE_COLUMNS, RunStore, read_run
 
 
 def _dataset(name: str, n: int, n_test: int, d: int, seed: int, *, dead: int = 0) -> Dataset:
@@ -146,7 +146,7 @@ def test_paper_numbers_in_summary_for_mnist(monkeypatch):
 
 
 def test_verdict_lines():
-    from engine.experiments.exp_spectrum import _verdict
+    from engine.experiments.spectrum import _verdict
 
     nan = float("nan")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.experiments.spec import TrainSpec
 from engine.models import MLPAttn, TwoLayerNet
 from engine.models.qkv import QKVAttn
+from engine.run.spec import TrainSpec
 from engine.train import train
 
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from engine.errors import Cancelled, DivergedError
-from engine.experiments.spec import TrainSpec
 from engine.models import TwoLayerNet
+from engine.run.spec import TrainSpec
 from engine.train import data_loss, evaluate, train
 
 
@@ -81,8 +81,8 @@ def test_cancel() -> None:
 def test_small_steps_train_on_one_thread_and_restore_the_count():
     """step_threads: one thread while a step is under SMALL_STEP_MACS, the count restored
     after; big steps keep torch's setting."""
-    from engine.experiments.spec import TrainSpec
     from engine.models import TwoLayerNet
+    from engine.run.spec import TrainSpec
     from engine.train.loop import SMALL_STEP_MACS, step_threads, train
 
     before = torch.get_num_threads()

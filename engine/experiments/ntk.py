@@ -36,8 +36,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine import results
-from engine.experiments.events import Artifact, Event, Log, Summary, TableRow
-from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.ntk import (
@@ -51,10 +49,12 @@ from engine.ntk import (
 )
 from engine.results import mean_std
 from engine.results.tables import NtkDistanceRow, QkvDkRow
+from engine.run.events import Artifact, Event, Log, Summary, TableRow
+from engine.run.executors import Cell, run_cells
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
-    from engine.experiments.context import RunContext, TrainedModel
+    from engine.run.context import RunContext, TrainedModel
 
 MAX_KERNEL_N = 2048
 """Training points used for the n×n kernel distances (the first ones; subsets are shuffled)."""

@@ -20,13 +20,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import Cancelled
-from engine.experiments.events import Event, Progress
-from engine.experiments.executors.base import Cell, CellFn, CellOutcome
+from engine.run.events import Event, Progress
+from engine.run.executors.base import Cell, CellFn, CellOutcome
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
-    from engine.experiments.context import RunContext
-    from engine.experiments.spec import ExecutorSpec, RunSpec
+    from engine.run.context import RunContext
+    from engine.run.spec import ExecutorSpec, RunSpec
 
 POLL_S = 0.2
 """How often the driver checks for cancellation while cells run."""
@@ -56,7 +56,7 @@ def run_cell_remote(
     """
     import torch
 
-    from engine.experiments.context import RunContext
+    from engine.run.context import RunContext
 
     torch.set_num_threads(threads)  # one cell's numbers must not depend on its neighbours
     t0 = time.perf_counter()

@@ -15,8 +15,8 @@ from torch import nn
 from engine.data.dataset import Dataset
 from engine.device import resolve_device
 from engine.errors import Cancelled, ConfigError, DatasetError
-from engine.experiments.events import Event, Metric, Progress
-from engine.experiments.spec import RunSpec
+from engine.run.events import Event, Metric, Progress
+from engine.run.spec import RunSpec
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -104,9 +104,9 @@ class RunContext:
 
     @property
     def executor(self) -> Any:
-        """Where sweep cells run (``engine.experiments.executors``); None: in this process."""
+        """Where sweep cells run (``engine.run.executors``); None: in this process."""
         if self._executor is None and self.spec.executor.kind != "local":
-            from engine.experiments.executors.base import make_executor
+            from engine.run.executors.base import make_executor
 
             self._executor = make_executor(self.spec.executor)
         return self._executor

@@ -30,7 +30,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
-from engine.experiments.events import (
+from engine.experiments.flip_summary import summarize
+from engine.experiments.registry import register
+from engine.models import MODEL_LABELS
+from engine.results import MARK
+from engine.run.events import (
     Artifact,
     CellFinished,
     Event,
@@ -39,15 +43,11 @@ from engine.experiments.events import (
     Summary,
     TableRow,
 )
-from engine.experiments.executors import Cell, run_cells
-from engine.experiments.flip_summary import summarize
-from engine.experiments.registry import register
-from engine.models import MODEL_LABELS
-from engine.results import MARK
+from engine.run.executors import Cell, run_cells
 
 if TYPE_CHECKING:
-    from engine.experiments.context import RunContext
-    from engine.experiments.spec import FlipSpec
+    from engine.run.context import RunContext
+    from engine.run.spec import FlipSpec
 
 __all__ = ["attack_options", "flip_cell", "flip_cell_id", "run_advtrain", "run_flip", "summarize"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from engine.experiments.spec import RunSpec
+from engine.run.spec import RunSpec
 
 QUICK = {
     "data__n_train": 300,

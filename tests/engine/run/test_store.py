@@ -8,7 +8,7 @@ import json
 import pytest
 
 from engine.errors import ConfigError
-from engine.experiments.events import (
+from engine.run.events import (
     CellFinished,
     Failed,
     Finished,
@@ -18,8 +18,8 @@ from engine.experiments.events import (
     TableRow,
     from_json,
 )
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore, read_run
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore, read_run
 
 ROW = {
     "model": "2L-ReLU",
@@ -107,10 +107,10 @@ def test_resume_keeps_finished_drops_partial(tmp_path) -> None:
 def test_guard_columns_are_booleans_and_optional_on_read(tmp_path) -> None:
     """A run written before the guard columns existed reads fine (guards unknown); a guard
     cell that is not True/False is named as damage."""
-    from engine.experiments.store import TABLE_COLUMNS
-    from engine.experiments.validate import DamagedRun, read_csv_table
     from engine.results import failed_cells
     from engine.results.tables import TrainRow
+    from engine.run.store import TABLE_COLUMNS
+    from engine.run.validate import DamagedRun, read_csv_table
 
     cols = TABLE_COLUMNS["train"]
     old = [c for c in cols if c not in ("converged", "above_chance")]
@@ -127,7 +127,7 @@ def test_the_readme_lists_every_table_with_its_columns():
     """README's run-directory block names every table of the store with its columns."""
     from pathlib import Path
 
-    from engine.experiments.store import TABLE_COLUMNS
+    from engine.run.store import TABLE_COLUMNS
 
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     lines = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import ConfigError
-from engine.experiments.presets import apply_quick
-from engine.experiments.spec import DataSpec, FlipSpec, ModelSpec, RunSpec, TrainSpec
+from engine.reproduce.presets import apply_quick
+from engine.run.spec import DataSpec, FlipSpec, ModelSpec, RunSpec, TrainSpec
 
 
 def test_round_trip_defaults_and_changes(tmp_path) -> None:
@@ -65,8 +65,8 @@ def test_quick_caps_sizes_to_what_the_data_set_has() -> None:
     """digits has 1797 images (≈ 180 a class): 3 vs 8 caps train + test at
     int(0.85 · 2 · 1797 / 10) = 305 in the preset's 3:1 ratio; 10 classes need no cap;
     MNIST (two splits) is never capped; reproduce's binary parts use the same rule."""
-    from engine.experiments.presets import cap_quick, cap_sizes
-    from engine.experiments.reproduce import plan
+    from engine.reproduce.compare import plan
+    from engine.reproduce.presets import cap_quick, cap_sizes
 
     s = cap_sizes("digits", 2, 300, 100)
     assert (s.n_train, s.n_test) == (228, 77) and "n_train 300 → 228" in s.note

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.experiments.events import (
+from engine.experiments.registry import register
+from engine.run.events import (
     Artifact,
     CellFinished,
     Event,
@@ -42,7 +43,6 @@ from engine.experiments.events import (
     decode_floats,
     encode_floats,
 )
-from engine.experiments.registry import register
 from engine.spectral import (
     KERNELS,
     LARGEST_MODEL,
@@ -58,7 +58,7 @@ from engine.spectral import (
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
-    from engine.experiments.context import RunContext
+    from engine.run.context import RunContext
 
 NTK_KERNELS = ("ntk_raw", "ntk_attn")
 """Kernels whose spectrum goes to the ``ntk_spectrum`` table (Θ∞ on raw vs attention inputs)."""

@@ -41,17 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.experiments.events import (
-    Artifact,
-    Event,
-    Log,
-    Progress,
-    Summary,
-    TableRow,
-    decode_floats,
-    encode_floats,
-)
-from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.landscape import (
     curve_width,
@@ -64,9 +53,20 @@ from engine.landscape import (
 )
 from engine.models import MODEL_LABELS
 from engine.results import MARK, cells_of, failed_cells, guard_note, marked, mean_std
+from engine.run.events import (
+    Artifact,
+    Event,
+    Log,
+    Progress,
+    Summary,
+    TableRow,
+    decode_floats,
+    encode_floats,
+)
+from engine.run.executors import Cell, run_cells
 
 if TYPE_CHECKING:
-    from engine.experiments.context import RunContext, TrainedModel
+    from engine.run.context import RunContext, TrainedModel
 
 WIDTH_DELTA = 0.1
 """Loss rise above L(0) that bounds the 1-D basin whose width is reported (loss units)."""

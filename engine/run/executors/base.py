@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import Cancelled, ConfigError
-from engine.experiments.events import CellFailed, CellFinished, Event, Log, Progress
+from engine.run.events import CellFailed, CellFinished, Event, Log, Progress
 
 if TYPE_CHECKING:
-    from engine.experiments.context import RunContext
-    from engine.experiments.spec import ExecutorSpec
+    from engine.run.context import RunContext
+    from engine.run.spec import ExecutorSpec
 
 CellFn = Callable[..., Iterator[Event]]
 """``fn(ctx, cell_id, *args)`` yields the cell's events (rows, artifacts, metrics).
@@ -69,7 +69,7 @@ def make_executor(es: ExecutorSpec) -> Any:
     if es.kind == "local":
         return None
     check_executor(es)
-    from engine.experiments.executors.ray_executor import RayExecutor
+    from engine.run.executors.ray import RayExecutor
 
     return RayExecutor(es)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from engine.experiments.events import Artifact, Event, Log, Summary, TableRow
-from engine.experiments.executors import Cell, run_cells
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.results import (
@@ -20,9 +18,11 @@ from engine.results import (
     marked,
 )
 from engine.results.tables import TrainRow
+from engine.run.events import Artifact, Event, Log, Summary, TableRow
+from engine.run.executors import Cell, run_cells
 
 if TYPE_CHECKING:
-    from engine.experiments.context import RunContext
+    from engine.run.context import RunContext
 
 
 @register(

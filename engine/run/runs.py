@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from engine.errors import ConfigError
-from engine.experiments.store import atomic_write, read_run
+from engine.run.store import atomic_write, read_run
 
 RUNS_ENV = "MALLEABILITY_RUNS"
 DEFAULT_RUNS = "runs"
@@ -109,7 +109,7 @@ def list_runs(root: str | Path | None = None) -> list[RunListing]:
 
 def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, RunData]]]:
     """(reproduce summary or None, [(label, read_run data)]) for a run or reproduce folder."""
-    from engine.experiments.validate import DamagedRun, read_json_object
+    from engine.run.validate import DamagedRun, read_json_object
 
     if is_reproduce_dir(path):
         meta = read_json_object(path / "reproduce.json")
@@ -135,7 +135,7 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
     holds files (csv) or an existing JSON target is refused unless ``force``. The run is
     read and validated first: a damaged run writes nothing.
     """
-    from engine.experiments.paths import check_folder_target, make_folder
+    from engine.run.paths import check_folder_target, make_folder
 
     if fmt_ not in EXPORT_FORMATS:
         raise ConfigError("format", fmt_, "csv or json")

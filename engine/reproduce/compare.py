@@ -52,10 +52,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from engine.experiments.presets import apply_quick, cap_sizes
-from engine.experiments.spec import DataSpec, RunSpec
+from engine.reproduce.presets import apply_quick, cap_sizes
 from engine.results import guard_verdict, mean_std, num, ratio, spearman
 from engine.results.tables import AlignmentRow, NtkDistanceRow, SharpnessRow, SpectrumRow
+from engine.run.spec import DataSpec, RunSpec
 
 ALPHA = 0.05
 BINARY_CLASSES: dict[str, tuple[int, int]] = {

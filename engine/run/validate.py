@@ -120,7 +120,7 @@ def read_csv_table(path: Path, row_type: type[Row] | None) -> list[dict[str, str
 
 def read_spec(path: Path) -> Any:
     """spec.toml as a RunSpec (strictly typed, see spec.py)."""
-    from engine.experiments.spec import RunSpec
+    from engine.run.spec import RunSpec
 
     if not path.is_file():
         raise DamagedRun(path, "missing" if not path.exists() else "not a regular file")

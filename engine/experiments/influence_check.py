@@ -43,8 +43,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from engine.experiments.context import batch_seed
-from engine.experiments.events import (
+from engine.experiments.registry import register
+from engine.models import MODEL_LABELS
+from engine.results import mean_std
+from engine.results.tables import InfluenceCheckRow
+from engine.run.context import batch_seed
+from engine.run.events import (
     Artifact,
     Event,
     Log,
@@ -52,14 +56,10 @@ from engine.experiments.events import (
     Summary,
     TableRow,
 )
-from engine.experiments.registry import register
-from engine.models import MODEL_LABELS
-from engine.results import mean_std
-from engine.results.tables import InfluenceCheckRow
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
-    from engine.experiments.context import RunContext
+    from engine.run.context import RunContext
 
 __all__ = ["ESTIMATOR_LABELS", "run_influence_check", "summarize"]
 
@@ -84,7 +84,7 @@ CG_TOL = 1e-8
     sizes=lambda sp: (sp.influence_check.n_train, sp.influence_check.n_test),
 )
 def run_influence_check(ctx: RunContext) -> Iterator[Event]:
-    from engine.experiments.executors import Cell, run_cells
+    from engine.run.executors import Cell, run_cells
 
     sp, ic = ctx.spec, ctx.spec.influence_check
     rows: list[dict[str, Any]] = ctx.previous_rows("influence_check")

@@ -14,6 +14,6 @@ them in plan order, so the tables are the same whatever the order cells finish.
 
 from __future__ import annotations
 
-from engine.experiments.executors.base import Cell, CellOutcome, check_executor, run_cells
+from engine.run.executors.base import Cell, CellOutcome, check_executor, run_cells
 
 __all__ = ["Cell", "CellOutcome", "check_executor", "run_cells"]

@@ -22,11 +22,11 @@ ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 
 from engine.errors import Cancelled  # noqa: E402
 from engine.experiments import run  # noqa: E402
-from engine.experiments.context import RunContext  # noqa: E402
-from engine.experiments.events import CellFailed, CellFinished, Event, Finished, TableRow  # noqa: E402
-from engine.experiments.executors import Cell, run_cells  # noqa: E402
-from engine.experiments.spec import RunSpec  # noqa: E402
-from engine.experiments.store import RunStore, read_run  # noqa: E402
+from engine.run.context import RunContext  # noqa: E402
+from engine.run.events import CellFailed, CellFinished, Event, Finished, TableRow  # noqa: E402
+from engine.run.executors import Cell, run_cells  # noqa: E402
+from engine.run.spec import RunSpec  # noqa: E402
+from engine.run.store import RunStore, read_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +41,7 @@ SWEEP = [
 def ray_session() -> Iterator[None]:
     """One local Ray with 2 CPUs for every test here; the executor joins it."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # test cells by value
-    from engine.experiments.executors.ray_executor import LOCAL_RAY_CONFIG
+    from engine.run.executors.ray import LOCAL_RAY_CONFIG
 
     ray.init(
         num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=LOCAL_RAY_CONFIG
@@ -189,7 +189,7 @@ def test_cancel_raises_cancelled_from_run_cells(tmp_path) -> None:
 
 
 def test_influence_check_cells_give_the_same_rows_on_ray() -> None:
-    from engine.experiments.spec import ExecutorSpec, InfluenceCheckSpec
+    from engine.run.spec import ExecutorSpec, InfluenceCheckSpec
 
     spec = RunSpec.from_dict(
         {
@@ -262,7 +262,7 @@ def _assert_close(a, b, where: str = "") -> None:
 
 def _record(spec: RunSpec) -> dict[str, list]:
     """Rows (with their cells), artifacts, finished cells and summary of ``run(spec)``."""
-    from engine.experiments.events import Artifact
+    from engine.run.events import Artifact
 
     out: dict[str, list] = {"rows": [], "artifacts": [], "cells": [], "summary": []}
     for ev in run(spec):

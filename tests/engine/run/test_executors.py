@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import pytest
 
 from engine.errors import Cancelled, ConfigError
-from engine.experiments.context import RunContext
-from engine.experiments.events import CellFailed, CellFinished, Event, Finished, Progress, TableRow
-from engine.experiments.executors import Cell, CellOutcome, check_executor, run_cells
-from engine.experiments.spec import RunSpec
-from engine.experiments.store import RunStore, read_run
+from engine.run.context import RunContext
+from engine.run.events import CellFailed, CellFinished, Event, Finished, Progress, TableRow
+from engine.run.executors import Cell, CellOutcome, check_executor, run_cells
+from engine.run.spec import RunSpec
+from engine.run.store import RunStore, read_run
 
 
 def square_cell(ctx: RunContext, cell: str, k: int) -> Iterator[Event]:
@@ -158,7 +158,7 @@ def test_ray_missing_gives_install_hint(monkeypatch) -> None:
 
 
 def test_reproduce_passes_executor_options_to_every_sub_run() -> None:
-    from engine.experiments.reproduce import plan
+    from engine.reproduce.compare import plan
     from malleability_tui.cli.headless import executor_changes
 
     ex = executor_changes("ray", "head:6379", 4, 2, 0.5)

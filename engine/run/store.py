@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.experiments.events import (
+from engine.results.tables import TABLES
+from engine.run.events import (
     CellFailed,
     CellFinished,
     Event,
@@ -29,10 +30,9 @@ from engine.experiments.events import (
     TableRow,
     to_jsonable,
 )
-from engine.experiments.paths import claim_run_dir
-from engine.experiments.runlock import LOCK_NAME, RunLock, live_owner
-from engine.experiments.spec import RunSpec
-from engine.results.tables import TABLES
+from engine.run.lock import LOCK_NAME, RunLock, live_owner
+from engine.run.paths import claim_run_dir
+from engine.run.spec import RunSpec
 
 # Column names are part of the public interface (DESIGN.md, README "Run directory"):
 # the fields of each table's row type, in order (engine.results.tables).
@@ -247,12 +247,12 @@ def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
     The folder is created here (``mkdir`` is the claim), so two runs started in the same
     second get ``…-2``, ``…-3`` instead of sharing one folder.
     """
-    from engine.experiments.runs import runs_root
+    from engine.run.runs import runs_root
 
     base = runs_root(root)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"{stamp}-{spec.experiment.replace(',', '+')}-{spec.data.name}"
-    from engine.experiments.paths import make_folder
+    from engine.run.paths import make_folder
 
     make_folder(base, "runs root")
     i = 1
@@ -281,11 +281,11 @@ def run_status(path: str | Path, recorded: str | None) -> str:
 def read_run(path: str | Path, *, partial: bool = False) -> dict[str, Any]:
     """Load a run directory: spec, env, summary and every CSV table (as lists of dicts).
 
-    Every file is validated (``engine.experiments.validate``); the first damaged one
+    Every file is validated (``engine.run.validate``); the first damaged one
     raises ``DamagedRun`` ("damaged run: FILE: what is wrong"). With ``partial`` the damaged
     files are left out instead and listed under ``"damage"`` (the TUI opens what it can).
     """
-    from engine.experiments.validate import (
+    from engine.run.validate import (
         DamagedRun,
         check_env,
         check_summary,
