@@ -16,7 +16,7 @@ from textual.widgets import Input, TabbedContent, TabPane, TextArea
 
 from engine.errors import EngineError
 from engine.experiments.estimate import CONFIRM_SECONDS, hms
-from engine.run.runs import runs_root as default_runs_root
+from engine.run.paths import runs_root as default_runs_root
 from engine.run.spec import RunSpec
 from engine.run.store import RunStore
 from malleability_tui import actions, file_dialogs

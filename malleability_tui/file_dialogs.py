@@ -4,8 +4,9 @@ app's ``action_`` methods call these."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from engine.errors import EngineError
 from engine.run.spec import RunSpec
@@ -13,11 +14,30 @@ from malleability_tui.dialogs.path_dialog import PathDialog
 from malleability_tui.format import error_text
 from malleability_tui.widgets.setup_form import SetupForm
 
-if TYPE_CHECKING:
-    from malleability_tui.app import MalleabilityApp
+
+class FileHost(Protocol):
+    """What these actions need of the app (``MalleabilityApp`` is one; no import of it, so
+    the app depends on this module and not the reverse)."""
+
+    state: Any
+    settings: Any
+    last_export: Any
+
+    @property
+    def notify(self) -> Callable[..., Any]: ...
+    @property
+    def push_screen(self) -> Callable[..., Any]: ...
+    @property
+    def show_error(self) -> Callable[..., Any]: ...
+    @property
+    def main_query(self) -> Callable[..., Any]: ...
+    @property
+    def save_screenshot(self) -> Callable[..., Any]: ...
+    @property
+    def action_show_tab(self) -> Callable[..., Any]: ...
 
 
-def export(app: MalleabilityApp) -> None:
+def export(app: FileHost) -> None:
     """Ask for a folder and copy the current run's CSVs there."""
     run_dir = app.state.run_dir
     if not run_dir or not (Path(run_dir) / "spec.toml").exists():
@@ -43,7 +63,7 @@ def export(app: MalleabilityApp) -> None:
     )
 
 
-def screenshot(app: MalleabilityApp, filename: str | None = None, to: str | None = None) -> None:
+def screenshot(app: FileHost, filename: str | None = None, to: str | None = None) -> None:
     """Save an SVG screenshot into ``to`` (default: the export folder)."""
     folder = Path(to) if to else app.settings.export_root
     try:
@@ -56,7 +76,7 @@ def screenshot(app: MalleabilityApp, filename: str | None = None, to: str | None
     app.notify(f"screenshot: {path}")
 
 
-def load_spec(app: MalleabilityApp) -> None:
+def load_spec(app: FileHost) -> None:
     """Ask for a spec TOML and put it in the Setup form."""
 
     def done(path: str | None) -> None:
@@ -74,7 +94,7 @@ def load_spec(app: MalleabilityApp) -> None:
     app.push_screen(PathDialog("Load a run spec TOML:", "run.toml"), done)
 
 
-def save_spec(app: MalleabilityApp) -> None:
+def save_spec(app: FileHost) -> None:
     """Ask for a path and save the Setup form's spec there as TOML."""
 
     def done(path: str | None) -> None:

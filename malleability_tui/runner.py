@@ -35,6 +35,8 @@ from engine.run.store import RunStore
 if TYPE_CHECKING:
     from textual.app import App
 
+    from engine.run.context import Resume
+
 
 class JobPulse(Message):
     """Events are waiting in the runner's queue (coalesced: one pending pulse is enough)."""
@@ -137,10 +139,7 @@ class JobRunner:
         self,
         spec: RunSpec,
         *,
-        done_cells: frozenset[str],
-        cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]],
-        previous_artifacts: dict[str, list[Any]],
+        resume: Resume,
     ) -> Iterator[Event]:  # pragma: no cover - abstract
         """The job's events (an ``engine.experiments.runner.EventSource``)."""
         raise NotImplementedError
@@ -195,20 +194,11 @@ class ThreadRunner(JobRunner):
         self,
         spec: RunSpec,
         *,
-        done_cells: frozenset[str],
-        cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]],
-        previous_artifacts: dict[str, list[Any]],
+        resume: Resume,
     ) -> Iterator[Event]:
         from engine.experiments.runner import run
 
-        yield from run(
-            spec,
-            done_cells=done_cells,
-            cancel=cancel,
-            previous_rows=previous_rows,
-            previous_artifacts=previous_artifacts,
-        )
+        yield from run(spec, resume=resume)
 
 
 class SubprocessRunner(JobRunner):
@@ -234,10 +224,7 @@ class SubprocessRunner(JobRunner):
         self,
         spec: RunSpec,
         *,
-        done_cells: frozenset[str],
-        cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]],
-        previous_artifacts: dict[str, list[Any]],
+        resume: Resume,
     ) -> Iterator[Event]:
         import engine
 
@@ -259,9 +246,9 @@ class SubprocessRunner(JobRunner):
         threading.Thread(target=self._read_stderr, args=(p.stderr,), daemon=True).start()
         req = {
             "spec": spec.to_dict(),
-            "done_cells": sorted(done_cells),
-            "previous_rows": previous_rows,
-            "previous_artifacts": previous_artifacts,
+            "done_cells": sorted(resume.done_cells),
+            "previous_rows": resume.previous_rows,
+            "previous_artifacts": resume.previous_artifacts,
         }
         p.stdin.write(json.dumps(to_jsonable(req)) + "\n")
         p.stdin.flush()
@@ -316,9 +303,9 @@ class ReplayRunner(JobRunner):
         self.started_spec = spec
         super().start(app, spec, run_dir, **kw)
 
-    def _events(self, spec: RunSpec, **kw: Any) -> Iterator[Event]:
-        """The canned events, less those of ``done_cells`` (as the engine skips them)."""
-        done = kw.get("done_cells") or frozenset()
+    def _events(self, spec: RunSpec, *, resume: Resume) -> Iterator[Event]:
+        """The canned events, less those of ``resume.done_cells`` (as the engine skips them)."""
+        done = resume.done_cells
         for i, ev in enumerate(self.events):
             if getattr(ev, "cell", None) in done:
                 continue

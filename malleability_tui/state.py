@@ -182,7 +182,7 @@ class RunState:
 
 def load_run_state(path: str | Path) -> RunState:
     """Rebuild the state of a past run from its directory (events.jsonl, else the CSVs)."""
-    from engine.run.store import read_run
+    from engine.run.runs import read_run
 
     p = Path(path)
     data = read_run(p, partial=True)

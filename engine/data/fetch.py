@@ -145,7 +145,7 @@ def clean_stale_parts(folder: Path) -> list[Path]:
 
     A part file of a live process (another fetch running now) is left alone.
     """
-    from engine.run.lock import pid_alive
+    from engine.procs import pid_alive
 
     removed: list[Path] = []
     if not folder.is_dir():

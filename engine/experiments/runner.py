@@ -10,8 +10,9 @@ from typing import Any, Protocol
 
 from engine.errors import EngineError
 from engine.experiments.registry import select
-from engine.run.context import RunContext
+from engine.run.context import Resume, RunContext
 from engine.run.events import Event, Failed, Finished, Log, Progress, Started, Summary
+from engine.run.executors import make_executor
 from engine.run.spec import RunSpec
 from engine.run.store import RunStore
 
@@ -19,31 +20,25 @@ from engine.run.store import RunStore
 def run(
     spec: RunSpec,
     *,
-    done_cells: frozenset[str] | set[str] = frozenset(),
-    cancel: threading.Event | None = None,
-    previous_rows: dict[str, list[dict[str, Any]]] | None = None,
-    previous_artifacts: dict[str, list[Any]] | None = None,
+    resume: Resume | None = None,
 ) -> Iterator[Event]:
     """Run ``spec.experiment`` (or all) and yield its events.
 
     Ends with ``Finished(summary)`` or, on an expected error (bad data, a diverged
     run, cancellation), ``Failed(error, message)``; never raises an ``EngineError``.
-    ``done_cells`` (from a run being resumed) are skipped; ``cancel`` is checked
-    between events; ``previous_rows`` (table → rows of those cells) let summaries cover
-    them too, as do ``previous_artifacts`` (name → data of those cells' artifacts) for
-    summaries that need more than the rows.
+    ``resume`` (``engine.run.context.Resume``): the cells finished in a run being
+    resumed (skipped), their rows and artifacts (so summaries cover them), and the
+    cancel flag, checked between events. The executor of sweep cells is built here
+    (the driver) and handed to the context.
     """
     summary: dict[str, Any] = {}
     yield Started(spec.experiment, spec.to_dict())
     try:
         exps = select(spec.experiment)
-        ctx = RunContext(
-            spec,
-            done_cells=done_cells,
-            cancel=cancel,
-            previous_rows=previous_rows,
-            previous_artifacts=previous_artifacts,
-        )
+        executor = None
+        if spec.executor.kind != "local" and any(e.cells for e in exps):
+            executor = make_executor(spec.executor)
+        ctx = RunContext(spec, resume=resume, executor=executor)
         yield Log(f"device: {ctx.device}, dtype: {spec.dtype}")
         if spec.executor.kind != "local":
             local = [e.name for e in exps if not e.cells]
@@ -81,10 +76,7 @@ class EventSource(Protocol):
         self,
         spec: RunSpec,
         *,
-        done_cells: frozenset[str],
-        cancel: threading.Event | None,
-        previous_rows: dict[str, list[dict[str, Any]]],
-        previous_artifacts: dict[str, list[Any]],
+        resume: Resume,
     ) -> Iterator[Event]: ...
 
 
@@ -110,14 +102,9 @@ def execute(
     st = store if store is not None else RunStore(run_dir, spec, resume=resume)
     previous = {t: [dict(r) for r in rows] for t, rows in st.tables.items()}
     src: EventSource = source if source is not None else run
+    resumed = Resume(frozenset(st.done_cells), cancel, previous, st.previous_artifacts)
     try:
-        for ev in src(
-            spec,
-            done_cells=frozenset(st.done_cells),
-            cancel=cancel,
-            previous_rows=previous,
-            previous_artifacts=st.previous_artifacts,
-        ):
+        for ev in src(spec, resume=resumed):
             st.write(ev)
             if on_event is not None:
                 on_event(ev)

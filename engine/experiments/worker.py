@@ -32,6 +32,7 @@ def _watch_stdin(stream: IO[str], cancel: threading.Event) -> None:
 
 def main() -> int:
     from engine.experiments.runner import run
+    from engine.run.context import Resume
     from engine.run.events import Failed
     from engine.run.spec import RunSpec
 
@@ -58,13 +59,7 @@ def main() -> int:
     cancel = threading.Event()
     threading.Thread(target=_watch_stdin, args=(sys.stdin, cancel), daemon=True).start()
     try:
-        for ev in run(
-            spec,
-            done_cells=done,
-            cancel=cancel,
-            previous_rows=previous,
-            previous_artifacts=artifacts,
-        ):
+        for ev in run(spec, resume=Resume(frozenset(done), cancel, previous, artifacts)):
             out.write(json.dumps(ev.to_json()) + "\n")
             out.flush()
     except Exception as e:  # noqa: BLE001 - a bug: keep the stream well-formed

@@ -16,15 +16,14 @@ from engine.ntk.distances import NTKDistance, kernel_distance, ntk_distance
 from engine.ntk.empirical import (
     METHODS,
     empirical_ntk,
-    has_structure,
     jacobian_ntk,
     matrix_to_ntk_blocks,
     ntk_blocks_to_matrix,
-    structured_ntk,
 )
 from engine.ntk.linearized import LIN_METHODS, Linearized
 from engine.ntk.paper import PAPER_TABLE1, paper_ntk_distances
 from engine.ntk.regression import cholesky_jitter, kernel_regression
+from engine.ntk.structured import has_structure, structured_ntk
 from engine.ridge import RIDGE_RULES, Ridge, objective_ridge, resolve_ridge
 
 __all__ = [

@@ -32,7 +32,7 @@ from torch import nn
 from torch.func import functional_call, jvp
 
 from engine.errors import ConfigError
-from engine.ntk.empirical import has_structure
+from engine.ntk.structured import has_structure
 
 LinMethod = Literal["auto", "structured", "jvp"]
 LIN_METHODS = ("auto", "structured", "jvp")

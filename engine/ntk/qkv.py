@@ -122,7 +122,7 @@ def qkv_ntk(
 ) -> torch.Tensor:
     """Θ over every trainable parameter of QKV-Attn (attention + head); shapes as in
     ``engine.ntk.empirical_ntk``."""
-    from engine.ntk.empirical import structured_ntk
+    from engine.ntk.structured import structured_ntk
 
     if not has_qkv_structure(model):
         raise ConfigError("method", "structured", "a QKV-Attn model (use jacobian)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +75,22 @@ class TrainedModel:
         return {"converged": self.converged, "above_chance": self.above_chance}
 
 
+@dataclass(frozen=True)
+class Resume:
+    """What a run carries in from the run it resumes, and its cancel flag: the one
+    declaration of the bundle that ``run``, ``execute``, the worker and the TUI's runners
+    pass down to the context."""
+
+    done_cells: frozenset[str] = frozenset()
+    """Cells that finished in the run being resumed: skipped."""
+    cancel: threading.Event | None = None
+    """Checked between events; set: the run stops with ``Cancelled``."""
+    previous_rows: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """table → rows of those cells, so summaries cover them too."""
+    previous_artifacts: Mapping[str, list[Any]] = field(default_factory=dict)
+    """artifact name → data of those cells' artifacts (summaries that need more than rows)."""
+
+
 class RunContext:
     """What an experiment function sees: the spec, the device, data, trained models."""
 
@@ -82,33 +98,29 @@ class RunContext:
         self,
         spec: RunSpec,
         *,
-        done_cells: frozenset[str] | set[str] = frozenset(),
-        cancel: threading.Event | None = None,
-        previous_rows: dict[str, list[dict[str, Any]]] | None = None,
-        previous_artifacts: dict[str, list[Any]] | None = None,
+        resume: Resume | None = None,
+        executor: Any = None,
     ) -> None:
+        resume = resume if resume is not None else Resume()
         self.spec = spec
-        self._previous = previous_rows or {}
-        self._previous_artifacts = previous_artifacts or {}
+        self._previous = dict(resume.previous_rows)
+        self._previous_artifacts = dict(resume.previous_artifacts)
         self._notes: list[str] = []
         self._noted: set[str] = set()
         self.device = resolve_device(spec.device)
         self.dtype = DTYPES[spec.dtype]
-        self.done_cells = frozenset(done_cells)
-        self.cancel = cancel
+        self.done_cells = frozenset(resume.done_cells)
+        self.cancel = resume.cancel
         self._datasets: dict[tuple[Any, ...], Dataset] = {}
         self._trained: dict[tuple[Any, ...], TrainedModel] = {}
         self._twins: dict[tuple[Any, ...], nn.Module] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
-        self._executor: Any = None
+        self._executor: Any = executor
 
     @property
     def executor(self) -> Any:
-        """Where sweep cells run (``engine.run.executors``); None: in this process."""
-        if self._executor is None and self.spec.executor.kind != "local":
-            from engine.run.executors.base import make_executor
-
-            self._executor = make_executor(self.spec.executor)
+        """Where sweep cells run, as the driver built it (``engine.run.executors.
+        make_executor``); None: in this process."""
         return self._executor
 
     def memo(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import EngineError
+from engine.procs import pid_alive
 
 LOCK_NAME = ".lock"
 
@@ -38,19 +39,6 @@ def _owner(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return d if isinstance(d, dict) and isinstance(d.get("pid"), int) else None
-
-
-def pid_alive(pid: int) -> bool:
-    """True when a process ``pid`` exists on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def live_owner(run_dir: str | Path) -> dict[str, Any] | None:

@@ -112,3 +112,24 @@ def claim_run_dir(path: str | Path, *, resume: bool) -> Path:
     except OSError as e:
         raise ConfigError("out", str(p), f"a folder that can be created ({e.strerror})") from None
     return p
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+RUNS_ENV = "MALLEABILITY_RUNS"
+
+
+DEFAULT_RUNS = "runs"
+
+
+def runs_root(root: str | Path | None = None) -> Path:
+    """The runs folder: ``root`` when given, else ``$MALLEABILITY_RUNS``, else ``./runs``."""
+    return Path(root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS)

@@ -14,24 +14,17 @@ and what is there; the run store (``store.py``) writes a run, this module reads 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any, TypedDict
 
 from engine.errors import ConfigError
-from engine.run.store import atomic_write, read_run
-
-RUNS_ENV = "MALLEABILITY_RUNS"
-DEFAULT_RUNS = "runs"
+from engine.results.tables import TABLES
+from engine.run.lock import live_owner
+from engine.run.paths import atomic_write, runs_root
 
 RunData = dict[str, Any]
 """A run directory as ``read_run`` returns it (path, spec, env, summary, tables, damage)."""
-
-
-def runs_root(root: str | Path | None = None) -> Path:
-    """The runs folder: ``root`` when given, else ``$MALLEABILITY_RUNS``, else ``./runs``."""
-    return Path(root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS)
 
 
 def is_run_dir(p: Path) -> bool:
@@ -172,3 +165,59 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
     make_folder(to, "to")
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     return [target]
+
+
+def run_status(path: str | Path, recorded: str | None) -> str:
+    """The status readers show: a run recorded as ``running`` with no live writer was killed."""
+    if recorded == "running" and live_owner(path) is None:
+        return "interrupted"
+    return recorded or "?"
+
+
+def read_run(path: str | Path, *, partial: bool = False) -> dict[str, Any]:
+    """Load a run directory: spec, env, summary and every CSV table (as lists of dicts).
+
+    Every file is validated (``engine.run.validate``); the first damaged one
+    raises ``DamagedRun`` ("damaged run: FILE: what is wrong"). With ``partial`` the damaged
+    files are left out instead and listed under ``"damage"`` (the TUI opens what it can).
+    """
+    from engine.run.validate import (
+        DamagedRun,
+        check_env,
+        check_summary,
+        read_csv_table,
+        read_json_object,
+        read_spec,
+    )
+
+    p = Path(path)
+    if not (p / "spec.toml").exists():
+        raise ConfigError("run", str(p), "a run directory (it has spec.toml)")
+    damage: list[str] = []
+
+    def guard(fn: Any, default: Any) -> Any:
+        try:
+            return fn()
+        except DamagedRun as e:
+            if not partial:
+                raise
+            damage.append(str(e))
+            return default
+
+    out: dict[str, Any] = {
+        "path": str(p),
+        "spec": guard(lambda: read_spec(p / "spec.toml").to_dict(), {}),
+        "tables": {},
+    }
+    for name, check in (("env", check_env), ("summary", check_summary)):
+        f = p / f"{name}.json"
+        out[name] = (
+            guard(lambda f=f, check=check: check(read_json_object(f), f), {}) if f.exists() else {}
+        )
+    out["env"]["status"] = run_status(p, out["env"].get("status", out["summary"].get("status")))
+    for f in sorted(p.glob("*.csv")):
+        rows = guard(lambda f=f: read_csv_table(f, TABLES.get(f.stem)), None)
+        if rows is not None:
+            out["tables"][f.stem] = rows
+    out["damage"] = damage
+    return out

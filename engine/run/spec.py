@@ -725,7 +725,7 @@ class RunSpec:
 
     def save(self, path: str | Path) -> None:
         """Write the spec as TOML (atomically: a temp file beside it, then a rename)."""
-        from engine.run.store import atomic_write
+        from engine.run.paths import atomic_write
 
         atomic_write(Path(path), self.to_toml())
 

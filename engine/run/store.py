@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import platform
 import socket
 import sys
@@ -30,23 +29,13 @@ from engine.run.events import (
     TableRow,
     to_jsonable,
 )
-from engine.run.lock import LOCK_NAME, RunLock, live_owner
-from engine.run.paths import claim_run_dir
+from engine.run.lock import LOCK_NAME, RunLock
+from engine.run.paths import atomic_write, claim_run_dir
 from engine.run.spec import RunSpec
 
 # Column names are part of the public interface (DESIGN.md, README "Run directory"):
 # the fields of each table's row type, in order (engine.results.tables).
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {name: t.columns() for name, t in TABLES.items()}
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _cell(v: Any) -> Any:
@@ -247,7 +236,7 @@ def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
     The folder is created here (``mkdir`` is the claim), so two runs started in the same
     second get ``…-2``, ``…-3`` instead of sharing one folder.
     """
-    from engine.run.runs import runs_root
+    from engine.run.paths import runs_root
 
     base = runs_root(root)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -269,59 +258,3 @@ def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
                 str(base),
                 f"a folder where run directories can be created ({e.strerror})",
             ) from None
-
-
-def run_status(path: str | Path, recorded: str | None) -> str:
-    """The status readers show: a run recorded as ``running`` with no live writer was killed."""
-    if recorded == "running" and live_owner(path) is None:
-        return "interrupted"
-    return recorded or "?"
-
-
-def read_run(path: str | Path, *, partial: bool = False) -> dict[str, Any]:
-    """Load a run directory: spec, env, summary and every CSV table (as lists of dicts).
-
-    Every file is validated (``engine.run.validate``); the first damaged one
-    raises ``DamagedRun`` ("damaged run: FILE: what is wrong"). With ``partial`` the damaged
-    files are left out instead and listed under ``"damage"`` (the TUI opens what it can).
-    """
-    from engine.run.validate import (
-        DamagedRun,
-        check_env,
-        check_summary,
-        read_csv_table,
-        read_json_object,
-        read_spec,
-    )
-
-    p = Path(path)
-    if not (p / "spec.toml").exists():
-        raise ConfigError("run", str(p), "a run directory (it has spec.toml)")
-    damage: list[str] = []
-
-    def guard(fn: Any, default: Any) -> Any:
-        try:
-            return fn()
-        except DamagedRun as e:
-            if not partial:
-                raise
-            damage.append(str(e))
-            return default
-
-    out: dict[str, Any] = {
-        "path": str(p),
-        "spec": guard(lambda: read_spec(p / "spec.toml").to_dict(), {}),
-        "tables": {},
-    }
-    for name, check in (("env", check_env), ("summary", check_summary)):
-        f = p / f"{name}.json"
-        out[name] = (
-            guard(lambda f=f, check=check: check(read_json_object(f), f), {}) if f.exists() else {}
-        )
-    out["env"]["status"] = run_status(p, out["env"].get("status", out["summary"].get("status")))
-    for f in sorted(p.glob("*.csv")):
-        rows = guard(lambda f=f: read_csv_table(f, TABLES.get(f.stem)), None)
-        if rows is not None:
-            out["tables"][f.stem] = rows
-    out["damage"] = damage
-    return out

@@ -213,8 +213,7 @@ def report_cmd(
     """Write a self-contained report: spec, environment, every table, the checklist, plots."""
     if format not in ("md", "html"):
         die(f"invalid --format {format!r}: md or html")
-    from engine.run.paths import check_file_target
-    from engine.run.store import atomic_write
+    from engine.run.paths import atomic_write, check_file_target
 
     with expected_errors():
         path = resolve_run(run, None, reproduce=True)

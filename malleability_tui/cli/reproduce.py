@@ -22,11 +22,13 @@ from engine.experiments.estimate import (
     probe_flops,
     probe_step_seconds,
 )
-from engine.reproduce.compare import NO_DATA, Part, compare, plan
+from engine.reproduce.claims import NO_DATA
+from engine.reproduce.compare import compare
+from engine.reproduce.plan import Part, plan
 from engine.results import flip_text, num
 from engine.run.events import to_jsonable
-from engine.run.runs import runs_root
-from engine.run.store import atomic_write, read_run
+from engine.run.paths import atomic_write, runs_root
+from engine.run.runs import read_run
 from malleability_tui.cli.common import (
     console,
     die,

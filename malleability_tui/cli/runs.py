@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from engine.run.runs import export_run, find_run, list_runs, runs_root
-from engine.run.store import read_run
+from engine.run.paths import runs_root
+from engine.run.runs import export_run, find_run, list_runs, read_run
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, table_of
 

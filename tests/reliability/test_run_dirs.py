@@ -131,7 +131,7 @@ def test_tui_opens_what_it_can(run_copy: Path) -> None:
 
 
 def test_killed_run_reads_as_interrupted(run_copy: Path) -> None:
-    from engine.run.store import read_run
+    from engine.run.runs import read_run
     from tests.reliability.conftest import dead_pid
 
     env = json.loads((run_copy / "env.json").read_text())

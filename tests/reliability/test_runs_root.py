@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.runs import find_run, list_runs, runs_root
+from engine.run.paths import runs_root
+from engine.run.runs import find_run, list_runs
 from tests.reliability.conftest import invoke, one_line_failure
 
 

@@ -14,6 +14,36 @@ them in plan order, so the tables are the same whatever the order cells finish.
 
 from __future__ import annotations
 
-from engine.run.executors.base import Cell, CellOutcome, check_executor, run_cells
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Cell", "CellOutcome", "check_executor", "run_cells"]
+from engine.errors import ConfigError
+from engine.run.executors.base import Cell, CellOutcome, run_cells
+
+if TYPE_CHECKING:
+    from engine.run.spec import ExecutorSpec
+
+RAY_HINT = (
+    "Ray is not installed here; install it with: pip install -e '.[ray]'  (or: pip install ray)"
+)
+
+
+def check_executor(es: ExecutorSpec) -> None:
+    """Fail early (before a run directory exists) when the executor cannot run here."""
+    if es.kind == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ConfigError("executor", "ray", RAY_HINT) from None
+
+
+def make_executor(es: ExecutorSpec) -> Any:
+    """The executor object for ``es`` (None for ``local``: ``run_cells`` runs cells inline)."""
+    if es.kind == "local":
+        return None
+    check_executor(es)
+    from engine.run.executors.ray import RayExecutor
+
+    return RayExecutor(es)
+
+
+__all__ = ["RAY_HINT", "Cell", "CellOutcome", "check_executor", "make_executor", "run_cells"]

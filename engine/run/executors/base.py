@@ -6,12 +6,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import Cancelled, ConfigError
+from engine.errors import Cancelled
 from engine.run.events import CellFailed, CellFinished, Event, Log, Progress
 
 if TYPE_CHECKING:
     from engine.run.context import RunContext
-    from engine.run.spec import ExecutorSpec
 
 CellFn = Callable[..., Iterator[Event]]
 """``fn(ctx, cell_id, *args)`` yields the cell's events (rows, artifacts, metrics).
@@ -19,10 +18,6 @@ CellFn = Callable[..., Iterator[Event]]
 It must be a module-level function (Ray pickles it by reference) and depend only on
 ``ctx.spec``, ``ctx.dataset(seed=data_seed)`` and ``args``: the executor may run it in
 another process, on another node, with a fresh ``RunContext``."""
-
-RAY_HINT = (
-    "Ray is not installed here; install it with: pip install -e '.[ray]'  (or: pip install ray)"
-)
 
 
 @dataclass(frozen=True)
@@ -53,25 +48,6 @@ class CellOutcome:
     """(exception class, message) when every attempt failed."""
     seconds: float = 0.0
     host: str = field(default="", compare=False)
-
-
-def check_executor(es: ExecutorSpec) -> None:
-    """Fail early (before a run directory exists) when the executor cannot run here."""
-    if es.kind == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise ConfigError("executor", "ray", RAY_HINT) from None
-
-
-def make_executor(es: ExecutorSpec) -> Any:
-    """The executor object for ``es`` (None for ``local``: ``run_cells`` runs cells inline)."""
-    if es.kind == "local":
-        return None
-    check_executor(es)
-    from engine.run.executors.ray import RayExecutor
-
-    return RayExecutor(es)
 
 
 def run_cells(ctx: RunContext, cells: list[Cell], *, task: str = "sweep") -> Iterator[Event]:

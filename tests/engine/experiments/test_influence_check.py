@@ -240,7 +240,7 @@ def test_a_finished_run_reads_back(tmp_path):
     """The run directory of an influence_check run is not 'damaged' when reopened: its
     context and estimator columns are labels (engine.results.tables.InfluenceCheckRow)."""
     from engine.results.tables import InfluenceCheckRow
-    from engine.run.store import read_run
+    from engine.run.runs import read_run
 
     events, out = _run(_spec(gradient=(), ridges=("lambda",)), tmp_path)
     data = read_run(out)

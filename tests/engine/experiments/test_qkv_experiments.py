@@ -166,7 +166,7 @@ def _lin_rows(relu_slope: float, qkv_slope: float, widths=(4, 16, 64, 256)) -> l
 
 
 def test_reproduce_v2_row_uses_the_claim1_rule_on_the_twin_distance() -> None:
-    from engine.reproduce.compare import FAILS, HOLDS, INCONCLUSIVE, NO_DATA, checklist
+    from engine.reproduce.claims import FAILS, HOLDS, INCONCLUSIVE, NO_DATA, checklist
 
     def v2(rows):
         return next(c for c in checklist({"mnist": {"ntk": rows}}) if c["claim"] == 7)

@@ -9,8 +9,9 @@ import pytest
 from engine.experiments import run
 from engine.experiments.landscape import summarize
 from engine.run.events import Artifact, Failed, Summary, TableRow
+from engine.run.runs import read_run
 from engine.run.spec import DataSpec, LandscapeSpec, ModelSpec, RunSpec, TrainSpec
-from engine.run.store import TABLE_COLUMNS, RunStore, read_run
+from engine.run.store import TABLE_COLUMNS, RunStore
 
 
 def _spec(split: str, classes, seeds: tuple[int, ...]) -> RunSpec:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from engine.experiments import RunSpec, Summary, TableRow, run
+from engine.run.context import Resume
 from engine.run.events import CellFinished, Failed
 from engine.run.spec import DataSpec, FlipSpec, ModelSpec, TrainSpec
 from engine.run.store import TABLE_COLUMNS
@@ -47,7 +48,7 @@ def test_flip_and_advtrain_rows_and_summary():
 
 def test_resume_skips_finished_cells_and_retrain_fails_cleanly():
     done = {f"flip/digits/{k}/fgsm/0.3/0" for k in ("relu", "attn")}
-    events = list(run(_spec("flip", attacks=("fgsm",)), done_cells=done))
+    events = list(run(_spec("flip", attacks=("fgsm",)), resume=Resume(done_cells=done)))
     assert not [e for e in events if isinstance(e, TableRow)]
     events = list(run(_spec("flip", attacks=("fgsm",), retrain=True)))
     failed = [e for e in events if isinstance(e, Failed)]
@@ -150,7 +151,7 @@ def test_a_cell_stopped_inside_resumes_with_the_points_left():
     full = [e.row for e in run(spec) if isinstance(e, TableRow) and e.table == "flip_rates"]
     done = {"flip/digits/relu/fgsm/0.3/0"}
     previous = {"flip_rates": [r for r in full if (r["model"], r["attack"]) == ("2L-ReLU", "fgsm")]}
-    events = list(run(spec, done_cells=done, previous_rows=previous))
+    events = list(run(spec, resume=Resume(done_cells=done, previous_rows=previous)))
     rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "flip_rates"]
     assert [(r["model"], r["attack"]) for r in rows] == [
         ("2L-ReLU", "pgd"),

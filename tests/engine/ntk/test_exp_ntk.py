@@ -9,9 +9,11 @@ import torch
 
 from engine.experiments import run
 from engine.experiments.ntk import summarize, trend
+from engine.run.context import Resume
 from engine.run.events import Artifact, Failed, Finished, Summary, TableRow
+from engine.run.runs import read_run
 from engine.run.spec import DataSpec, ModelSpec, NTKSpec, RunSpec, TrainSpec
-from engine.run.store import TABLE_COLUMNS, RunStore, read_run
+from engine.run.store import TABLE_COLUMNS, RunStore
 
 
 def _spec(classes: tuple[int, ...] | None, drift_every: int) -> RunSpec:
@@ -78,7 +80,7 @@ def test_resume_skips_finished_cells() -> None:
     done = {"ntk/digits/relu/8/0", "ntk/digits/attn/8/0", "ntk/digits/attn/64/0"}
     rows = [
         e.row
-        for e in run(spec, done_cells=done)
+        for e in run(spec, resume=Resume(done_cells=done))
         if isinstance(e, TableRow) and e.table == "ntk_distance"
     ]
     assert [(r["model"], r["width"]) for r in rows] == [("2L-ReLU", 64)]

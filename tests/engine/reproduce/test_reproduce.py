@@ -6,15 +6,9 @@ import math
 
 import pytest
 
-from engine.reproduce.compare import (
-    FAILS,
-    HOLDS,
-    INCONCLUSIVE,
-    NO_DATA,
-    checklist,
-    compare,
-    plan,
-)
+from engine.reproduce.claims import FAILS, HOLDS, INCONCLUSIVE, NO_DATA, checklist
+from engine.reproduce.compare import compare
+from engine.reproduce.plan import plan
 from engine.results import mean_std, wilson_interval
 
 
@@ -220,7 +214,7 @@ def test_gd_sweep_matches_the_sample_config() -> None:
     """GD_SWEEP is the optimiser, lr and σ_w of sample_data/configs/ntk_digits_3v8_sigma1_gd.toml."""
     from pathlib import Path
 
-    from engine.reproduce.compare import GD_SWEEP
+    from engine.reproduce.plan import GD_SWEEP
     from engine.run.spec import RunSpec
 
     cfg = RunSpec.load(
@@ -259,7 +253,7 @@ def test_claim1_rule_on_the_linearized_twin() -> None:
     """Holds: 2L-ReLU's lin_distance_rel falls and MLP-Attn's does not, or falls but stays
     above by more than the seed spread; does not hold: 2L-ReLU's does not fall, or both
     fall together; inconclusive: too few widths, or a cell that fails a guard."""
-    from engine.reproduce.compare import _claim1
+    from engine.reproduce.claims import _claim1
 
     falls = [0.4, 0.2, 0.1, 0.05]
     c = _claim1("digits", _lin(falls, [1.0, 1.2, 0.9, 1.1]))

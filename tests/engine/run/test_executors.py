@@ -14,11 +14,12 @@ from collections.abc import Iterator
 import pytest
 
 from engine.errors import Cancelled, ConfigError
-from engine.run.context import RunContext
+from engine.run.context import Resume, RunContext
 from engine.run.events import CellFailed, CellFinished, Event, Finished, Progress, TableRow
 from engine.run.executors import Cell, CellOutcome, check_executor, run_cells
+from engine.run.runs import read_run
 from engine.run.spec import RunSpec
-from engine.run.store import RunStore, read_run
+from engine.run.store import RunStore
 
 
 def square_cell(ctx: RunContext, cell: str, k: int) -> Iterator[Event]:
@@ -61,9 +62,8 @@ class ScriptedExecutor:
 def _ctx(
     executor: object | None = None, *, done: set[str] = frozenset(), cancel=None
 ) -> RunContext:
-    ctx = RunContext(RunSpec(device="cpu"), done_cells=done, cancel=cancel)
-    ctx._executor = executor
-    return ctx
+    resume = Resume(done_cells=frozenset(done), cancel=cancel)
+    return RunContext(RunSpec(device="cpu"), resume=resume, executor=executor)
 
 
 def _drive(ctx: RunContext, plan: list[Cell], store: RunStore) -> list[Event]:
@@ -158,7 +158,7 @@ def test_ray_missing_gives_install_hint(monkeypatch) -> None:
 
 
 def test_reproduce_passes_executor_options_to_every_sub_run() -> None:
-    from engine.reproduce.compare import plan
+    from engine.reproduce.plan import plan
     from malleability_tui.cli.headless import executor_changes
 
     ex = executor_changes("ray", "head:6379", 4, 2, 0.5)

@@ -22,11 +22,15 @@ ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 
 from engine.errors import Cancelled  # noqa: E402
 from engine.experiments import run  # noqa: E402
-from engine.run.context import RunContext  # noqa: E402
+from engine.run.context import (  # noqa: E402
+    Resume,
+    RunContext,  # noqa: E402
+)
 from engine.run.events import CellFailed, CellFinished, Event, Finished, TableRow  # noqa: E402
-from engine.run.executors import Cell, run_cells  # noqa: E402
+from engine.run.executors import Cell, make_executor, run_cells  # noqa: E402
+from engine.run.runs import read_run  # noqa: E402
 from engine.run.spec import RunSpec  # noqa: E402
-from engine.run.store import RunStore, read_run  # noqa: E402
+from engine.run.store import RunStore  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +111,8 @@ def flaky_cell(ctx: RunContext, cell: str, k: int, folder: str, mode: str) -> It
 
 
 def _ray_ctx(**kw) -> RunContext:
-    return RunContext(RunSpec(device="cpu").replace(executor__kind="ray"), **kw)
+    spec = RunSpec(device="cpu").replace(executor__kind="ray")
+    return RunContext(spec, resume=Resume(**kw), executor=make_executor(spec.executor))
 
 
 def _plan(folder: Path, modes: list[str]) -> list[Cell]:
@@ -138,7 +143,7 @@ def test_cell_failing_twice_is_recorded_and_resumed(tmp_path) -> None:
 
     (tmp_path / "fixed").write_text("")
     store = RunStore(tmp_path / "run", spec, resume=True)
-    evs = list(run_cells(_ray_ctx(done_cells=store.done_cells), plan))
+    evs = list(run_cells(_ray_ctx(done_cells=frozenset(store.done_cells)), plan))
     for ev in evs:
         store.write(ev)
     store.write(Finished({}))
@@ -161,7 +166,7 @@ def test_cancel_mid_run_then_resume(tmp_path, local_rows) -> None:
     out = tmp_path / "run"
     store = RunStore(out, spec)
     cancel = threading.Event()
-    for ev in run(spec, cancel=cancel):
+    for ev in run(spec, resume=Resume(cancel=cancel)):
         store.write(ev)
         if isinstance(ev, CellFinished):
             cancel.set()  # the rest are in flight or queued: cancelled
@@ -172,7 +177,7 @@ def test_cancel_mid_run_then_resume(tmp_path, local_rows) -> None:
     store = RunStore(out, spec, resume=True)
     assert store.done_cells == kept
     previous = {t: [dict(r) for r in rows] for t, rows in store.tables.items()}
-    evs = list(run(spec, done_cells=frozenset(kept), previous_rows=previous))
+    evs = list(run(spec, resume=Resume(done_cells=frozenset(kept), previous_rows=previous)))
     for ev in evs:
         store.write(ev)
     assert not ({e.cell for e in evs if isinstance(e, CellFinished)} & kept)

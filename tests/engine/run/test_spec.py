@@ -65,7 +65,7 @@ def test_quick_caps_sizes_to_what_the_data_set_has() -> None:
     """digits has 1797 images (≈ 180 a class): 3 vs 8 caps train + test at
     int(0.85 · 2 · 1797 / 10) = 305 in the preset's 3:1 ratio; 10 classes need no cap;
     MNIST (two splits) is never capped; reproduce's binary parts use the same rule."""
-    from engine.reproduce.compare import plan
+    from engine.reproduce.plan import plan
     from engine.reproduce.presets import cap_quick, cap_sizes
 
     s = cap_sizes("digits", 2, 300, 100)

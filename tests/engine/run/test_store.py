@@ -18,8 +18,9 @@ from engine.run.events import (
     TableRow,
     from_json,
 )
+from engine.run.runs import read_run
 from engine.run.spec import RunSpec
-from engine.run.store import RunStore, read_run
+from engine.run.store import RunStore
 
 ROW = {
     "model": "2L-ReLU",

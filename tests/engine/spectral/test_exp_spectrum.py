@@ -11,8 +11,9 @@ import torch
 from engine.data.dataset import Dataset
 from engine.experiments.spectrum import KERNELS, RIDGES, run_spectrum
 from engine.run.events import Artifact, CellFinished, Summary, TableRow
+from engine.run.runs import read_run
 from engine.run.spec import DataSpec, RunSpec, SpectrumSpec
-from engine.run.store import TABLE_COLUMNS, RunStore, read_run
+from engine.run.store import TABLE_COLUMNS, RunStore
 
 
 def _dataset(name: str, n: int, n_test: int, d: int, seed: int, *, dead: int = 0) -> Dataset:

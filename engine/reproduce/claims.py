@@ -1,0 +1,320 @@
+"""The claims checklist: one verdict per claim of PAPER.md §1 and data set, from the rows
+of the reproduction's runs (holds / does not hold / inconclusive: why / no data)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine.results import guard_verdict, mean_std, ratio, spearman
+from engine.results.tables import AlignmentRow, NtkDistanceRow, SharpnessRow, SpectrumRow
+
+ALPHA = 0.05
+
+
+MODELS = ("2L-ReLU", "MLP-Attn")
+
+
+HOLDS, FAILS, INCONCLUSIVE, NO_DATA = "holds", "does not hold", "inconclusive", "no data"
+
+
+def _pooled(
+    rows: list[dict], model: str, attack: str, training: str, eps: float | None = None
+) -> dict[str, Any] | None:
+    """Pooled flip rate (percent) from the integer counts (``flip_summary.pooled``)."""
+    from engine.experiments.flip_summary import pooled, typed
+
+    sel = [
+        r
+        for r in typed(rows)
+        if r.model == model
+        and r.attack == attack
+        and r.training == training
+        and (eps is None or abs(r.eps - eps) < 1e-9)
+    ]
+    return pooled(sel)
+
+
+def _claim(n: int, claim: str, statistic: str, verdict: str, **values: Any) -> dict[str, Any]:
+    """One checklist item; a guarded verdict (``_guarded``) keeps the rule's own verdict
+    as ``rule_verdict`` and says it at the end of the statistic."""
+    rule = values.pop("rule_verdict", None)
+    if rule is not None and rule != verdict:
+        statistic += f" (the rule alone: {rule})"
+        values["rule_verdict"] = rule
+    return {"claim": n, "title": claim, "statistic": statistic, "verdict": verdict, **values}
+
+
+def checklist(stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Six claims and v2's (7) × data sets → holds / does not hold / inconclusive / no data."""
+    items = []
+    for ds, s in stats.items():
+        items.append(_claim1(ds, s.get("ntk"), "Adam, 10-class" if "ntk_gd" in s else ""))
+        if "ntk_gd" in s:
+            items.append(_claim1(ds, s.get("ntk_gd"), "full-batch GD, binary"))
+        items.append(_claim2(ds, s.get("spectrum")))
+        items.append(_claim3(ds, s.get("flip"), s.get("flip_binary"), s.get("grid", [])))
+        items.append(_claim4(ds, s.get("flip")))
+        items.append(_claim5(ds, s.get("alignment")))
+        items.append(_claim6(ds, s.get("sharpness")))
+        items.append(_claim_v2(ds, s.get("ntk")))
+    return items
+
+
+def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]:
+    t = "non-convergence: 2L-ReLU approaches its NTK predictor with width, MLP-Attn does not"
+    if sweep:
+        t += f" ({sweep})"
+    extra = {"sweep": sweep} if sweep else {}
+    col = "lin_distance_rel"
+    if not rows:
+        return _claim(1, t, f"Spearman ρ({col}, log₂ m)", NO_DATA, dataset=ds, **extra)
+    if not any(math.isfinite(NtkDistanceRow.from_row(r).lin_distance_rel) for r in rows):
+        col = "ntk_distance"  # a run without the linearized twin: the paper's column
+    v, stat, x = _width_rule(rows, col, *MODELS)
+    rr, pr, ra, pa = x["rho_ref"], x["p_ref"], x["rho_other"], x["p_other"]
+    return _claim(
+        1,
+        t,
+        f"{col}: {stat}",
+        v,
+        dataset=ds,
+        rho_relu=rr,
+        p_relu=pr,
+        rho_attn=ra,
+        p_attn=pa,
+        rule_verdict=x["rule_verdict"],
+        **extra,
+    )
+
+
+def _guarded(verdict: str, rows: list[dict]) -> str:
+    """``verdict``, or "inconclusive: models not converged" (… at chance) when a cell behind
+    ``rows`` fails a guard (``engine.results.guard_verdict``)."""
+    why = guard_verdict(rows)
+    return f"{INCONCLUSIVE}: {why}" if why and verdict != NO_DATA else verdict
+
+
+def _width_rule(
+    rows: list[dict], column: str, ref: str, other: str
+) -> tuple[str, str, dict[str, Any]]:
+    """Claim 1's rule on ``column`` (module docstring): ``ref`` falls with log₂ m (ρ < 0,
+    p < α) and ``other`` does not fall or stays above ``ref`` by more than the seed spread
+    at every width → holds; fewer than 4 widths or NaN ρ → inconclusive; else does not
+    hold. A cell failing a guard makes it inconclusive (``_guarded``)."""
+    res, per_width = {}, {}
+    typed = [NtkDistanceRow.from_row(r) for r in rows]
+    for model in (ref, other):
+        sel = [
+            (float(r.width), float(getattr(r, column)))
+            for r in typed
+            if r.model == model and r.width is not None and math.isfinite(getattr(r, column))
+        ]
+        xs = [math.log2(w) for w, _ in sel]
+        res[model] = spearman(xs, [v for _, v in sel]) + (len(set(xs)),)
+        per_width[model] = {
+            w: mean_std(v for wv, v in sel if wv == w) for w in {wv for wv, _ in sel}
+        }
+    (rr, pr, nw), (ro, po, no) = res[ref], res[other]
+    common = sorted(set(per_width[ref]) & set(per_width[other]))
+    above = bool(common) and all(
+        per_width[other][w].mean - per_width[ref][w].mean
+        > per_width[other][w].std + per_width[ref][w].std
+        for w in common
+    )
+    stat = (
+        f"ρ {ref} {rr:+.2f} (p={pr:.2g}), {other} {ro:+.2f} (p={po:.2g}) over {min(nw, no)} widths"
+    )
+    if common:
+        stat += f"; {other} above {ref} by more than the seed spread at {'every' if above else 'not every'} width"
+    other_falls = ro < 0 and po < ALPHA
+    if min(nw, no) < 4 or not (math.isfinite(rr) and math.isfinite(ro)):
+        v = INCONCLUSIVE
+    elif rr < 0 and pr < ALPHA and (not other_falls or above):
+        v = HOLDS
+    else:
+        v = FAILS
+    used = [r for r in rows if r["model"] in (ref, other)]
+    vals: dict[str, Any] = {
+        "rho_ref": rr,
+        "p_ref": pr,
+        "rho_other": ro,
+        "p_other": po,
+        "other_above": above,
+        "rule_verdict": v,
+    }
+    return _guarded(v, used), stat, vals
+
+
+def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "v2: trainable Q/K/V attention does not approach its linearization with width; 2L-ReLU does"
+    name = "Spearman ρ(lin_distance_rel, log₂ m)"
+    col = "lin_distance_rel"
+    if not rows or not any(r["model"] == "QKV-Attn" for r in rows):
+        return _claim(7, t, name + " (QKV-Attn not among the models)", NO_DATA, dataset=ds)
+    if not any(math.isfinite(NtkDistanceRow.from_row(r).lin_distance_rel) for r in rows):
+        return _claim(7, t, name + " (linearized twin not available)", NO_DATA, dataset=ds)
+    v, stat, vals = _width_rule(rows, col, "2L-ReLU", "QKV-Attn")
+    return _claim(7, t, stat, v, dataset=ds, **vals)
+
+
+def _claim2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "spectral amplification: κ(G³) = κ(G)³"
+    row = next((SpectrumRow.from_row(r) for r in rows or []), None)
+    if row is None:
+        return _claim(2, t, "κ(G³) / κ(G)³", NO_DATA, dataset=ds)
+    k3, kc = row.kappa_G3_direct, row.kappa_G_cubed
+    r = ratio(k3, kc)
+    stat = f"κ(G) {row.kappa_G:.4g}, κ(G)³ {kc:.4g}, κ(G³) measured {k3:.4g}, ratio {r:.4g}"
+    if not math.isfinite(r):
+        v = INCONCLUSIVE
+    elif abs(math.log10(r)) <= math.log10(2):
+        v = HOLDS
+    elif kc > 1e15:
+        v = INCONCLUSIVE
+    else:
+        v = FAILS
+    return _claim(2, t, stat, v, dataset=ds, ratio=r)
+
+
+def _claim3(
+    ds: str,
+    rows: list[dict] | None,
+    binary: list[dict] | None = None,
+    grid: list[dict] | None = None,
+) -> dict[str, Any]:
+    """Claim 3 on the default protocol (10-class rows; the binary ones when no 10-class
+    flips ran), with the sensitivity grid's MLP-Attn / 2L-ReLU ratios beside it."""
+    from engine.experiments.flip_summary import typed
+
+    t = "influence malleability: MLP-Attn's influence flips more often than 2L-ReLU's"
+    side = _grid_text(grid or [])
+    task = "10-class"
+    if not rows:
+        rows, task = binary, "binary"
+    if not rows:
+        return _claim(
+            3,
+            t,
+            "flip-rate ratio MLP-Attn / 2L-ReLU with 95% Wilson CIs",
+            NO_DATA,
+            dataset=ds,
+            grid=grid or [],
+        )
+    parts, above, below = [], 0, 0
+    attacks = sorted({r.attack for r in typed(rows) if r.training == "standard"})
+    for a in attacks:
+        pa = _pooled(rows, "MLP-Attn", a, "standard")
+        pr = _pooled(rows, "2L-ReLU", a, "standard")
+        if pa is None or pr is None:
+            continue
+        q = ratio(pa["pooled"], pr["pooled"])
+        times = f"×{q:.2g}" if math.isfinite(q) else "ratio n/a: 2L-ReLU 0%"
+        parts.append(
+            f"{ATTACK_LABELS.get(a, a)} {pa['pooled']:.1f}% vs {pr['pooled']:.1f}% ({times})"
+        )
+        above += pa["ci_low"] > pr["ci_high"]
+        below += pr["ci_low"] > pa["ci_high"]
+    if not parts:
+        return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds, grid=grid or [])
+    r0 = rows[0]
+    v = HOLDS if above == len(parts) else FAILS if below else INCONCLUSIVE
+    rule, v = (
+        v,
+        _guarded(v, [r for r in rows if r["training"] == "standard" and r["model"] in MODELS]),
+    )
+    stat = f"{task}, ridge {r0.get('ridge')}, ranking {r0.get('ranking')}: " + "; ".join(parts)
+    if side:
+        stat += f" | grid (MLP-Attn/2L-ReLU): {side}"
+    return _claim(3, t, stat, v, dataset=ds, grid=grid or [], rule_verdict=rule)
+
+
+def _grid_text(grid: list[dict]) -> str:
+    """``binary lambda/abs_mean ×0.62 ×0.75 ×0.69; …`` (one ratio per attack)."""
+    keys = dict.fromkeys((g["task"], g["rule"], g["ranking"]) for g in grid)
+    if len({(k[1], k[2]) for k in keys}) < 2:
+        return ""
+    out = []
+    for task, rule, ranking in keys:
+        rs = [g for g in grid if (g["task"], g["rule"], g["ranking"]) == (task, rule, ranking)]
+        ratios = " ".join(
+            f"{g['attack']} ×{g['ratio']:.2g}" if g["ratio"] is not None else f"{g['attack']} n/a"
+            for g in rs
+        )
+        out.append(f"{task} {rule}/{ranking} {ratios}")
+    return "; ".join(out)
+
+
+def _claim4(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "adversarial training raises 2L-ReLU's flip rate"
+    std = _pooled(rows or [], "2L-ReLU", "pgd", "standard")
+    adv = _pooled(rows or [], "2L-ReLU", "pgd", "adversarial")
+    if std is None or adv is None:
+        return _claim(4, t, "PGD flip rate, standard → adversarial", NO_DATA, dataset=ds)
+    stat = f"2L-ReLU PGD flip rate {std['mean']:.1f}% → {adv['mean']:.1f}%"
+    v = (
+        HOLDS
+        if adv["ci_low"] > std["ci_high"]
+        else FAILS
+        if adv["ci_high"] < std["ci_low"]
+        else INCONCLUSIVE
+    )
+    return _claim(4, t, stat, v, dataset=ds)
+
+
+def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "dual implication: G³ helps on targets aligned with G's top eigenvectors, hurts on the rest"
+    if not rows:
+        return _claim(5, t, "relative test MSE, G³ vs G", NO_DATA, dataset=ds)
+
+    typed = [AlignmentRow.from_row(r) for r in rows]
+
+    def rel(kernel: str, target: str) -> float:
+        sel = [
+            r
+            for r in typed
+            if r.kernel == kernel and r.target == target and abs(r.ridge - 1e-3) < 1e-12
+        ]
+        return sel[0].test_rel_mse if sel else float("nan")
+
+    # The noisy eigen-targets when present: without noise G fits any linear target exactly.
+    names = {r.target for r in typed}
+    t_top, t_bot = (
+        ("eig_top_noisy", "eig_bottom_noisy")
+        if "eig_top_noisy" in names
+        else ("eig_top", "eig_bottom")
+    )
+    top = (rel("G", t_top), rel("G3", t_top))
+    bot = (rel("G", t_bot), rel("G3", t_bot))
+    stat = (
+        f"aligned: G {top[0]:.3g} vs G³ {top[1]:.3g}; misaligned: G {bot[0]:.3g} vs G³ {bot[1]:.3g}"
+    )
+    if not all(math.isfinite(x) for x in top + bot):
+        return _claim(5, t, stat, INCONCLUSIVE, dataset=ds)
+    helps, hurts = top[1] < top[0], bot[1] > bot[0]
+    v = HOLDS if helps and hurts else FAILS if (not helps and not hurts) else INCONCLUSIVE
+    return _claim(5, t, stat, v, dataset=ds)
+
+
+def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    t = "MLP-Attn finds flatter minima than 2L-ReLU"
+    if not rows:
+        return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
+    typed = [SharpnessRow.from_row(x) for x in rows]
+    a = mean_std([x.hessian_top_eig for x in typed if x.model == "MLP-Attn"])
+    r = mean_std([x.hessian_top_eig for x in typed if x.model == "2L-ReLU"])
+    if not (a[2] and r[2]):
+        return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
+    rt = ratio(r.mean, a.mean)
+    stat = f"λ_max MLP-Attn {a[0]:.4g} ± {a[1]:.2g} vs 2L-ReLU {r[0]:.4g} ± {r[1]:.2g} (ReLU/Attn ×{rt:.3g})"
+    if a[0] + a[1] < r[0] - r[1] and (a[2] > 1 or a[0] < 0.9 * r[0]):
+        v = HOLDS
+    elif r[0] + r[1] < a[0] - a[1] and (r[2] > 1 or r[0] < 0.9 * a[0]):
+        v = FAILS
+    else:
+        v = INCONCLUSIVE
+    g = _guarded(v, [r for r in rows if r["model"] in MODELS])
+    return _claim(6, t, stat, g, dataset=ds, ratio=rt, rule_verdict=v)
+
+
+ATTACK_LABELS = {"fgsm": "FGSM", "pgd": "PGD", "mim": "MIM"}
