@@ -1,5 +1,18 @@
 """The claims checklist: one verdict per claim of PAPER.md §1 and data set, from the rows
-of the reproduction's runs (holds / does not hold / inconclusive: why / no data)."""
+of the reproduction's runs (holds / does not hold / inconclusive: why / no data).
+
+Verdicts from trained models (README "Claims checklist"): a claim that rests on trained
+cells is decided on the cells that pass both guards (``engine.results.guards``: converged
+and above chance). A group of cells the rule compares (claim 1: a model at a width;
+claim 3: a model under an attack; claim 4: a training recipe; claim 6: a model) is kept
+when at least ``min(MIN_SEEDS, its seeds)`` of its seeds pass; claims 1 and 7 drop a
+width for both models when either model's group there is dropped, so the comparison
+stays like for like. The excluded cells are listed beside the verdict; only when too
+few groups remain for the rule (claim 1: 4 widths; claim 3: one attack; claims 4 and 6:
+every group) is the verdict "inconclusive: models not converged" (or "at chance").
+
+Claim 2 is decided only where float64 resolves κ(G³) (``resolvable``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +20,7 @@ import math
 from typing import Any
 
 from engine.results import guard_verdict, mean_std, ratio, spearman
+from engine.results.guards import GUARDS, flag
 from engine.results.tables import AlignmentRow, NtkDistanceRow, SharpnessRow, SpectrumRow
 
 ALPHA = 0.05
@@ -16,6 +30,86 @@ MODELS = ("2L-ReLU", "MLP-Attn")
 
 
 HOLDS, FAILS, INCONCLUSIVE, NO_DATA = "holds", "does not hold", "inconclusive", "no data"
+
+MIN_SEEDS = 2
+"""Seeds of a group that must pass the guards for the group to count (all of them when
+fewer ran)."""
+EPS64 = 2.220446049250313e-16
+RESOLVE = 1.0
+"""Claim 2 is decided when EPS64 · κ(G)^{3/2} ≤ RESOLVE (``resolvable``)."""
+
+
+def resolvable(kappa_g: float) -> bool:
+    """Can float64 resolve κ(G³) as ``engine.spectral.spectrum`` computes it, σ(GX)²?
+
+    GX is formed and its SVD taken in float64: both are backward stable, so every singular
+    value carries an absolute error of order EPS64 · σ_1(GX), and σ_r(GX) = σ_1(GX) ·
+    κ(G)^{-3/2} keeps a relative error of order EPS64 · κ(G)^{3/2}. Measured on the
+    synthetic sweep (``engine.spectral.synthetic``, 64×32) the error is ≈ 0.05 · EPS64 ·
+    κ(G)^{3/2} (1e-8 at κ(G) = 1e6, 1e-2 at 1e10, O(1) at 1e11). Requiring EPS64 · κ(G)^{3/2}
+    ≤ 1 keeps the measured κ(G³) within a few percent, far inside the factor 2 the rule
+    allows: κ(G) ≤ EPS64^{-2/3} ≈ 2.7e10, i.e. κ(G)³ ≤ 2.0e31.
+    """
+    return math.isfinite(kappa_g) and EPS64 * kappa_g**1.5 <= RESOLVE
+
+
+def _passes(r: dict) -> bool:
+    return all(flag(r.get(col)) is not False for col, _ in GUARDS)
+
+
+def _failure(r: dict) -> str:
+    return " and ".join(what for col, what in GUARDS if flag(r.get(col)) is False)
+
+
+def _cell(r: dict) -> str:
+    parts = [str(r.get("model", "?"))]
+    if r.get("attack") not in (None, ""):
+        parts.append(str(r["attack"]))
+    if r.get("training") not in (None, "", "standard"):
+        parts.append(str(r["training"]))
+    if r.get("width") not in (None, ""):
+        parts.append(f"m={_num(r['width'])}")
+    if r.get("seed") not in (None, ""):
+        parts.append(f"seed={_num(r['seed'])}")
+    return " ".join(parts)
+
+
+def _num(v: Any) -> Any:
+    try:
+        f = float(v)
+        return int(f) if f.is_integer() else v
+    except (TypeError, ValueError):
+        return v
+
+
+def on_trained(rows: list[dict], group: Any) -> tuple[list[dict], list[str], set[Any], set[Any]]:
+    """The module docstring's rule: (rows of passing cells in kept groups, the excluded
+    cells as ``"MLP-Attn m=16 seed=0: not converged"``, kept group keys, dropped keys);
+    ``group(row)`` is the key of the group a row belongs to."""
+    seeds: dict[Any, set[str]] = {}
+    failed: dict[Any, set[str]] = {}
+    for r in rows:
+        k, s = group(r), str(r.get("seed", ""))
+        seeds.setdefault(k, set()).add(s)
+        if not _passes(r):
+            failed.setdefault(k, set()).add(s)
+    dropped = {
+        k for k, ss in seeds.items() if len(ss - failed.get(k, set())) < min(MIN_SEEDS, len(ss))
+    }
+    kept = [r for r in rows if group(r) not in dropped and _passes(r)]
+    excluded = list(dict.fromkeys(f"{_cell(r)}: {_failure(r)}" for r in rows if not _passes(r)))
+    return kept, excluded, set(seeds) - dropped, dropped
+
+
+def _excluded_text(excluded: list[str], total: int, limit: int = 3) -> str:
+    if not excluded:
+        return ""
+    shown = ", ".join(excluded[:limit]) + (", …" if len(excluded) > limit else "")
+    return f"; decided on {total - len(excluded)} of {total} cells (excluded: {shown})"
+
+
+def _cells(rows: list[dict]) -> int:
+    return len({_cell(r) for r in rows})
 
 
 def _pooled(
@@ -40,8 +134,9 @@ def _claim(n: int, claim: str, statistic: str, verdict: str, **values: Any) -> d
     as ``rule_verdict`` and says it at the end of the statistic."""
     rule = values.pop("rule_verdict", None)
     if rule is not None and rule != verdict:
-        statistic += f" (the rule alone: {rule})"
+        statistic += f" (on every cell, untrained ones included: {rule})"
         values["rule_verdict"] = rule
+    values.setdefault("excluded", [])
     return {"claim": n, "title": claim, "statistic": statistic, "verdict": verdict, **values}
 
 
@@ -84,6 +179,7 @@ def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]
         rho_attn=ra,
         p_attn=pa,
         rule_verdict=x["rule_verdict"],
+        excluded=x.get("excluded", []),
         **extra,
     )
 
@@ -98,10 +194,28 @@ def _guarded(verdict: str, rows: list[dict]) -> str:
 def _width_rule(
     rows: list[dict], column: str, ref: str, other: str
 ) -> tuple[str, str, dict[str, Any]]:
-    """Claim 1's rule on ``column`` (module docstring): ``ref`` falls with log₂ m (ρ < 0,
-    p < α) and ``other`` does not fall or stays above ``ref`` by more than the seed spread
-    at every width → holds; fewer than 4 widths or NaN ρ → inconclusive; else does not
-    hold. A cell failing a guard makes it inconclusive (``_guarded``)."""
+    """Claim 1's rule (``_rule``) decided on the trained cells (module docstring): a width
+    where either model has too few passing seeds is dropped for both; "inconclusive:
+    models not converged" only when fewer than 4 widths remain."""
+    used = [r for r in rows if r["model"] in (ref, other)]
+    v_all, stat, vals = _rule(used, column, ref, other)
+    kept, excluded, _, dropped = on_trained(used, lambda r: (r["model"], _num(r.get("width"))))
+    if not excluded:
+        return v_all, stat, {**vals, "rule_verdict": v_all}
+    gone = {w for _, w in dropped}
+    kept = [r for r in kept if _num(r.get("width")) not in gone]
+    v, stat, vals = _rule(kept, column, ref, other)
+    if v == INCONCLUSIVE and dropped:
+        v = _guarded(v, used)
+    stat += _excluded_text(excluded, _cells(used))
+    return v, stat, {**vals, "rule_verdict": v_all, "excluded": excluded}
+
+
+def _rule(rows: list[dict], column: str, ref: str, other: str) -> tuple[str, str, dict[str, Any]]:
+    """Claim 1's rule on ``column`` (module docstring of ``compare``): ``ref`` falls with
+    log₂ m (ρ < 0, p < α) and ``other`` does not fall or stays above ``ref`` by more than
+    the seed spread at every width → holds; fewer than 4 widths or NaN ρ → inconclusive;
+    else does not hold."""
     res, per_width = {}, {}
     typed = [NtkDistanceRow.from_row(r) for r in rows]
     for model in (ref, other):
@@ -134,16 +248,14 @@ def _width_rule(
         v = HOLDS
     else:
         v = FAILS
-    used = [r for r in rows if r["model"] in (ref, other)]
     vals: dict[str, Any] = {
         "rho_ref": rr,
         "p_ref": pr,
         "rho_other": ro,
         "p_other": po,
         "other_above": above,
-        "rule_verdict": v,
     }
-    return _guarded(v, used), stat, vals
+    return v, stat, vals
 
 
 def _claim_v2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
@@ -166,12 +278,13 @@ def _claim2(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     k3, kc = row.kappa_G3_direct, row.kappa_G_cubed
     r = ratio(k3, kc)
     stat = f"κ(G) {row.kappa_G:.4g}, κ(G)³ {kc:.4g}, κ(G³) measured {k3:.4g}, ratio {r:.4g}"
+    if not resolvable(row.kappa_G):
+        stat += f" (float64 resolves κ(G³) only for κ(G) ≤ {EPS64 ** (-2 / 3):.2g})"
+        return _claim(2, t, stat, f"{INCONCLUSIVE}: κ(G) beyond float64", dataset=ds, ratio=r)
     if not math.isfinite(r):
         v = INCONCLUSIVE
     elif abs(math.log10(r)) <= math.log10(2):
         v = HOLDS
-    elif kc > 1e15:
-        v = INCONCLUSIVE
     else:
         v = FAILS
     return _claim(2, t, stat, v, dataset=ds, ratio=r)
@@ -184,26 +297,43 @@ def _claim3(
     grid: list[dict] | None = None,
 ) -> dict[str, Any]:
     """Claim 3 on the default protocol (10-class rows; the binary ones when no 10-class
-    flips ran), with the sensitivity grid's MLP-Attn / 2L-ReLU ratios beside it."""
-    from engine.experiments.flip_summary import typed
-
+    flips ran), decided on the trained cells (module docstring), with the sensitivity
+    grid's MLP-Attn / 2L-ReLU ratios beside it."""
     t = "influence malleability: MLP-Attn's influence flips more often than 2L-ReLU's"
     side = _grid_text(grid or [])
     task = "10-class"
     if not rows:
         rows, task = binary, "binary"
+    name = "flip-rate ratio MLP-Attn / 2L-ReLU with 95% Wilson CIs"
     if not rows:
-        return _claim(
-            3,
-            t,
-            "flip-rate ratio MLP-Attn / 2L-ReLU with 95% Wilson CIs",
-            NO_DATA,
-            dataset=ds,
-            grid=grid or [],
-        )
+        return _claim(3, t, name, NO_DATA, dataset=ds, grid=grid or [])
+    used = [r for r in rows if r["training"] == "standard" and r["model"] in MODELS]
+    v_all, parts = _flip_rule(used)
+    if not parts:
+        return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds, grid=grid or [])
+    kept, excluded, _, dropped = on_trained(used, lambda r: (r["model"], r["attack"]))
+    v = v_all
+    if excluded:
+        gone = {a for _, a in dropped}
+        v, parts = _flip_rule([r for r in kept if r["attack"] not in gone])
+        if not parts:
+            v, parts = _guarded(INCONCLUSIVE, used), ["no attack with enough trained cells"]
+    r0 = used[0] if used else rows[0]
+    stat = f"{task}, ridge {r0.get('ridge')}, ranking {r0.get('ranking')}: " + "; ".join(parts)
+    stat += _excluded_text(excluded, _cells(used))
+    if side:
+        stat += f" | grid (MLP-Attn/2L-ReLU): {side}"
+    return _claim(3, t, stat, v, dataset=ds, grid=grid or [], rule_verdict=v_all, excluded=excluded)
+
+
+def _flip_rule(rows: list[dict]) -> tuple[str, list[str]]:
+    """Holds when MLP-Attn's pooled flip rate's CI lies above 2L-ReLU's under every
+    attack, does not hold when 2L-ReLU's lies above under some attack, else inconclusive;
+    and the per-attack text. No attack with both models: (inconclusive, [])."""
+    from engine.experiments.flip_summary import typed
+
     parts, above, below = [], 0, 0
-    attacks = sorted({r.attack for r in typed(rows) if r.training == "standard"})
-    for a in attacks:
+    for a in sorted({r.attack for r in typed(rows)}):
         pa = _pooled(rows, "MLP-Attn", a, "standard")
         pr = _pooled(rows, "2L-ReLU", a, "standard")
         if pa is None or pr is None:
@@ -216,17 +346,8 @@ def _claim3(
         above += pa["ci_low"] > pr["ci_high"]
         below += pr["ci_low"] > pa["ci_high"]
     if not parts:
-        return _claim(3, t, "flip-rate ratio", NO_DATA, dataset=ds, grid=grid or [])
-    r0 = rows[0]
-    v = HOLDS if above == len(parts) else FAILS if below else INCONCLUSIVE
-    rule, v = (
-        v,
-        _guarded(v, [r for r in rows if r["training"] == "standard" and r["model"] in MODELS]),
-    )
-    stat = f"{task}, ridge {r0.get('ridge')}, ranking {r0.get('ranking')}: " + "; ".join(parts)
-    if side:
-        stat += f" | grid (MLP-Attn/2L-ReLU): {side}"
-    return _claim(3, t, stat, v, dataset=ds, grid=grid or [], rule_verdict=rule)
+        return INCONCLUSIVE, []
+    return (HOLDS if above == len(parts) else FAILS if below else INCONCLUSIVE), parts
 
 
 def _grid_text(grid: list[dict]) -> str:
@@ -247,19 +368,33 @@ def _grid_text(grid: list[dict]) -> str:
 
 def _claim4(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     t = "adversarial training raises 2L-ReLU's flip rate"
-    std = _pooled(rows or [], "2L-ReLU", "pgd", "standard")
-    adv = _pooled(rows or [], "2L-ReLU", "pgd", "adversarial")
-    if std is None or adv is None:
+    used = [r for r in rows or [] if r["model"] == "2L-ReLU" and r["attack"] == "pgd"]
+    v_all, stat = _adv_rule(used)
+    if stat is None:
         return _claim(4, t, "PGD flip rate, standard → adversarial", NO_DATA, dataset=ds)
+    kept, excluded, _, dropped = on_trained(used, lambda r: r["training"])
+    v = v_all
+    if excluded:
+        v, kept_stat = _adv_rule(kept)
+        stat = kept_stat or stat
+        if dropped or kept_stat is None:
+            v = _guarded(INCONCLUSIVE, used)
+    stat += _excluded_text(excluded, _cells(used))
+    return _claim(4, t, stat, v, dataset=ds, rule_verdict=v_all, excluded=excluded)
+
+
+def _adv_rule(rows: list[dict]) -> tuple[str, str | None]:
+    """2L-ReLU's pooled PGD flip rate, standard → adversarial training: holds when the
+    adversarial CI lies above the standard one, does not hold when below; (…, None)
+    without both."""
+    std = _pooled(rows, "2L-ReLU", "pgd", "standard")
+    adv = _pooled(rows, "2L-ReLU", "pgd", "adversarial")
+    if std is None or adv is None:
+        return INCONCLUSIVE, None
     stat = f"2L-ReLU PGD flip rate {std['mean']:.1f}% → {adv['mean']:.1f}%"
-    v = (
-        HOLDS
-        if adv["ci_low"] > std["ci_high"]
-        else FAILS
-        if adv["ci_high"] < std["ci_low"]
-        else INCONCLUSIVE
-    )
-    return _claim(4, t, stat, v, dataset=ds)
+    if adv["ci_low"] > std["ci_high"]:
+        return HOLDS, stat
+    return (FAILS if adv["ci_high"] < std["ci_low"] else INCONCLUSIVE), stat
 
 
 def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
@@ -298,23 +433,36 @@ def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
 
 def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     t = "MLP-Attn finds flatter minima than 2L-ReLU"
-    if not rows:
+    used = [r for r in rows or [] if r["model"] in MODELS]
+    v_all, stat, rt = _sharp_rule(used)
+    if stat is None:
         return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
+    kept, excluded, _, dropped = on_trained(used, lambda r: r["model"])
+    v = v_all
+    if excluded:
+        v, kept_stat, rt = _sharp_rule(kept)
+        stat = kept_stat or stat
+        if dropped or kept_stat is None:
+            v = _guarded(INCONCLUSIVE, used)
+    stat += _excluded_text(excluded, _cells(used))
+    return _claim(6, t, stat, v, dataset=ds, ratio=rt, rule_verdict=v_all, excluded=excluded)
+
+
+def _sharp_rule(rows: list[dict]) -> tuple[str, str | None, float]:
+    """MLP-Attn's top Hessian eigenvalue below 2L-ReLU's by more than the seed spread →
+    holds; above → does not hold; else inconclusive. (…, None, NaN) without both models."""
     typed = [SharpnessRow.from_row(x) for x in rows]
     a = mean_std([x.hessian_top_eig for x in typed if x.model == "MLP-Attn"])
     r = mean_std([x.hessian_top_eig for x in typed if x.model == "2L-ReLU"])
     if not (a[2] and r[2]):
-        return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
+        return INCONCLUSIVE, None, float("nan")
     rt = ratio(r.mean, a.mean)
     stat = f"λ_max MLP-Attn {a[0]:.4g} ± {a[1]:.2g} vs 2L-ReLU {r[0]:.4g} ± {r[1]:.2g} (ReLU/Attn ×{rt:.3g})"
     if a[0] + a[1] < r[0] - r[1] and (a[2] > 1 or a[0] < 0.9 * r[0]):
-        v = HOLDS
-    elif r[0] + r[1] < a[0] - a[1] and (r[2] > 1 or r[0] < 0.9 * a[0]):
-        v = FAILS
-    else:
-        v = INCONCLUSIVE
-    g = _guarded(v, [r for r in rows if r["model"] in MODELS])
-    return _claim(6, t, stat, g, dataset=ds, ratio=rt, rule_verdict=v)
+        return HOLDS, stat, rt
+    if r[0] + r[1] < a[0] - a[1] and (r[2] > 1 or r[0] < 0.9 * a[0]):
+        return FAILS, stat, rt
+    return INCONCLUSIVE, stat, rt
 
 
 ATTACK_LABELS = {"fgsm": "FGSM", "pgd": "PGD", "mim": "MIM"}

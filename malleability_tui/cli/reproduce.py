@@ -3,7 +3,6 @@ numbers beside ours and the claims checklist (engine/reproduce/compare.py)."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,12 +21,11 @@ from engine.experiments.estimate import (
     probe_flops,
     probe_step_seconds,
 )
+from engine.reproduce import record
 from engine.reproduce.claims import NO_DATA
-from engine.reproduce.compare import compare
 from engine.reproduce.plan import Part, plan
 from engine.results import flip_text, num
-from engine.run.events import to_jsonable
-from engine.run.paths import atomic_write, runs_root
+from engine.run.paths import runs_root
 from engine.run.runs import read_run
 from malleability_tui.cli.common import (
     console,
@@ -195,25 +193,9 @@ def reproduce(
         if dry_run:
             show_breakdown(lines, est)
             return
-        path.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "datasets": list(names),
-            "tables": list(tabs),
-            "quick": quick,
-            "parts": [
-                {
-                    "key": p.key,
-                    "dataset": p.dataset,
-                    "task": p.task,
-                    "role": p.role,
-                    "spec": p.spec.to_dict(),
-                }
-                for p in parts
-            ],
-            "estimated_seconds": est,
-            "start_time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
+        meta = record.start(
+            path, parts, datasets=list(names), tables=list(tabs), quick=quick, estimated_seconds=est
+        )
         runs: dict[str, dict[str, Any]] = {}
         t0 = time.perf_counter()
         for part in parts:
@@ -232,18 +214,8 @@ def reproduce(
                 executor=ex,
             )
             runs[part.key] = read_run(sub)
-        comparison = compare(runs, parts)
-        seconds = time.perf_counter() - t0
-        meta.update(end_time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), seconds=seconds)
-        atomic_write(path / "reproduce.json", json.dumps(meta, indent=2) + "\n")
-        summary = {
-            "status": "finished",
-            "experiment": "reproduce",
-            "dataset": ",".join(names),
-            "seconds": seconds,
-            **comparison,
-        }
-        atomic_write(path / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n")
+        comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
+        seconds = meta["seconds"]
         show_comparison(comparison)
         console.print(
             f"reproduction: [bold]{path}[/] ({hms(seconds)}); report: malleability report {path}",
