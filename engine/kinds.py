@@ -16,3 +16,43 @@ PREDICTORS: tuple[Predictor, ...] = get_args(Predictor)
 NtkMethod = Literal["auto", "structured", "jacobian"]
 """How the empirical NTK is computed (``engine.ntk.empirical``)."""
 NTK_METHODS: tuple[NtkMethod, ...] = get_args(NtkMethod)
+
+Attack = Literal["fgsm", "pgd", "mim"]
+"""The adversarial attacks (``engine.attacks``), in the tables' order."""
+ATTACKS: tuple[Attack, ...] = get_args(Attack)
+
+Optimizer = Literal["adam", "sgd", "gd"]
+"""The training optimisers (``engine.train``); gd is full batch."""
+OPTIMIZERS: tuple[Optimizer, ...] = get_args(Optimizer)
+
+Ranking = Literal["abs_signed_mean", "abs_mean", "signed_mean", "per_test"]
+"""How the top 10 % most influential training points are ranked (``engine.malleability.ranking``)."""
+RANKINGS: tuple[Ranking, ...] = get_args(Ranking)
+
+Intervention = Literal["transformed", "curated", "adversarial"]
+"""What is done to the selected training points (``engine.malleability.protocol``)."""
+INTERVENTIONS: tuple[Intervention, ...] = get_args(Intervention)
+
+Norm = Literal["linf", "l2"]
+"""The attacks' threat-model norm."""
+NORMS: tuple[Norm, ...] = get_args(Norm)
+
+AdvRecipe = Literal["pgd", "fgsm_rs"]
+"""Adversarial training: PGD, or FGSM with a random start (the cheap recipe)."""
+ADV_RECIPES: tuple[AdvRecipe, ...] = get_args(AdvRecipe)
+
+ExecutorKind = Literal["local", "ray"]
+"""Where sweep cells run (``engine.run.executors``)."""
+EXECUTORS: tuple[ExecutorKind, ...] = get_args(ExecutorKind)
+
+ModelKind = Literal["relu", "attn", "qkv"]
+"""The models by their spec names: 2L-ReLU, MLP-Attn, QKV-Attn (``engine.models``)."""
+MODEL_KINDS: tuple[ModelKind, ...] = get_args(ModelKind)
+
+InfluenceContext = Literal["refit", "fixed"]
+"""influence_check: refit the attention context without the point, or keep it fixed."""
+INFLUENCE_CONTEXTS: tuple[InfluenceContext, ...] = get_args(InfluenceContext)
+
+GradientMethod = Literal["cg", "exact"]
+"""The gradient influence's Hessian solve: conjugate gradients or the exact Hessian."""
+GRADIENT_METHODS: tuple[GradientMethod, ...] = get_args(GradientMethod)

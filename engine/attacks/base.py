@@ -20,16 +20,14 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from engine.errors import ConfigError
+from engine.kinds import NORMS
 
-Norm = Literal["linf", "l2"]
-NORMS: tuple[str, ...] = ("linf", "l2")
 LossFn = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 """loss_fn(model, x [n, d], y [n]) → per-example loss [n]."""
 

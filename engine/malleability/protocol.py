@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 from engine.errors import ConfigError
-from engine.kinds import NtkMethod
+from engine.kinds import INTERVENTIONS, NtkMethod
 from engine.malleability.ranking import (
     RANKINGS,
     Selection,
@@ -60,7 +60,6 @@ from engine.malleability.stats import CI_METHODS, proportion_ci
 from engine.models.two_layer import normalize_rows
 from engine.ridge import Ridge, resolve_ridge
 
-INTERVENTIONS = ("transformed", "curated", "adversarial")
 AttackFn = Callable[..., Any]
 """attack(model, x [n, d], y [n], *, eps, **opts) → AttackResult (with x_adv) or x_adv."""
 __all__ = ["INTERVENTIONS", "RANKINGS", "FlipResult", "flip_rate", "flip_rates", "scalar_kernel"]

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.errors import ConfigError
-
-RANKINGS = ("abs_signed_mean", "abs_mean", "signed_mean", "per_test")
+from engine.kinds import RANKINGS
 
 
 def check_ranking(ranking: str, field: str = "flip.ranking") -> None:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.kinds import ATTACKS
 from engine.reproduce.claims import ATTACK_LABELS, MODELS, NO_DATA, _pooled, checklist
 from engine.reproduce.plan import Part
 from engine.results import mean_std, num, ratio
@@ -204,7 +205,7 @@ def _flip_table(
     table: int, ds: str, rows: list[dict] | None, reason: str | None
 ) -> list[dict[str, Any]]:
     res = []
-    for attack in ("fgsm", "pgd", "mim"):
+    for attack in ATTACKS:
         by_model: dict[str, dict[str, Any]] = {}
         for model in MODELS:
             cell: dict[str, Any] = {

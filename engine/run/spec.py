@@ -15,7 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.kinds import PREDICTORS, Predictor
+from engine.kinds import (
+    ADV_RECIPES,
+    ATTACKS,
+    EXECUTORS,
+    GRADIENT_METHODS,
+    INFLUENCE_CONTEXTS,
+    INTERVENTIONS,
+    MODEL_KINDS,
+    NORMS,
+    OPTIMIZERS,
+    PREDICTORS,
+    RANKINGS,
+    Predictor,
+)
 from engine.ridge import check_ridge_rule
 
 try:  # Python 3.11+
@@ -24,14 +37,6 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
 DEFAULT_WIDTHS = tuple(2**k for k in range(2, 13))  # 4 … 4096 (paper)
-ATTACKS = ("fgsm", "pgd", "mim")
-OPTIMIZERS = ("adam", "sgd", "gd")
-RANKINGS = ("abs_signed_mean", "abs_mean", "signed_mean", "per_test")
-INTERVENTIONS = ("transformed", "curated", "adversarial")
-NORMS = ("linf", "l2")
-ADV_RECIPES = ("pgd", "fgsm_rs")
-EXECUTORS = ("local", "ray")
-MODEL_KINDS = ("relu", "attn", "qkv")
 
 
 def _check(cond: bool, fld: str, value: Any, allowed: str) -> None:
@@ -397,10 +402,6 @@ class FlipSpec:
             for k in (self.rankings or (self.ranking,))
         ]
         return tuple(dict.fromkeys([(self.ridge, self.ranking), *grid]))
-
-
-INFLUENCE_CONTEXTS = ("refit", "fixed")
-GRADIENT_METHODS = ("cg", "exact")
 
 
 @dataclass(frozen=True)
