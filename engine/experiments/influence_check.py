@@ -41,9 +41,9 @@ from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import nn
 
 from engine.experiments.registry import register
+from engine.malleability.check import gradient_estimates, kernel_estimates, ridge_key
 from engine.models import MODEL_LABELS
 from engine.results import mean_std
 from engine.results.tables import InfluenceCheckRow
@@ -71,8 +71,6 @@ ESTIMATOR_LABELS = {
 }
 NOISE = "retrain_other_order"
 OTHER_ORDER = 1_000_003  # added to the batch seed for the noise-floor retraining
-CG_TOL = 1e-8
-"""Relative residual of the CG solves: far below the effects compared (ranks and signs)."""
 
 
 @register(
@@ -129,10 +127,13 @@ def _cell(
     sp, ic = ctx.spec, ctx.spec.influence_check
     width = ic.width
     tm = yield from ctx.train_model(kind, width, seed, dataset=ds)
-    estimates, seconds, ridges = _kernel_estimates(ctx, tm.model, ds)
+    rules = list(dict.fromkeys((*ic.ridges, sp.flip.ridge)))
+    estimates, seconds, ridges = kernel_estimates(
+        tm.model, ds, rules, l2=sp.train.l2, transductive=sp.data.transductive
+    )
 
     # the points: the default protocol's best-ranked, then random ones from the rest
-    default = estimates[("kernel_loo", _ridge_key(sp.flip.ridge))]
+    default = estimates[("kernel_loo", ridge_key(sp.flip.ridge))]
     score = ranking_score(default, sp.flip.ranking)
     n = ds.n_train
     top = top_indices(score, min(ic.top, n)).cpu()
@@ -141,7 +142,19 @@ def _cell(
     rand = rest[torch.randperm(rest.numel(), generator=g)[: ic.random]]
     indices = [int(i) for i in torch.cat([top, rand])]
     estimates = {k: v[:, indices] for k, v in estimates.items()}
-    for note in _gradient_estimates(ctx, tm.model, ds, indices, estimates, seconds, ridges):
+    grad, g_secs, g_labels, notes = gradient_estimates(
+        tm.model,
+        ds,
+        indices,
+        methods=ic.gradient,
+        l2=sp.train.l2,
+        exact_max_params=ic.exact_max_params,
+        transductive=sp.data.transductive,
+    )
+    estimates.update(grad)
+    seconds.update(g_secs)
+    ridges.update(g_labels)
+    for note in notes:
         yield Log(note, "warning")  # an event, not ctx.note: the cell may run remotely
 
     orders = [batch_seed(seed, width)] + (
@@ -229,102 +242,6 @@ def _cell(
     for r in rows:
         yield TableRow("influence_check", r, cell=cell)
     return rows
-
-
-def _ridge_key(rule: str | float) -> str:
-    return rule if isinstance(rule, str) else f"{rule:g}"
-
-
-Estimates = dict[tuple[str, str], torch.Tensor]
-
-
-def _kernel_estimates(
-    ctx: RunContext, model: nn.Module, ds: Dataset
-) -> tuple[Estimates, dict[tuple[str, str], float], dict[tuple[str, str], str]]:
-    """{("kernel_loo", ridge rule): I [t, n]}, their seconds and ridge labels."""
-    from engine.malleability import model_kernel_influence
-
-    sp, ic = ctx.spec, ctx.spec.influence_check
-    est: Estimates = {}
-    secs: dict[tuple[str, str], float] = {}
-    labels: dict[tuple[str, str], str] = {}
-    rules = list(dict.fromkeys((*ic.ridges, sp.flip.ridge)))
-    t0 = time.perf_counter()
-    # one eNTK serves every ridge; each row's seconds is that whole call (the eNTK dominates)
-    out = model_kernel_influence(
-        model, ds, rules, l2=sp.train.l2, transductive=sp.data.transductive
-    )
-    took = time.perf_counter() - t0
-    for rule, (rho, infl) in out.items():
-        key = ("kernel_loo", _ridge_key(rule))
-        est[key], secs[key], labels[key] = infl, took, rho.label
-    return est, secs, labels
-
-
-def _gradient_estimates(
-    ctx: RunContext,
-    model: nn.Module,
-    ds: Dataset,
-    indices: list[int],
-    est: Estimates,
-    secs: dict[tuple[str, str], float],
-    labels: dict[tuple[str, str], str],
-) -> list[str]:
-    """Add ("gradient_cg" | "gradient_exact", "lambda"): I [t, k] for the removed points
-    (k Hessian solves, ``gradient_influence(train_indices=…)``), damped by the L2 λ.
-    Returns notes for the log (what was skipped and why)."""
-    from engine.influence import gradient_influence
-
-    sp, ic = ctx.spec, ctx.spec.influence_check
-    notes: list[str] = []
-    if not ic.gradient:
-        return notes
-    if sp.train.l2 <= 0:
-        return [
-            "influence_check: gradient influence skipped: it needs a positive damping; train.l2 is 0"
-        ]
-    m64 = _float64_copy(ctx, model, ds)
-    n_params = sum(p.numel() for p in m64.parameters() if p.requires_grad)
-    loss = "mse" if ds.task == "binary" else "ce"
-    dev = next(m64.parameters()).device
-    for method in ic.gradient:
-        if method == "exact" and n_params > ic.exact_max_params:
-            notes.append(
-                f"influence_check: gradient (exact) skipped: {n_params} parameters > "
-                f"influence_check.exact_max_params = {ic.exact_max_params}"
-            )
-            continue
-        t0 = time.perf_counter()
-        infl = gradient_influence(
-            m64,
-            ds.x_train_raw.to(dev),
-            ds.y_train.to(dev),
-            ds.x_test_raw.to(dev),
-            ds.y_test.to(dev),
-            lam=sp.train.l2,
-            loss=loss,
-            method=method,
-            cg_tol=CG_TOL,
-            train_indices=indices,
-        )
-        key = (f"gradient_{method}", "lambda")
-        est[key], secs[key], labels[key] = infl, time.perf_counter() - t0, f"lambda:{sp.train.l2:g}"
-    return notes
-
-
-def _float64_copy(ctx: RunContext, model: nn.Module, ds: Dataset) -> nn.Module:
-    """A float64 copy with the attention's C recomputed in float64 (as the kernels' is)."""
-    import copy
-
-    from engine.malleability.protocol import rebuild_context
-
-    m = copy.deepcopy(model).to(torch.float64).eval()
-    return rebuild_context(
-        m,
-        ds.x_train_raw.to(torch.float64),
-        ds.x_test_raw.to(torch.float64),
-        ctx.spec.data.transductive,
-    )
 
 
 def _fitter(ctx: RunContext, ds: Dataset, kind: str, width: int, seed: int, order: int):
