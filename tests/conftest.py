@@ -1,4 +1,4 @@
-"""Shared test fixtures: the shared data folder and the gpu marker."""
+"""Shared test fixtures: the shared data folder, the gpu marker, one torch thread."""
 
 from __future__ import annotations
 
@@ -24,7 +24,27 @@ def skip_without_gpu() -> None:
         pytest.skip("needs a CUDA device")
 
 
+ONE_THREAD = ("engine/influence", "engine/malleability", "engine/spectral")
+"""Test folders of tiny float64 problems: on a shared, oversubscribed machine two OpenMP
+threads per tiny SVD or solve are many times slower than one, and no result depends on
+the thread count."""
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op torch thread for the test, the count restored after."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parent
+    for item in items:
+        rel = Path(str(item.path)).resolve().relative_to(root).as_posix()
+        if rel.startswith(ONE_THREAD):
+            item.add_marker(pytest.mark.usefixtures("one_thread"))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")

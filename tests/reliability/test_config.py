@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from reliability_support import TINY, invoke, one_line_failure, tree
 
 from engine.errors import ConfigError, DivergedError
 from engine.run.spec import RunSpec
-from tests.reliability.conftest import TINY, invoke, one_line_failure, tree
 
 # Each silently changed the experiment before (or was a traceback): now refused, naming the field.
 WRONG_TYPES = [

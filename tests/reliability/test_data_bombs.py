@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reliability_support import invoke, one_line_failure
 
 from engine.data.cifar import MAX_BATCH_BYTES, read_batch
 from engine.data.fetch import _part_prefix, fetch, safe_extract
 from engine.data.idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
 from engine.errors import DatasetError
-from tests.reliability.conftest import invoke, one_line_failure
 
 
 def _idx_header(magic: int, *shape: int) -> bytes:

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from reliability_support import TINY, dead_pid, invoke, one_line_failure, tree
 
 from engine.run.lock import RunInProgress, RunLock
 from engine.run.spec import RunSpec
 from engine.run.store import RunStore
-from tests.reliability.conftest import TINY, dead_pid, invoke, one_line_failure, tree
 
 ROOT = Path(__file__).resolve().parents[2]
 

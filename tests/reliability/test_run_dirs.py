@@ -7,8 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from tests.reliability.conftest import invoke, one_line_failure, tree
+from reliability_support import invoke, one_line_failure, tree
 
 
 def _write(name: str, data: bytes | str) -> Callable[[Path], None]:
@@ -131,8 +130,9 @@ def test_tui_opens_what_it_can(run_copy: Path) -> None:
 
 
 def test_killed_run_reads_as_interrupted(run_copy: Path) -> None:
+    from reliability_support import dead_pid
+
     from engine.run.runs import read_run
-    from tests.reliability.conftest import dead_pid
 
     env = json.loads((run_copy / "env.json").read_text())
     env["status"] = "running"  # as SIGKILL leaves it

@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from reliability_support import invoke, one_line_failure
 
 from engine.run.paths import runs_root
 from engine.run.runs import find_run, list_runs
-from tests.reliability.conftest import invoke, one_line_failure
 
 
 def test_runs_root_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,9 +7,9 @@ import asyncio
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Button
+from tui_support import screen_text
 
 from malleability_tui.widgets.key_footer import KeyFooter
-from tests.tui.tui_support import screen_text
 
 
 class Plain(Button):
