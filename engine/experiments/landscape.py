@@ -52,7 +52,7 @@ from engine.landscape import (
     surface_2d,
 )
 from engine.models import MODEL_LABELS
-from engine.results import MARK, cells_of, failed_cells, guard_note, marked, mean_std
+from engine.results import MARK, cells_of, failed_cells, guard_note, marked, mean_std, ratio
 from engine.run.events import (
     Artifact,
     Event,
@@ -297,7 +297,9 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
             mr, ma = models[relu][k]["mean"], models[attn][k]["mean"]
             by_seed = {r["seed"]: r for r in results if r["model"] == relu}
             paired = [
-                (by_seed[r["seed"]][k] / r[k]) if lower_is_flat else (r[k] / by_seed[r["seed"]][k])
+                ratio(by_seed[r["seed"]][k], r[k])
+                if lower_is_flat
+                else ratio(r[k], by_seed[r["seed"]][k])
                 for r in results
                 if r["model"] == attn and r["seed"] in by_seed
             ]
@@ -316,7 +318,7 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
             hi, lo = (mr, ma) if attn_flat == lower_is_flat else (ma, mr)
             flatter[k] = {
                 "flatter": attn if attn_flat else relu,
-                "ratio": hi / lo if lo else float("inf"),
+                "ratio": ratio(hi, lo),  # NaN when the flatter value is 0 (a flat surface)
                 "attn_flatter_ratio_per_seed": _mean_std(paired),
             }
         out["flatter"] = flatter

@@ -36,7 +36,7 @@ class RunInProgress(EngineError):
 def _owner(path: Path) -> dict[str, Any] | None:
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return d if isinstance(d, dict) and isinstance(d.get("pid"), int) else None
 

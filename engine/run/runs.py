@@ -27,8 +27,13 @@ RunData = dict[str, Any]
 """A run directory as ``read_run`` returns it (path, spec, env, summary, tables, damage)."""
 
 
+RUN_MARKERS = ("spec.toml", "env.json", "events.jsonl")
+"""Files only a run directory has: any one makes a folder a run (a damaged one when
+others are missing), so a run that lost its spec.toml is listed as damaged, not hidden."""
+
+
 def is_run_dir(p: Path) -> bool:
-    return (p / "spec.toml").exists()
+    return any((p / name).exists() for name in RUN_MARKERS)
 
 
 def is_reproduce_dir(p: Path) -> bool:
@@ -191,7 +196,7 @@ def read_run(path: str | Path, *, partial: bool = False) -> dict[str, Any]:
     )
 
     p = Path(path)
-    if not (p / "spec.toml").exists():
+    if not is_run_dir(p):
         raise ConfigError("run", str(p), "a run directory (it has spec.toml)")
     damage: list[str] = []
 

@@ -44,6 +44,20 @@ def _check(cond: bool, fld: str, value: Any, allowed: str) -> None:
         raise ConfigError(fld, value, allowed)
 
 
+MAX_WIDTH = 2**20
+"""Largest hidden width (and QKV d_k) a spec may ask for: beyond it one layer alone
+outgrows any machine this tool runs on; every width field is checked against it."""
+MAX_SEED = 2**31 - 1
+"""Largest seed: seeds are offset and combined (``batch_seed``) and must stay int64."""
+MAX_STEP = 1e3
+"""Largest attack step size, span or init scale: inputs live in [0, 1], so anything
+larger only overflows."""
+
+
+def _width(v: Any) -> bool:
+    return _pos_int(v) and v <= MAX_WIDTH
+
+
 def _pos_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
@@ -127,9 +141,7 @@ class ModelSpec:
         )
         widths = tuple(self.widths)
         _check(
-            len(widths) >= 1
-            and all(_pos_int(w) and w <= 2**20 for w in widths)
-            and len(set(widths)) == len(widths),
+            len(widths) >= 1 and all(_width(w) for w in widths) and len(set(widths)) == len(widths),
             "model.widths",
             self.widths,
             "distinct positive integers up to 1048576, e.g. 16,1024,4096",
@@ -320,7 +332,9 @@ class FlipSpec:
             "distinct numbers in (0, 1] (pixel space), e.g. 0.1,0.3",
         )
         _check(self.norm in NORMS, "flip.norm", self.norm, "linf or l2")
-        _check(_pos_int(self.width), "flip.width", self.width, "a positive integer")
+        _check(
+            _width(self.width), "flip.width", self.width, f"a positive integer up to {MAX_WIDTH}"
+        )
         _check(
             _pos_float(self.top_frac) and self.top_frac <= 1,
             "flip.top_frac",
@@ -349,10 +363,10 @@ class FlipSpec:
         object.__setattr__(self, "rankings", tuple(dict.fromkeys(rankings)))
         _check(_pos_int(self.pgd_steps), "flip.pgd_steps", self.pgd_steps, "a positive integer")
         _check(
-            self.pgd_alpha is None or _pos_float(self.pgd_alpha),
+            self.pgd_alpha is None or (_pos_float(self.pgd_alpha) and self.pgd_alpha <= MAX_STEP),
             "flip.pgd_alpha",
             self.pgd_alpha,
-            "a positive number, or leave it out for 2.5·ε/pgd_steps",
+            f"a positive number up to {MAX_STEP:g}, or leave it out for 2.5·ε/pgd_steps",
         )
         _check(_pos_int(self.restarts), "flip.restarts", self.restarts, "a positive integer")
         _check(_pos_int(self.mim_steps), "flip.mim_steps", self.mim_steps, "a positive integer")
@@ -377,10 +391,10 @@ class FlipSpec:
             "a positive integer (fgsm_rs: 1), or leave it out for pgd_steps",
         )
         _check(
-            self.adv_alpha is None or _pos_float(self.adv_alpha),
+            self.adv_alpha is None or (_pos_float(self.adv_alpha) and self.adv_alpha <= MAX_STEP),
             "flip.adv_alpha",
             self.adv_alpha,
-            "a positive number, or leave it out for the recipe's default",
+            f"a positive number up to {MAX_STEP:g}, or leave it out for the recipe's default",
         )
         object.__setattr__(self, "attacks", attacks)
         object.__setattr__(self, "eps", eps)
@@ -438,7 +452,12 @@ class InfluenceCheckSpec:
             "an integer ≥ 4",
         )
         _check(_pos_int(self.n_test), "influence_check.n_test", self.n_test, "a positive integer")
-        _check(_pos_int(self.width), "influence_check.width", self.width, "a positive integer")
+        _check(
+            _width(self.width),
+            "influence_check.width",
+            self.width,
+            f"a positive integer up to {MAX_WIDTH}",
+        )
         _check(
             isinstance(self.top, int) and not isinstance(self.top, bool) and self.top >= 0,
             "influence_check.top",
@@ -503,7 +522,12 @@ class LandscapeSpec:
     """Rademacher probes of Hutchinson's trace estimate."""
 
     def __post_init__(self) -> None:
-        _check(_pos_int(self.width), "landscape.width", self.width, "a positive integer")
+        _check(
+            _width(self.width),
+            "landscape.width",
+            self.width,
+            f"a positive integer up to {MAX_WIDTH}",
+        )
         _check(
             _pos_int(self.points_1d) and self.points_1d >= 3,
             "landscape.points_1d",
@@ -516,7 +540,12 @@ class LandscapeSpec:
             self.points_2d,
             "an integer ≥ 3",
         )
-        _check(_pos_float(self.span), "landscape.span", self.span, "a positive number")
+        _check(
+            _pos_float(self.span) and self.span <= MAX_STEP,
+            "landscape.span",
+            self.span,
+            f"a positive number up to {MAX_STEP:g}",
+        )
         _check(
             self.split in ("train", "test", "both"),
             "landscape.split",
@@ -612,13 +641,18 @@ class QKVSpec:
 
     def __post_init__(self) -> None:
         _check(
-            isinstance(self.d_k, int) and not isinstance(self.d_k, bool) and self.d_k >= 0,
+            isinstance(self.d_k, int)
+            and not isinstance(self.d_k, bool)
+            and 0 <= self.d_k <= MAX_WIDTH,
             "qkv.d_k",
             self.d_k,
-            "an integer ≥ 0 (0: d_k = d)",
+            f"an integer from 0 to {MAX_WIDTH} (0: d_k = d)",
         )
         _check(
-            _nonneg_float(self.init_std), "qkv.init_std", self.init_std, "a number ≥ 0 (0: 1/√d)"
+            _nonneg_float(self.init_std) and self.init_std <= MAX_STEP,
+            "qkv.init_std",
+            self.init_std,
+            f"a number from 0 to {MAX_STEP:g} (0: 1/√d)",
         )
         sweep = tuple(self.dk_sweep)
         _check(
@@ -665,11 +699,13 @@ class RunSpec:
         seeds = tuple(self.seeds)
         _check(
             len(seeds) >= 1
-            and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+            and all(
+                isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds
+            )
             and len(set(seeds)) == len(seeds),
             "seeds",
             self.seeds,
-            "distinct non-negative integers, e.g. 0,1,2",
+            f"distinct integers from 0 to {MAX_SEED}, e.g. 0,1,2",
         )
         object.__setattr__(self, "seeds", seeds)
         _check(
@@ -703,10 +739,15 @@ class RunSpec:
 
     @classmethod
     def from_toml(cls, text: str) -> RunSpec:
+        text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not a statement
         try:
             d = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise ConfigError("config", "TOML", f"valid TOML ({e})") from None
+        except RecursionError:
+            raise ConfigError(
+                "config", "TOML", "TOML nested a few levels deep, not hundreds"
+            ) from None
         return cls.from_dict(d)
 
     @classmethod

@@ -93,6 +93,13 @@ class RunStore:
         try:
             if resume and (self.path / "events.jsonl").exists():
                 self._load_previous()
+            elif resume and any(p.name != LOCK_NAME for p in self.path.iterdir()):
+                raise ConfigError(
+                    "out",
+                    str(self.path),
+                    "a run directory with its events.jsonl to resume (this folder has none, so "
+                    "nothing it holds can be continued): use a new --out",
+                )
             elif any(p.name != LOCK_NAME for p in self.path.iterdir()):
                 raise ConfigError(
                     "out", str(self.path), "a new or empty folder (or pass --resume to continue it)"
@@ -113,13 +120,18 @@ class RunStore:
 
     def _load_previous(self) -> None:
         """Keep the events of finished cells; drop partial ones (they are re-run)."""
-        lines = (self.path / "events.jsonl").read_text(encoding="utf-8").splitlines()
+        from engine.run.validate import parse_json
+
+        raw = (self.path / "events.jsonl").read_bytes().splitlines()
         events = []
-        for ln in lines:
+        for b in raw:
             try:
-                events.append(json.loads(ln))
-            except json.JSONDecodeError:
-                continue  # a line cut by the interruption
+                e = parse_json(b.decode("utf-8"))
+            except ValueError:  # a line cut by the interruption, or damaged: its cell re-runs
+                continue
+            if isinstance(e, dict) and isinstance(e.get("kind"), str):
+                events.append(e)
+        self._check_same_spec(events)
         self.done_cells = {e["cell"] for e in events if e.get("kind") == "CellFinished"}
         kept = []
         for e in events:
@@ -136,6 +148,35 @@ class RunStore:
             elif e["kind"] == "Artifact" and cell:
                 self.previous_artifacts.setdefault(e["name"], []).append(e.get("data"))
         atomic_write(self.path / "events.jsonl", "".join(json.dumps(e) + "\n" for e in kept))
+
+    def _check_same_spec(self, events: list[dict[str, Any]]) -> None:
+        """Refuse to resume with a spec other than the one the kept rows were made with
+        (an edited spec.toml, or flags that change it): the rows of two specs would mix.
+        Where the cells run (``executor``) may change."""
+        made = [
+            e["spec"] for e in events if e["kind"] == "Started" and isinstance(e.get("spec"), dict)
+        ]
+        if not made:
+            return
+        try:
+            before = _flat(RunSpec.from_dict(made[-1]).to_dict())
+        except (ConfigError, TypeError, ValueError):
+            return  # an older or damaged record: nothing to compare against
+        now = _flat(self.spec.to_dict())
+        changed = [
+            k
+            for k in sorted(set(before) | set(now))
+            if not k.startswith("executor.") and before.get(k) != now.get(k)
+        ]
+        if changed:
+            shown = ", ".join(f"{k} {before.get(k)!r} → {now.get(k)!r}" for k in changed[:3])
+            more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+            raise ConfigError(
+                "resume",
+                str(self.path),
+                f"the spec its rows were made with; this one differs ({shown}{more}): "
+                "start a new run with --out elsewhere, or restore the run's spec",
+            )
 
     # -- consuming events ----------------------------------------------------------
 
@@ -258,3 +299,14 @@ def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
                 str(base),
                 f"a folder where run directories can be created ({e.strerror})",
             ) from None
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"train": {"epochs": 5}}`` → ``{"train.epochs": 5}`` (lists as tuples)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = tuple(v) if isinstance(v, list) else v
+    return out

@@ -42,11 +42,33 @@ def _read_text(path: Path) -> str:
         raise DamagedRun(path, f"cannot be read ({e.strerror})") from None
 
 
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects a run file may hold (ours nest ≤ 6 deep)."""
+
+
+def parse_json(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads`` for untrusted run files: ValueError (never RecursionError) for text
+    that is not JSON or nests deeper than ``max_depth``, so a hostile file is damage, not
+    a crash of the reader (or of every later walk over its value)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {max_depth} levels") from None
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth > max_depth:
+                raise ValueError(f"nested deeper than {max_depth} levels")
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return value
+
+
 def read_json_object(path: Path) -> dict[str, Any]:
     """A JSON file that must hold one object."""
     text = _read_text(path)
     try:
-        d = json.loads(text)
+        d = parse_json(text)
     except ValueError as e:
         raise DamagedRun(path, f"not valid JSON ({e.args[0].split(':')[0]})") from None
     if not isinstance(d, dict):
