@@ -28,6 +28,7 @@ class PathDialog(ModalScreen[str | None]):
         super().__init__()
         self.prompt = prompt
         self.initial = initial
+        self._answered = False
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -37,7 +38,15 @@ class PathDialog(ModalScreen[str | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.dismiss(event.value.strip() or None)
+        self._close(event.value.strip() or None)
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self._close(None)
+
+    def _close(self, value: str | None) -> None:
+        """Dismiss once: a second Enter (or Escape) queued before the screen is gone must
+        not pop the screen below it (ScreenStackError: key spam killed the TUI)."""
+        if self._answered:
+            return
+        self._answered = True
+        self.dismiss(value)
