@@ -182,6 +182,7 @@ class RunContext:
                     n_test=nte,
                     seed=seed,
                     center=d.center,
+                    source=d.source_options(),
                 )
 
             try:

@@ -67,6 +67,7 @@ def _available(part: Part) -> str | None:
             n_train=d.n_train,
             n_test=d.n_test,
             seed=part.spec.seeds[0],
+            source=d.source_options(),
         )
     except DatasetError as e:
         return str(e)

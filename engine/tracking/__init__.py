@@ -1,0 +1,2 @@
+def make_tracker(a, b):
+    return None
