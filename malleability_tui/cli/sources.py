@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from malleability_tui.cli.common import console, err_console
+from malleability_tui.cli.common import err_console
 from malleability_tui.options import help_of
 
 ImageSizeOpt = Annotated[int | None, typer.Option("--image-size", help=help_of("image_size"))]
@@ -60,4 +60,3 @@ def track_run(tracker: Any, path: Path) -> None:
         return
     run_id = tracker.log_run(path)
     err_console.print(f"tracked: {tracker.kind} run {run_id} ({tracker.uri})", highlight=False)
-    console.print(f"{tracker.kind} run: {run_id}", highlight=False)
