@@ -28,6 +28,7 @@ def needs_pyarrow() -> None:
 def write_all(root: Path, per_class: int = 40) -> dict[str, str]:
     """The three sources of the same images under ``root``: kind → source name."""
     m = fixtures()
+    root.mkdir(parents=True, exist_ok=True)
     x, y = m.make_images(per_class)
     out = {
         "npz": f"npz:{m.write_npz(root / 'shapes.npz', x, y)}",
