@@ -84,6 +84,7 @@ def write_hf(root: Path, x: np.ndarray, y: np.ndarray) -> Path:
         )
         pq.write_table(table, root / "train-00000-of-00001.parquet")
         return root
+    datasets.disable_progress_bars()
     features = datasets.Features(
         {"image": datasets.Image(), "label": datasets.ClassLabel(names=list(CLASSES))}
     )

@@ -71,6 +71,38 @@ def test_export_to_mlflow_logs_a_second_run(tracked: tuple[Path, str]) -> None:
     assert run.data.params["experiment"] == "train"
 
 
+def test_a_reproduce_folder_is_a_parent_with_nested_parts(
+    tracked: tuple[Path, str], tmp_path: Path
+) -> None:
+    import shutil
+
+    out, uri = tracked
+    repro = tmp_path / "repro"
+    shutil.copytree(out, repro / "digits-train")
+    (repro / "digits-train" / "summary.json").write_text(json.dumps({"status": "finished"}))
+    (repro / "reproduce.json").write_text(
+        json.dumps({"tables": [1], "quick": True, "parts": [{"key": "digits-train"}]})
+    )
+    summary = {
+        "status": "finished",
+        "experiment": "reproduce",
+        "checklist": [{"claim": 1, "dataset": "digits", "verdict": "inconclusive"}],
+    }
+    (repro / "summary.json").write_text(json.dumps(summary))
+    tracker = make_tracker("mlflow", uri)
+    assert tracker is not None
+    parent = tracker.log_run(repro)
+    client = mlflow.tracking.MlflowClient(tracking_uri=uri)
+    run = client.get_run(parent)
+    assert run.data.tags["claim/1/digits"] == "inconclusive" and run.data.params["quick"] == "True"
+    assert "reproduce.json" in {a.path for a in client.list_artifacts(parent)}
+    children = client.search_runs(
+        [run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent}'"
+    )
+    assert [c.data.tags["mlflow.runName"] for c in children] == ["digits-train"]
+    assert children[0].data.params["experiment"] == "train"
+
+
 def test_checklist_verdicts_and_guards_become_tags() -> None:
     from engine.tracking.mlflow import _tags, flatten
 
