@@ -404,6 +404,12 @@ def check_data(spec: RunSpec) -> None:
     if not st.found:
         where = f" in --data-dir {d}" if d is not None else ""
         raise DatasetError(f"data set {st.name} not found{where}: {st.how_to_get}")
+    from engine.data import is_source
+
+    for extra in (n for n in spec.spectrum.datasets if is_source(n)):  # --datasets sources
+        ex = dataset_status(extra, None, spec.data.source_options())
+        if not ex.found or ex.problem:
+            raise DatasetError(ex.problem or f"--datasets {extra}: not found ({ex.how_to_get})")
     # Data-dependent errors (an unknown class, n_train larger than a class holds) are
     # found here, before a run directory exists, not as an empty "failed" run.
     from engine.data import load_dataset

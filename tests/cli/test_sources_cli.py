@@ -80,3 +80,18 @@ def test_data_show_with_size_and_mode(sources: dict[str, str]) -> None:
     )
     assert res.exit_code == 0, res.output
     assert "8×8×3 (d = 192)" in res.output
+
+
+def test_spectrum_extra_sources_are_checked_before_the_run(
+    sources: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    bad = ["headless", "-d", "digits", "-e", "spectrum", "--quick", "--out", str(out), "-q"]
+    res = runner.invoke(app, [*bad, "--datasets", f"npz:{tmp_path / 'nope.npz'}"])
+    assert res.exit_code != 0 and "not found" in res.output and not out.exists()
+    ok = [*bad, "--datasets", sources["npz"], "--n-train", "60", "--n-test", "30"]
+    res = runner.invoke(app, ok)
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(open(out / "spectrum.csv")))
+    assert [r["dataset"] for r in rows] == ["digits", sources["npz"]]
+    assert rows[1]["d"] == "256"
