@@ -7,6 +7,7 @@ numbers (live events) or strings (CSV read back from disk): ``num`` reads both.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,7 +288,7 @@ def spectrum_lines(
     from engine.spectral import paper_spectrum
 
     name = str(row.get("dataset", "?"))
-    paper = paper_spectrum(name.partition(":")[0], tuple(classes) if classes else None)
+    paper = paper_spectrum(task_of(name)[0], tuple(classes) if classes else None)
     out = [
         ("data set", name),
         ("n × d, rank", f"{fmt(row.get('n'))} × {fmt(row.get('d'))}, rank {fmt(row.get('rank'))}"),
@@ -313,8 +314,12 @@ def spectrum_lines(
 
 
 def task_of(dataset: str, classes: Any = None) -> tuple[str, str]:
-    """``mnist:3v8`` or (mnist, classes (3, 8)) → (mnist, 3v8); no classes → 10-class."""
-    name, _, cls = str(dataset).partition(":")
+    """``mnist:3v8`` or (mnist, classes (3, 8)) → (mnist, 3v8); no classes → 10-class.
+
+    Only a trailing ``:<int>v<int>…`` is a class suffix, so a data source's own colon
+    (``folder:/data/pets:0v1``) stays in the name."""
+    m = re.fullmatch(r"(.*):(\d+(?:v\d+)+)", str(dataset))
+    name, cls = (m.group(1), m.group(2)) if m else (str(dataset), "")
     if not cls and classes:
         cls = "v".join(str(c) for c in classes)
     if cls in ("0v1",) and name == "cifar10":

@@ -54,6 +54,12 @@ class RunOption:
         return self.name
 
 
+def _name(t: str) -> str:
+    """A name lower-cased; a data source ``npz:PATH`` keeps its path as typed."""
+    kind, sep, rest = t.partition(":")
+    return f"{kind.lower()}:{rest}" if sep else t.lower()
+
+
 def parse_value(kind: str, text: Any) -> Any:
     """Option text → its value for ``RunSpec.replace``; ``OptionError`` (what is allowed)
     when it does not parse. Non-text values (a typer int, a bool) pass through."""
@@ -69,7 +75,7 @@ def parse_value(kind: str, text: Any) -> Any:
     if kind == "path":
         return t or None
     if kind == "lower":
-        return t.lower()
+        return _name(t)
     if kind == "str":
         return t
     try:
@@ -82,7 +88,7 @@ def parse_value(kind: str, text: Any) -> Any:
         if kind == "float":
             return float(t)
         if kind == "names":
-            vals: tuple[Any, ...] = tuple(p.strip().lower() for p in t.split(",") if p.strip())
+            vals: tuple[Any, ...] = tuple(_name(p.strip()) for p in t.split(",") if p.strip())
         else:
             conv = int if kind == "ints" else float
             vals = tuple(conv(p) for p in t.replace(" ", "").split(",") if p)
@@ -235,7 +241,39 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "data__name",
         "data.name",
         "lower",
-        "Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic.",
+        'Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic; or your own: npz:FILE, folder:DIR, hf:DIR (README "Your own data").',
+    ),
+    RunOption(
+        "image_size",
+        "--image-size",
+        "data__image_size",
+        "data.image_size",
+        "int",
+        "folder:/hf: sources: resize images to N×N pixels (default: as found, all alike).",
+    ),
+    RunOption(
+        "mode",
+        "--mode",
+        "data__mode",
+        "data.mode",
+        "str",
+        "folder:/hf: sources: convert images to L (grey) or RGB (default: as found, all alike).",
+    ),
+    RunOption(
+        "image_column",
+        "--image-column",
+        "data__image_column",
+        "data.image_column",
+        "str",
+        "hf: sources: the image column (default image, else img).",
+    ),
+    RunOption(
+        "label_column",
+        "--label-column",
+        "data__label_column",
+        "data.label_column",
+        "str",
+        "hf: sources: the label column (default label).",
     ),
     RunOption(
         "qkv_dk",
@@ -275,7 +313,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "spectrum__datasets",
         "spectrum.datasets",
         "names",
-        "Extra data sets for spectrum, e.g. mnist,cifar10.",
+        "Extra data sets for spectrum, e.g. mnist,cifar10 (sources npz:FILE etc. too).",
     ),
     RunOption(
         "device", "--device", "device", "device", "str", "auto (CUDA when present), cpu or cuda."

@@ -1,4 +1,5 @@
-"""Data sets: registry, loaders (digits, MNIST, Fashion-MNIST, CIFAR-10, synthetic), subsets.
+"""Data sets: registry, loaders (digits, MNIST, Fashion-MNIST, CIFAR-10, synthetic), your own
+data as sources (``npz:FILE``, ``folder:DIR``, ``hf:DIR``; ``engine.data.sources``), subsets.
 
 ``load_dataset(name, *, root=None, classes=None, n_train, n_test, seed) -> Dataset`` is the
 one entry point; ``DATASETS`` describes each data set; ``find_root`` / ``dataset_status``
@@ -7,7 +8,14 @@ data set without drawing it; ``engine.data.fetch.fetch`` downloads them.
 """
 
 from engine.data.dataset import Dataset
-from engine.data.load import DatasetStatus, dataset_status, load_dataset, load_raw, subset_counts
+from engine.data.load import (
+    DatasetStatus,
+    dataset_status,
+    image_shape,
+    load_dataset,
+    load_raw,
+    subset_counts,
+)
 from engine.data.raw import RawData, RawSplit
 from engine.data.registry import (
     DATASETS,
@@ -19,6 +27,7 @@ from engine.data.registry import (
     find_root,
     get_info,
 )
+from engine.data.sources import SourceOptions, is_source
 from engine.data.subset import ClassCounts, class_counts, subset_problem
 from engine.data.synthetic import SyntheticData, make_synthetic
 
@@ -32,6 +41,7 @@ __all__ = [
     "RawData",
     "RawSplit",
     "RemoteFile",
+    "SourceOptions",
     "SyntheticData",
     "canonical_name",
     "class_counts",
@@ -39,6 +49,8 @@ __all__ = [
     "default_data_home",
     "find_root",
     "get_info",
+    "image_shape",
+    "is_source",
     "load_dataset",
     "load_raw",
     "make_synthetic",

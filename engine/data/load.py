@@ -10,12 +10,23 @@ from pathlib import Path
 from engine.data.dataset import Dataset
 from engine.data.raw import RawData
 from engine.data.registry import check_root, find_root, get_info, not_found_error
+from engine.data.sources import SourceOptions, is_source
 from engine.data.subset import ClassCounts, build_dataset, class_counts
 from engine.errors import DatasetError
 
 
-def load_raw(name: str, root: str | os.PathLike | None = None) -> RawData:
-    """Every split of ``name`` as read from disk (or built in), before subsetting."""
+def load_raw(
+    name: str, root: str | os.PathLike | None = None, source: SourceOptions | None = None
+) -> RawData:
+    """Every split of ``name`` as read from disk (or built in), before subsetting.
+
+    ``name`` may be a source (``npz:FILE``, ``folder:DIR``, ``hf:DIR``; ``engine.data.sources``),
+    read with ``source`` (image size and mode, HF columns); ``root`` does not apply to it.
+    """
+    if is_source(name):
+        from engine.data.sources import load_source
+
+        return load_source(name, source)
     info = get_info(name)
     if info.name == "digits":
         from engine.data.digits import load_digits_raw
@@ -47,6 +58,7 @@ def load_dataset(
     n_test: int,
     seed: int,
     center: bool = False,
+    source: SourceOptions | None = None,
 ) -> Dataset:
     """A seeded, class-balanced, disjoint train/test subset of data set ``name``.
 
@@ -61,18 +73,31 @@ def load_dataset(
     unit-norm rows and x_*_raw in [0, 1], float64. Raises DatasetError (missing or corrupt
     files, unknown name, impossible subset) or ConfigError (invalid n or seed).
     ``center``: subtract the training subset's per-pixel mean first (``Dataset.pixel_mean``).
+    ``name`` may also be a source ``npz:FILE`` / ``folder:DIR`` / ``hf:DIR`` read with
+    ``source`` (``engine.data.sources.SourceOptions``); the same subset rule applies.
     """
-    raw = load_raw(name, root)
+    raw = load_raw(name, root, source)
     return build_dataset(
         raw, classes=classes, n_train=n_train, n_test=n_test, seed=seed, center=center
     )
 
 
-def subset_counts(name: str, root: str | os.PathLike | None = None) -> ClassCounts:
+def subset_counts(
+    name: str, root: str | os.PathLike | None = None, source: SourceOptions | None = None
+) -> ClassCounts:
     """Images per class and split of data set ``name`` (``subset_problem`` checks a subset
     against them with the loader's rule). Reads the data set once; raises DatasetError as
     ``load_dataset`` does when it is missing or damaged."""
-    return class_counts(load_raw(name, root))
+    return class_counts(load_raw(name, root, source))
+
+
+def image_shape(
+    name: str, root: str | os.PathLike | None = None, source: SourceOptions | None = None
+) -> tuple[int, ...]:
+    """The image shape of ``name`` (a built-in's from the registry; a source's as read)."""
+    if is_source(name):
+        return load_raw(name, root, source).image_shape
+    return get_info(name).image_shape
 
 
 @dataclass(frozen=True)
@@ -98,8 +123,18 @@ class DatasetStatus:
         return self.found and self.splits == self.official
 
 
-def dataset_status(name: str, root: str | os.PathLike | None = None) -> DatasetStatus:
-    """Find ``name`` without loading it: found where, which splits, how to get it."""
+def dataset_status(
+    name: str, root: str | os.PathLike | None = None, source: SourceOptions | None = None
+) -> DatasetStatus:
+    """Find ``name`` without loading it: found where, which splits, how to get it.
+
+    A source (``npz:`` / ``folder:`` / ``hf:``) is read and validated in full (it has no
+    cheap header); ``problem`` then says why it cannot be used.
+    """
+    if is_source(name):
+        from engine.data.sources.status import source_status
+
+        return source_status(name, source)
     info = get_info(name)
     base = dict(
         name=info.name,

@@ -220,17 +220,32 @@ _ALIASES = {
 
 
 def canonical_name(name: str) -> str:
-    """'Fashion_MNIST' → 'fashion-mnist'; unknown names raise DatasetError listing known ones."""
+    """'Fashion_MNIST' → 'fashion-mnist'; unknown names raise DatasetError listing known ones.
+
+    A source name (``npz:FILE``, ``folder:DIR``, ``hf:DIR``) is returned as ``kind:path``.
+    """
+    from engine.data.sources import is_source, parse_source
+
+    if is_source(name):
+        return parse_source(name).name
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
     if key not in DATASETS:
-        raise DatasetError(f"unknown data set {name!r}: known are {', '.join(DATASETS)}")
+        raise DatasetError(
+            f"unknown data set {name!r}: known are {', '.join(DATASETS)}, "
+            "or a source npz:FILE, folder:DIR, hf:DIR"
+        )
     return key
 
 
 def get_info(name: str) -> DatasetInfo:
-    """The registry entry of ``name`` (aliases accepted)."""
-    return DATASETS[canonical_name(name)]
+    """The registry entry of ``name`` (aliases accepted); a source has none (DatasetError)."""
+    key = canonical_name(name)
+    if key not in DATASETS:
+        raise DatasetError(
+            f"{key}: a data source, not a built-in data set (it has no files to fetch)"
+        )
+    return DATASETS[key]
 
 
 def user_data_home() -> Path:

@@ -104,11 +104,11 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
     steps and evaluation passes, each with the loop's fixed cost.
     """
-    from engine.data import get_info
+    from engine.data import image_shape
     from engine.experiments.registry import select
 
     exps = [e.name for e in select(spec.experiment)]
-    d = math.prod(get_info(spec.data.name).image_shape)
+    d = math.prod(image_shape(spec.data.name, spec.data.data_dir, spec.data.source_options()))
     n, ep, seeds, kinds = (
         spec.data.n_train,
         spec.train.epochs,

@@ -111,6 +111,39 @@ def cap_sizes(name: str, n_classes: int | None, n_train: int, n_test: int) -> Si
     return Sizes(n_tr, n_te, note)
 
 
+def cap_source_sizes(spec: RunSpec) -> Sizes:
+    """``cap_sizes`` for a data source (npz:/folder:/hf:), from its class counts: with
+    train and test splits each size at most the smallest chosen class × K; with one split
+    train + test at most 85 % of it, in the asked ratio. A source that does not read is
+    left as asked (the pre-run check then names its problem)."""
+    from engine.data import subset_counts
+    from engine.errors import DatasetError
+
+    d = spec.data
+    try:
+        counts = subset_counts(d.name, source=d.source_options())
+    except DatasetError:
+        return Sizes(d.n_train, d.n_test, "")
+    cl = list(d.classes) if d.classes else list(range(len(counts.class_names)))
+    if any(c >= len(counts.class_names) for c in cl):
+        return Sizes(d.n_train, d.n_test, "")
+    k = len(cl)
+    if "train" in counts.splits and "test" in counts.splits:
+        n_tr = min(d.n_train, k * min(counts.splits["train"][c] for c in cl))
+        n_te = min(d.n_test, k * min(counts.splits["test"][c] for c in cl))
+    else:
+        (only,) = counts.splits
+        cap = int(0.85 * k * min(counts.splits[only][c] for c in cl))
+        if d.n_train + d.n_test <= cap:
+            return Sizes(d.n_train, d.n_test, "")
+        n_tr = max(2, cap * d.n_train // (d.n_train + d.n_test))
+        n_te = max(2, cap - n_tr)
+    if (n_tr, n_te) == (d.n_train, d.n_test):
+        return Sizes(n_tr, n_te, "")
+    note = f"{d.name}: n_train {d.n_train} → {n_tr}, n_test {d.n_test} → {n_te} (what its classes hold)"
+    return Sizes(n_tr, n_te, note)
+
+
 def apply_quick(spec: RunSpec) -> RunSpec:
     """``spec`` with the --quick preset applied."""
     return spec.replace(**QUICK)
@@ -133,7 +166,12 @@ def cap_quick(spec: RunSpec) -> tuple[RunSpec, str]:
     """A --quick ``spec`` with its subset sizes capped to what its data set and classes
     have (``cap_sizes``), and the one-line note ('' when nothing changed)."""
     d = spec.data
-    s = cap_sizes(d.name, len(d.classes) if d.classes else None, d.n_train, d.n_test)
+    from engine.data import is_source
+
+    if is_source(d.name):
+        s = cap_source_sizes(spec)
+    else:
+        s = cap_sizes(d.name, len(d.classes) if d.classes else None, d.n_train, d.n_test)
     if not s.note:
         return spec, ""
     return spec.replace(data__n_train=s.n_train, data__n_test=s.n_test), s.note

@@ -194,6 +194,7 @@ class RunContext:
                     n_test=nte,
                     seed=seed,
                     center=d.center,
+                    source=d.source_options(),
                 )
 
             try:

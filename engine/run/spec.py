@@ -12,7 +12,7 @@ import types
 import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
 from engine.kinds import (
@@ -30,6 +30,9 @@ from engine.kinds import (
     Predictor,
 )
 from engine.ridge import check_ridge_rule
+
+if TYPE_CHECKING:
+    from engine.data.sources import SourceOptions
 
 try:  # Python 3.11+
     import tomllib
@@ -88,6 +91,14 @@ class DataSpec:
     """Include the test points in the attention context C (default: training set only)."""
     center: bool = False
     """Subtract the training set's per-pixel mean before the unit-norm scaling, for train, test and attacked inputs (paper: false)."""
+    image_size: int | None = None
+    """folder: / hf: sources: resize every image to this side (square); unset: as found, all alike."""
+    mode: str | None = None
+    """folder: / hf: sources: Pillow mode L (grey) or RGB; unset: as found, all alike."""
+    image_column: str | None = None
+    """hf: sources: the image column (unset: image, else img)."""
+    label_column: str = "label"
+    """hf: sources: the label column."""
 
     def __post_init__(self) -> None:
         _check(
@@ -96,6 +107,27 @@ class DataSpec:
             self.name,
             "a data set name",
         )
+        from engine.data.sources import is_source, source_problem
+
+        if ":" in self.name and (not is_source(self.name) or source_problem(self.name)):
+            _check(
+                False, "data.name", self.name, "a data set name, or npz:FILE, folder:DIR, hf:DIR"
+            )
+        _check(
+            self.image_size is None or (_pos_int(self.image_size) and self.image_size <= 4096),
+            "data.image_size",
+            self.image_size,
+            "a positive integer up to 4096 (pixels a side), or unset",
+        )
+        _check(self.mode in (None, "L", "RGB"), "data.mode", self.mode, "L, RGB, or unset")
+        for fld in ("image_column", "label_column"):
+            v = getattr(self, fld)
+            _check(
+                v is None and fld == "image_column" or (isinstance(v, str) and bool(v.strip())),
+                f"data.{fld}",
+                v,
+                "a column name",
+            )
         _check(
             _pos_int(self.n_train) and self.n_train >= 2,
             "data.n_train",
@@ -114,6 +146,12 @@ class DataSpec:
                 "two or more distinct non-negative class labels, e.g. 3,8",
             )
             object.__setattr__(self, "classes", cl)
+
+    def source_options(self) -> SourceOptions:
+        """The options a data source (npz:/folder:/hf:) is read with."""
+        from engine.data.sources import SourceOptions
+
+        return SourceOptions(self.image_size, self.mode, self.image_column, self.label_column)
 
 
 @dataclass(frozen=True)

@@ -271,6 +271,15 @@ def _iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+def _slug(name: str) -> str:
+    """A data set name as a folder-name part: ``folder:/data/pets`` → ``folder-pets``."""
+    kind, sep, path = name.partition(":")
+    if not sep:
+        return name
+    tail = Path(path.rstrip("/\\")).name.rsplit(".", 1)[0]
+    return kind + "-" + ("".join(c if c.isalnum() or c in "-_" else "_" for c in tail) or "data")
+
+
 def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
     """``<root>/<timestamp>-<experiment>-<dataset>`` under $MALLEABILITY_RUNS or ./runs.
 
@@ -281,7 +290,7 @@ def default_run_dir(spec: RunSpec, root: str | Path | None = None) -> Path:
 
     base = runs_root(root)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    name = f"{stamp}-{spec.experiment.replace(',', '+')}-{spec.data.name}"
+    name = f"{stamp}-{spec.experiment.replace(',', '+')}-{_slug(spec.data.name)}"
     from engine.run.paths import make_folder
 
     make_folder(base, "runs root")

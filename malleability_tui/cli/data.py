@@ -20,7 +20,15 @@ from rich.table import Table
 
 from engine.data import DATASETS, dataset_status, default_data_home, get_info, load_raw
 from engine.data.fetch import fetch
+from engine.run.spec import DataSpec
 from malleability_tui.cli.common import console, expected_errors
+from malleability_tui.cli.sources import (
+    ImageColumnOpt,
+    ImageSizeOpt,
+    LabelColumnOpt,
+    ModeOpt,
+    source_flags,
+)
 
 app = typer.Typer(
     help="Data sets: which are available where, and downloading them.", no_args_is_help=True
@@ -122,13 +130,23 @@ def fetch_cmd(
 
 @app.command("show")
 def show_cmd(
-    name: Annotated[str, typer.Argument(help=f"Data set to read: {', '.join(DATASETS)}.")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help=f"Data set to read: {', '.join(DATASETS)}, or a source npz:FILE, folder:DIR, hf:DIR."
+        ),
+    ],
     data_dir: DataDir = None,
+    image_size: ImageSizeOpt = None,
+    mode: ModeOpt = None,
+    image_column: ImageColumnOpt = None,
+    label_column: LabelColumnOpt = None,
 ) -> None:
     """Read every file of a data set (validating it) and print each split's class counts."""
     with expected_errors():
-        raw = load_raw(name, data_dir)
-    table = Table(title=raw.name, caption=raw.source)
+        opts = DataSpec(name=name, **source_flags(image_size, mode, image_column, label_column))  # type: ignore[arg-type]
+        raw = load_raw(name, data_dir, opts.source_options())
+    table = Table(title=raw.name, caption=raw.source, min_width=min(len(raw.name) + 4, 100))
     table.add_column("class")
     for split in raw.splits:
         table.add_column(split, justify="right")
@@ -139,5 +157,7 @@ def show_cmd(
         table.add_row(f"{c} {cname}", *(f"{counts[s][c]:,}" for s in raw.splits))
     table.add_row("total", *(f"{r.size:,}" for r in raw.splits.values()), style="bold")
     console.print(table)
+    shape = "×".join(map(str, raw.image_shape))
+    console.print(f"images {shape} (d = {int(np.prod(raw.image_shape)):,}), pixels / {raw.scale:g}")
     for note in raw.notes:
         console.print(f"[dim]{note}[/]")

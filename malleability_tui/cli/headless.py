@@ -19,6 +19,17 @@ from malleability_tui.cli.common import (
     expected_errors,
 )
 from malleability_tui.cli.render import LONG_TABLES, ProgressRenderer, table_of
+from malleability_tui.cli.sources import (
+    ImageColumnOpt,
+    ImageSizeOpt,
+    LabelColumnOpt,
+    ModeOpt,
+    TrackingUriOpt,
+    TrackOpt,
+    source_flags,
+    track_run,
+    tracker_of,
+)
 from malleability_tui.options import help_of
 
 
@@ -48,6 +59,7 @@ def build_spec(
     qkv_dk_sweep: str | None = None,
     executor: dict[str, object] | None = None,
     center: bool | None = None,
+    source: dict[str, object] | None = None,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
     spec = RunSpec.load(config) if config else RunSpec()
@@ -77,6 +89,7 @@ def build_spec(
         datasets=datasets,
         qkv_dk=qkv_dk,
         qkv_dk_sweep=() if qkv_dk_sweep == "" else qkv_dk_sweep,
+        **(source or {}),
     )
     try:
         ch: dict[str, object] = spec_changes(given)
@@ -290,6 +303,10 @@ def headless(
         ),
     ] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help=help_of("data_dir"))] = None,
+    image_size: ImageSizeOpt = None,
+    mode: ModeOpt = None,
+    image_column: ImageColumnOpt = None,
+    label_column: LabelColumnOpt = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -321,6 +338,8 @@ def headless(
     max_parallel: MaxParallelOpt = None,
     cpus_per_cell: CpusPerCellOpt = None,
     gpus_per_cell: GpusPerCellOpt = None,
+    track: TrackOpt = None,
+    tracking_uri: TrackingUriOpt = None,
 ) -> None:
     """Run experiments without the TUI and write a run directory of CSV/JSON."""
     with expected_errors():
@@ -350,7 +369,9 @@ def headless(
             qkv_dk_sweep=qkv_dk_sweep,
             executor=ex,
             center=center,
+            source=source_flags(image_size, mode, image_column, label_column),
         )
+        tracker = tracker_of(track, tracking_uri)
         from engine.run.paths import check_file_target, check_folder_target
 
         if save_config is not None:
@@ -367,7 +388,8 @@ def headless(
         select(spec.experiment)
         if not resume:
             check_data(spec)
-        execute(spec, out, resume=resume, quiet=quiet, executor=ex)
+        path = execute(spec, out, resume=resume, quiet=quiet, executor=ex)
+        track_run(tracker, path)
 
 
 def check_data(spec: RunSpec) -> None:
@@ -378,10 +400,16 @@ def check_data(spec: RunSpec) -> None:
     d = spec.data.data_dir
     if d is not None and not Path(d).is_dir():
         raise DatasetError(f"--data-dir {d} does not exist or is not a folder")
-    st = dataset_status(spec.data.name, d)
+    st = dataset_status(spec.data.name, d, spec.data.source_options())
     if not st.found:
         where = f" in --data-dir {d}" if d is not None else ""
         raise DatasetError(f"data set {st.name} not found{where}: {st.how_to_get}")
+    from engine.data import is_source
+
+    for extra in (n for n in spec.spectrum.datasets if is_source(n)):  # --datasets sources
+        ex = dataset_status(extra, None, spec.data.source_options())
+        if not ex.found or ex.problem:
+            raise DatasetError(ex.problem or f"--datasets {extra}: not found ({ex.how_to_get})")
     # Data-dependent errors (an unknown class, n_train larger than a class holds) are
     # found here, before a run directory exists, not as an empty "failed" run.
     from engine.data import load_dataset
@@ -390,7 +418,13 @@ def check_data(spec: RunSpec) -> None:
     dd = spec.data
     for n_train, n_test in subset_sizes(spec):
         load_dataset(
-            dd.name, root=d, classes=dd.classes, n_train=n_train, n_test=n_test, seed=spec.seeds[0]
+            dd.name,
+            root=d,
+            classes=dd.classes,
+            n_train=n_train,
+            n_test=n_test,
+            seed=spec.seeds[0],
+            source=dd.source_options(),
         )
 
 

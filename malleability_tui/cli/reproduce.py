@@ -45,6 +45,7 @@ from malleability_tui.cli.headless import (
     executor_changes,
 )
 from malleability_tui.cli.render import fmt
+from malleability_tui.cli.sources import TrackingUriOpt, TrackOpt, track_run, tracker_of
 
 VERDICT_STYLE = {
     "holds": "green",
@@ -67,6 +68,7 @@ def _available(part: Part) -> str | None:
             n_train=d.n_train,
             n_test=d.n_test,
             seed=part.spec.seeds[0],
+            source=d.source_options(),
         )
     except DatasetError as e:
         return str(e)
@@ -133,9 +135,12 @@ def reproduce(
     max_parallel: MaxParallelOpt = None,
     cpus_per_cell: CpusPerCellOpt = None,
     gpus_per_cell: GpusPerCellOpt = None,
+    track: TrackOpt = None,
+    tracking_uri: TrackingUriOpt = None,
 ) -> None:
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
     with expected_errors():
+        tracker = tracker_of(track, tracking_uri)
         names = tuple(parse_names(",".join(dataset or ["mnist"]), "--dataset") or ("mnist",))
         tabs = parse_ints(tables, "--tables") or ()
         if any(t not in (1, 2, 3, 4) for t in tabs):
@@ -221,6 +226,7 @@ def reproduce(
             f"reproduction: [bold]{path}[/] ({hms(seconds)}); report: malleability report {path}",
             highlight=False,
         )
+        track_run(tracker, path)
 
 
 def show_breakdown(lines: list[PlanLine], total: float) -> None:

@@ -12,6 +12,7 @@ from engine.run.paths import runs_root
 from engine.run.runs import export_run, find_run, list_runs, read_run
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.render import LONG_TABLES, table_of
+from malleability_tui.cli.sources import TrackingUriOpt, track_run, tracker_of
 
 app = typer.Typer(help="Browse past runs.", no_args_is_help=True)
 
@@ -96,9 +97,14 @@ def export_cmd(
         str, typer.Option("--format", "-f", help="csv (the run's CSV files) or json (one file).")
     ] = "csv",
     to: Annotated[
-        Path | None, typer.Option("--to", help="Destination folder (default export/<run name>).")
+        Path | None,
+        typer.Option(
+            "--to",
+            help="Destination folder (default export/<run name>); the word mlflow logs the run to MLflow instead (a folder of that name: ./mlflow).",
+        ),
     ] = None,
     root: Annotated[Path | None, typer.Option(help="Runs folder.")] = None,
+    tracking_uri: TrackingUriOpt = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -107,7 +113,16 @@ def export_cmd(
         ),
     ] = False,
 ) -> None:
-    """Export a run's results for your own plots and papers."""
+    """Export a run's results for your own plots and papers (or to MLflow: --to mlflow)."""
+    if to is not None and str(to) == "mlflow":
+        with expected_errors():
+            tracker = tracker_of("mlflow", tracking_uri)
+            path = resolve_run(run, root, reproduce=True)
+            track_run(tracker, path)
+        console.print(f"logged {path} to MLflow ({tracker.uri})", highlight=False)
+        return
+    if tracking_uri is not None:
+        die("--tracking-uri goes with --to mlflow")
     if format not in ("csv", "json"):
         die(f"invalid --format {format!r}: csv or json")
     with expected_errors():

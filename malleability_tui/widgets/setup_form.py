@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Input, Label, Select, Static
 
+from engine.data.sources import is_source
 from engine.data.subset import ClassCounts, subset_problem
 from engine.errors import EngineError
 from engine.run.spec import RunSpec
@@ -56,6 +57,8 @@ def data_choices(root: str | None = None) -> list[DataChoice]:
     return out
 
 
+SOURCE_HINT = "npz:FILE, folder:DIR or hf:DIR (blank: the data set above)"
+
 CountsFn = Callable[[str, "str | None"], ClassCounts]
 """(data set, data dir) → its images per class and split (``engine.data.subset_counts``)."""
 
@@ -69,8 +72,9 @@ def _subset_counts(name: str, root: str | None) -> ClassCounts:
 class SetupForm(VerticalScroll):
     """Fields of the spec. Posts ``SpecChanged`` whenever the form becomes (in)valid.
 
-    Besides the spec's own rules, the chosen subset is checked against the data set as
-    you type (``engine.data.subset_problem``, the loader's rule): its class counts are
+    "Own data" takes a source (``npz:FILE``, ``folder:DIR``, ``hf:DIR``) in place of the
+    picked data set; it is read and checked like one. Besides the spec's own rules, the
+    chosen subset is checked against the data set as you type (``engine.data.subset_problem``, the loader's rule): its class counts are
     read once per data set and folder, in a thread, and a problem shows under its field.
     """
 
@@ -127,6 +131,9 @@ class SetupForm(VerticalScroll):
         opts = [
             (f"{c.name} {'✓' if c.available else '✗ (not here)'}", c.name) for c in self.choices
         ]
+        source = vals["dataset"] if is_source(vals["dataset"]) else ""
+        if source:
+            vals["dataset"] = self.choices[0].name if self.choices else "digits"
         if vals["dataset"] not in {c.name for c in self.choices}:
             opts.append((vals["dataset"], vals["dataset"]))
         with Horizontal(classes="row"):
@@ -134,6 +141,9 @@ class SetupForm(VerticalScroll):
             yield Select(
                 opts, value=vals["dataset"], allow_blank=False, id="f-dataset", compact=True
             )
+        with Horizontal(classes="row"):
+            yield Label("Own data", classes="name")
+            yield Input(source, placeholder=SOURCE_HINT, id="f-source", compact=True)
         yield Static("", classes="hint", id="hint-dataset")
         yield Label("", classes="error", id="err-dataset")
         inputs = {f.key: f for f in FORM_FIELDS}
@@ -183,6 +193,9 @@ class SetupForm(VerticalScroll):
         for key in SELECT_FIELDS:
             v = self.query_one(f"#f-{key}", Select).value
             vals[key] = str(v) if v is not Select.NULL else ""
+        source = self.query_one("#f-source", Input).value.strip()
+        if source:  # your own data replaces the data set picked above
+            vals["dataset"] = source
         return vals
 
     def apply_preset(self, preset: Callable[[RunSpec], RunSpec]) -> RunSpec:
@@ -255,7 +268,9 @@ class SetupForm(VerticalScroll):
         v = self.query_one("#f-dataset", Select).value
         c = next((c for c in self.choices if c.name == v), None)
         hint = self.query_one("#hint-dataset", Static)
-        if c is None or c.available:
+        if self.query_one("#f-source", Input).value.strip():
+            hint.update("own data: read and checked as you type (replaces the data set above)")
+        elif c is None or c.available:
             hint.update(f"found: {c.where}" if c else "")
         else:
             hint.update(f"not available here: {c.how_to_get}")
@@ -269,7 +284,11 @@ class SetupForm(VerticalScroll):
         self._loading = True
         for f in FORM_FIELDS:
             self.query_one(f"#f-{f.key}", Input).value = vals[f.key]
+        source = vals["dataset"] if is_source(vals["dataset"]) else ""
+        self.query_one("#f-source", Input).value = source
         for key in SELECT_FIELDS:
+            if key == "dataset" and source:
+                continue  # the picker keeps its built-in choice; the source is typed
             sel = self.query_one(f"#f-{key}", Select)
             sel.value = vals[key]
         self._loading = False
@@ -278,6 +297,8 @@ class SetupForm(VerticalScroll):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
+        if event.input.id == "f-source":
+            self._update_hint()
         if not self._loading:
             self.validate()
 

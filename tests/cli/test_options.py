@@ -27,6 +27,9 @@ def test_parse_value_known_answers_and_errors():
     assert parse_value("path", "  ") is None and parse_value("int", "7") == 7
     assert parse_value("bool", "True") is True and parse_value("lower", "MNIST") == "mnist"
     assert parse_value("int", 5) == 5  # typer already parsed it
+    # a data source keeps its path as typed; only the prefix is lower-cased
+    assert parse_value("lower", "Folder:/Data/Pets") == "folder:/Data/Pets"
+    assert parse_value("names", "mnist,NPZ:/A.npz") == ("mnist", "npz:/A.npz")
     for kind, text, msg in [
         ("ints", "4,x", "comma-separated integers"),
         ("ints", ",", "at least one value"),
@@ -62,6 +65,10 @@ SAMPLE = {
     "device": "cpu",
     "dtype": "float64",
     "center": "true",
+    "image_size": "28",
+    "mode": "RGB",
+    "image_column": "img",
+    "label_column": "fine",
 }
 
 

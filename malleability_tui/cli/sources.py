@@ -1,0 +1,62 @@
+"""Options shared by ``headless`` and ``reproduce`` for data sources and run tracking.
+
+The tracking itself lives in ``engine.tracking`` (one implementation, reading a finished
+run directory); this module only declares the flags and calls it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from malleability_tui.cli.common import err_console
+from malleability_tui.options import help_of
+
+ImageSizeOpt = Annotated[int | None, typer.Option("--image-size", help=help_of("image_size"))]
+ModeOpt = Annotated[str | None, typer.Option("--mode", help=help_of("mode"))]
+ImageColumnOpt = Annotated[str | None, typer.Option("--image-column", help=help_of("image_column"))]
+LabelColumnOpt = Annotated[str | None, typer.Option("--label-column", help=help_of("label_column"))]
+TrackOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--track",
+        help='Also log the run to a tracker: mlflow (needs the [mlflow] extra; README "Tracking").',
+    ),
+]
+TrackingUriOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tracking-uri",
+        help="MLflow tracking URI, e.g. file:./mlruns or http://host:5000 (default: $MLFLOW_TRACKING_URI, else MLflow's own default).",
+    ),
+]
+
+
+def source_flags(
+    image_size: int | None, mode: str | None, image_column: str | None, label_column: str | None
+) -> dict[str, object]:
+    """The source options given on the command line, for ``build_spec`` (mode upper-cased)."""
+    given = dict(
+        image_size=image_size,
+        mode=mode.upper() if mode else mode,
+        image_column=image_column,
+        label_column=label_column,
+    )
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def tracker_of(track: str | None, uri: str | None) -> Any:
+    """The tracker the flags ask for (checked before any work), or None."""
+    from engine.tracking import make_tracker
+
+    return make_tracker(track, uri)
+
+
+def track_run(tracker: Any, path: Path) -> None:
+    """Log the finished run directory ``path`` with ``tracker`` (None: nothing)."""
+    if tracker is None:
+        return
+    run_id = tracker.log_run(path)
+    err_console.print(f"tracked: {tracker.kind} run {run_id} ({tracker.uri})", highlight=False)
