@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from engine.data.dataset import Dataset
 from engine.data.raw import RawData
 from engine.data.registry import check_root, find_root, get_info, not_found_error
 from engine.data.sources import SourceOptions, is_source
+from engine.data.status import DatasetStatus
 from engine.data.subset import ClassCounts, build_dataset, class_counts
 from engine.errors import DatasetError
 
@@ -98,29 +97,6 @@ def image_shape(
     if is_source(name):
         return load_raw(name, root, source).image_shape
     return get_info(name).image_shape
-
-
-@dataclass(frozen=True)
-class DatasetStatus:
-    """Where a data set was found and which split sizes are available (for ``data list``)."""
-
-    name: str
-    description: str
-    found: bool
-    path: Path | None
-    """The folder holding the files; None when not found or built in."""
-    builtin: bool
-    splits: dict[str, int] = field(default_factory=dict)
-    """Available split sizes (IDX: read from the headers only)."""
-    official: dict[str, int] = field(default_factory=dict)
-    how_to_get: str = ""
-    problem: str | None = None
-    """Why the files found cannot be read, if they cannot."""
-
-    @property
-    def complete(self) -> bool:
-        """All official splits at their official sizes."""
-        return self.found and self.splits == self.official
 
 
 def dataset_status(

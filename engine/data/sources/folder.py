@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.data.raw import RawData, RawSplit
-from engine.data.sources import Source, SourceOptions
+from engine.data.sources.base import Source, SourceOptions
 from engine.data.sources.common import (
     check_bytes,
     check_count,

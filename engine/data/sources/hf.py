@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.data.raw import RawData, RawSplit
-from engine.data.sources import Source, SourceOptions
+from engine.data.sources.base import Source, SourceOptions
 from engine.data.sources.common import (
     MAX_ARRAY_BYTES,
     check_count,

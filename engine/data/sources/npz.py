@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 
 from engine.data.raw import RawData, RawSplit
-from engine.data.sources import Source, SourceOptions
+from engine.data.sources.base import Source, SourceOptions
 from engine.data.sources.common import check_bytes, check_count, finish, labels_from
 from engine.errors import DatasetError
 

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from engine.data.sources import SourceOptions, load_source, parse_source
+from engine.data.status import DatasetStatus
 from engine.errors import DatasetError
-
-if TYPE_CHECKING:
-    from engine.data.load import DatasetStatus
 
 DESCRIPTIONS = {
     "npz": "NumPy .npz arrays (x, y)",
@@ -24,8 +20,6 @@ HOW_TO = {
 
 def source_status(name: str, opts: SourceOptions | None = None) -> DatasetStatus:
     """The DatasetStatus of source ``name``: its splits when it reads, else ``problem``."""
-    from engine.data.load import DatasetStatus
-
     src = parse_source(name)
     found = src.path.exists()
     splits: dict[str, int] = {}
