@@ -16,3 +16,9 @@ PREDICTORS: tuple[Predictor, ...] = get_args(Predictor)
 NtkMethod = Literal["auto", "structured", "jacobian"]
 """How the empirical NTK is computed (``engine.ntk.empirical``)."""
 NTK_METHODS: tuple[NtkMethod, ...] = get_args(NtkMethod)
+
+ModelKind = Literal["relu", "attn", "qkv"]
+"""The models of PAPER.md §2 (``engine.models.build_model``)."""
+MODEL_KINDS: tuple[ModelKind, ...] = get_args(ModelKind)
+MODEL_LABELS: dict[str, str] = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
+"""Model kind → the display name every table, headline and panel prints."""

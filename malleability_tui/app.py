@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent, TabPane, TextArea
 
 from engine.errors import EngineError
-from engine.experiments.estimate import CONFIRM_SECONDS, hms
+from engine.experiments.estimate import CONFIRM_SECONDS
 from engine.run.runs import runs_root as default_runs_root
 from engine.run.spec import RunSpec
 from engine.run.store import RunStore
@@ -27,6 +27,7 @@ from malleability_tui.format import error_text
 from malleability_tui.runner import JobEnded, JobProgress, JobPulse, JobRunner, default_runner
 from malleability_tui.screens.help import HelpScreen
 from malleability_tui.state import RunState, load_run_state
+from malleability_tui.text import duration
 from malleability_tui.widgets.flips_panel import FlipsPanel
 from malleability_tui.widgets.key_footer import KeyFooter
 from malleability_tui.widgets.landscape_panel import LandscapePanel
@@ -336,7 +337,7 @@ class MalleabilityApp(App):
         if est is not None and est > CONFIRM_SECONDS:
             self.push_screen(
                 ConfirmDialog(
-                    f"This run is estimated at ≈ {hms(est)} on this machine.",
+                    f"This run is estimated at ≈ {duration(est)} on this machine.",
                     "From its FLOP count (as `malleability reproduce --dry-run`); F4 in the "
                     "form applies the quick preset (minutes).",
                     "Start it",

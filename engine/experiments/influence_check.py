@@ -77,7 +77,6 @@ CG_TOL = 1e-8
 
 @register(
     "influence_check",
-    "Influence estimators (kernel LOO at 3 ridges, gradient) vs retraining without each point",
     order=45,
     cells=True,
     in_all=False,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
+from rich import box
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -18,8 +18,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from engine.data import DATASETS, dataset_status, default_data_home, get_info, load_raw
-from engine.data.fetch import fetch
 from malleability_tui.cli.common import console, expected_errors
 
 app = typer.Typer(
@@ -43,32 +41,42 @@ def format_splits(splits: dict[str, int]) -> str:
 @app.command("list")
 def list_cmd(data_dir: DataDir = None) -> None:
     """List the data sets: where each was found (or how to get it) and the split sizes there."""
-    table = Table(title="data sets", show_lines=False)
-    table.add_column("name", style="bold")
-    table.add_column("description")
-    table.add_column("location")
-    table.add_column("splits available (official)")
+    from engine.data import DATASETS, dataset_status
+
+    table = Table(title="data sets", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("name", style="bold", no_wrap=True)
+    table.add_column("here", no_wrap=True)
+    table.add_column("splits here (official when they differ)")
+    details: list[str] = []
     with expected_errors():
         for name in DATASETS:
             st = dataset_status(name, data_dir)
             if st.builtin:
                 where = "[green]built in[/]"
             elif st.found and st.problem:
-                where = f"[yellow]{st.path}[/]\n[red]{st.problem}[/]"
+                where = "[yellow]damaged[/]"
+                details.append(f"{name}: {st.path}: [red]{st.problem}[/]")
             elif st.found:
-                where = f"[green]{st.path}[/]"
+                where = "[green]found[/]"
+                details.append(f"{name}: {st.path}")
             else:
-                where = f"[red]not found[/]: `malleability data fetch {name}` or --data-dir DIR"
+                where = "[red]not found[/]"
+                details.append(f"{name}: malleability data fetch {name} (or --data-dir DIR)")
             splits = format_splits(st.splits)
             if st.splits != st.official:
-                splits += f"\n[dim]({format_splits(st.official)})[/]"
-            table.add_row(name, st.description, where, splits)
+                splits += f" [dim]({format_splits(st.official)})[/]"
+            table.add_row(name, where, splits)
+            details.append(f"[dim]{name}: {st.description}[/]")
     console.print(table)
+    for line in sorted(details, key=lambda d: d.startswith("[dim]")):
+        console.print(line, highlight=False)
 
 
 @app.command("fetch")
 def fetch_cmd(
-    name: Annotated[str, typer.Argument(help=f"Data set to download: {', '.join(DATASETS)}.")],
+    name: Annotated[
+        str, typer.Argument(help="Data set to download (the names: malleability data list).")
+    ],
     to: Annotated[
         Path | None,
         typer.Option(
@@ -87,6 +95,9 @@ def fetch_cmd(
     ] = 60.0,
 ) -> None:
     """Download a data set's original files from its public mirrors and verify their checksums."""
+    from engine.data import default_data_home, get_info
+    from engine.data.fetch import fetch
+
     with expected_errors():
         info = get_info(name)
         dest = to if to is not None else default_data_home()
@@ -122,22 +133,30 @@ def fetch_cmd(
 
 @app.command("show")
 def show_cmd(
-    name: Annotated[str, typer.Argument(help=f"Data set to read: {', '.join(DATASETS)}.")],
+    name: Annotated[
+        str, typer.Argument(help="Data set to read (the names: malleability data list).")
+    ],
     data_dir: DataDir = None,
 ) -> None:
     """Read every file of a data set (validating it) and print each split's class counts."""
+    import numpy as np
+
+    from engine.data import load_raw
+
     with expected_errors():
         raw = load_raw(name, data_dir)
-    table = Table(title=raw.name, caption=raw.source)
-    table.add_column("class")
+    table = Table(title=raw.name, title_justify="left")
+    table.add_column("class", no_wrap=True)
     for split in raw.splits:
         table.add_column(split, justify="right")
     counts = {
         s: np.bincount(r.labels, minlength=len(raw.class_names)) for s, r in raw.splits.items()
     }
     for c, cname in enumerate(raw.class_names):
-        table.add_row(f"{c} {cname}", *(f"{counts[s][c]:,}" for s in raw.splits))
+        label = str(c) if cname == str(c) else f"{c} {cname}"
+        table.add_row(label, *(f"{counts[s][c]:,}" for s in raw.splits))
     table.add_row("total", *(f"{r.size:,}" for r in raw.splits.values()), style="bold")
     console.print(table)
+    console.print(f"source: {raw.source}", highlight=False, markup=False)
     for note in raw.notes:
         console.print(f"[dim]{note}[/]")

@@ -8,10 +8,6 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.experiments.flip_summary import typed
-from engine.results import mean_std, num, series_over_seeds
-from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
-from engine.run.runs import collect
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
@@ -23,6 +19,10 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
     table4_adversarial, landscape_1d, landscape_2d (each prefixed by the run label).
     """
     import matplotlib.pyplot as plt
+
+    from engine.experiments.flip_summary import typed
+    from engine.results import mean_std, num, series_over_seeds
+    from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
 
     to.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
@@ -148,6 +148,7 @@ def figures_cmd(
     except ImportError:
         die("figures need matplotlib: pip install 'malleability[plots]'")
     from engine.run.paths import check_folder_target
+    from engine.run.runs import collect
 
     with expected_errors():
         path = resolve_run(run, None, reproduce=True)

@@ -8,14 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.results import num as _num
-from engine.results import series_over_seeds
-from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
-from engine.run.runs import collect
-from engine.run.spec import RunSpec
 from malleability_tui.cli.common import console, die, expected_errors
-from malleability_tui.cli.render import LONG_TABLES, fmt
+from malleability_tui.cli.render import LONG_TABLES
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
+from malleability_tui.text import number as fmt
 
 MAX_REPORT_ROWS = 60
 Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"table", payload)
@@ -23,6 +19,9 @@ Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"table", payload)
 
 def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
     """model → (widths, mean distance, sample std) over seeds."""
+    from engine.results import series_over_seeds
+    from engine.results.tables import NtkDistanceRow
+
     typed = [NtkDistanceRow.from_row(r) for r in rows]
     return {
         m: (s.x, s.mean, s.std)
@@ -53,10 +52,15 @@ def _table_blocks(name: str, rows: list[dict]) -> list[Block]:
 
 def build_report(path: Path) -> list[Block]:
     """The report as blocks (rendered to Markdown or HTML)."""
+    from engine.results import num as _num
+    from engine.results.tables import EigenvalueRow, LandscapeRow
+    from engine.run.runs import collect
+    from engine.run.spec import RunSpec
+
     summ, runs = collect(path)
     blocks: list[Block] = [("h1", f"malleability report: {path.name}")]
     if summ is not None:
-        from malleability_tui.cli.reproduce import comparison_rows
+        from malleability_tui.views.claims import comparison_rows
 
         blocks.append(
             (

@@ -14,13 +14,13 @@ from malleability_tui.format import (
     cell_label,
     fmt,
     guard_notes,
-    mean_pm,
     metric_series,
     model_color,
     sweep_series,
 )
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
+from malleability_tui.text import mean_pm
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 COLORS = MODEL_COLORS  # the legend colours per model (one table, in format.py)
