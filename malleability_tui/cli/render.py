@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,6 +20,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from malleability_tui.text import number
 
@@ -179,8 +181,8 @@ def print_headlines(
         lines = [ln for ln in ([lines] if isinstance(lines, str) else lines) if not _said(ln, said)]
         if lines:
             console.print(f"[bold]{section}[/]")
-            for ln in lines:
-                console.print(f"  {ln}", highlight=False, markup=False)
+            for ln in lines:  # wrapped lines keep the indent: each headline reads as one
+                console.print(Padding(Text(ln), (0, 0, 0, 2)), highlight=False)
 
 
 def _said(line: str, warnings: set[str]) -> bool:

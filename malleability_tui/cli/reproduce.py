@@ -302,6 +302,8 @@ def show_comparison(cmp: dict[str, Any]) -> None:
     for line, item in zip(checklist_lines(cmp), cmp.get("checklist", [])):
         style = VERDICT_STYLE.get(str(item["verdict"]).split(":", 1)[0], "")
         console.print(line, style=style, highlight=False, markup=False, no_wrap=True)
+    if any(":" in str(c["verdict"]) for c in cmp.get("checklist", [])):
+        console.print("* a qualified verdict: the details say why", highlight=False)
     details = checklist_details(cmp)
     if details:
         console.print("[bold]details[/]", highlight=False)

@@ -61,17 +61,19 @@ LISTING = ("name", "experiment", "dataset", "status", "start", "device")
 def runs_table(rows: list[Any], width: int = WIDTH) -> Table:
     """The ``runs list`` table: the full run name and a short start time; the columns at
     the right that would not fit ``width`` are left out (``runs show`` has them all)."""
+    from rich.console import Console
+
     cells = [{**r, "start": short_time(r["start"])} for r in rows]
     cols = list(LISTING)
-    widths = {c: max(len(c), *(len(str(r[c])) for r in cells)) for c in cols}
-    while len(cols) > 2 and sum(widths[c] for c in cols) + 2 * (len(cols) - 1) > width:
+    while True:
+        t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for c in cols:
+            t.add_column(c, no_wrap=True)
+        for r in cells:
+            t.add_row(*(str(r[c]) for c in cols))
+        if len(cols) <= 2 or Console(width=10_000).measure(t).maximum <= width:
+            return t
         cols.pop()
-    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for c in cols:
-        t.add_column(c, no_wrap=True)
-    for r in cells:
-        t.add_row(*(str(r[c]) for c in cols))
-    return t
 
 
 @app.command("show")

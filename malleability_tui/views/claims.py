@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.reproduce.compare import NO_DATA
 from engine.results import flip_text, num
+from malleability_tui.text import MISSING
 from malleability_tui.text import number as fmt
 
 VERDICT_MARK = {"holds": "✓", "does not hold": "✗", "inconclusive": "?", NO_DATA: "·"}
@@ -60,7 +61,7 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
                     "dataset": c["dataset"],
                     "model": c["model"],
                     "m": str(c["width"]),
-                    "paper": fmt(c.get("paper")) or "-",
+                    "paper": fmt(c.get("paper")) or MISSING,
                     "ours": _pm(c),
                 }
                 for c in cmp.get("table1", [])
@@ -76,10 +77,10 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
                         "dataset": c["dataset"],
                         "model": c["model"],
                         "attack": c["attack"],
-                        "paper": fmt(c.get("paper")) or "-",
+                        "paper": fmt(c.get("paper")) or MISSING,
                         "ours": _ours_flip(c),
                         "ratio": fmt(c.get("ratio")),
-                        "paper ratio": fmt(c.get("paper_ratio")) or "-",
+                        "paper ratio": fmt(c.get("paper_ratio")) or MISSING,
                     }
                     for c in cmp.get(f"table{n}", [])
                 ],
@@ -96,7 +97,7 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
         paper = (
             f"{fmt(c.get('paper_standard'))} → {fmt(c.get('paper_adversarial'))}"
             if c.get("paper_standard")
-            else "-"
+            else MISSING
         )
         ours = (
             "no data"
@@ -111,7 +112,7 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
         rows_k.append(
             {
                 "dataset": c["dataset"],
-                "paper κ": fmt(c.get("paper_kappa")) or "-",
+                "paper κ": fmt(c.get("paper_kappa")) or MISSING,
                 "ours κ(G)": "no data" if nd else fmt(c.get("kappa_G")),
                 "n": "" if nd else fmt(c.get("n")),
                 "rank": "" if nd else fmt(c.get("rank")),
@@ -177,6 +178,8 @@ def checklist_lines(cmp: dict[str, Any]) -> list[str]:
         verdict = str(c["verdict"])
         short = verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
         name = SHORT_CLAIM.get(int(c["claim"]), str(c["title"]).split(":", 1)[0])
+        if c.get("sweep"):
+            name += f" ({c['sweep']})"
         out.append(
             f"{verdict_mark(verdict)} {c['claim']} {str(c.get('dataset', '')):<{wd}} "
             f"{short:<14} {name}".rstrip()
@@ -185,9 +188,11 @@ def checklist_lines(cmp: dict[str, Any]) -> list[str]:
 
 
 def checklist_details(cmp: dict[str, Any]) -> list[str]:
-    """Per claim and data set: ``1 mnist: TITLE — STATISTIC (VERDICT)`` (wrapped by the
+    """Per claim and data set: ``1 mnist: TITLE. STATISTIC (VERDICT)`` (wrapped by the
     printer at word boundaries)."""
     return [
-        f"{c['claim']} {c.get('dataset', '')}: {c['title']}. {c['statistic']} ({c['verdict']})"
+        f"{c['claim']} {c.get('dataset', '')}: {c['title']}"
+        + (f" ({c['sweep']})" if c.get("sweep") and f"({c['sweep']})" not in c["title"] else "")
+        + f". {c['statistic']} ({c['verdict']})"
         for c in cmp.get("checklist", [])
     ]
