@@ -261,14 +261,20 @@ def spectrum_lines(
     out = [
         ("data set", name),
         ("n × d, rank", f"{fmt(row.get('n'))} × {fmt(row.get('d'))}, rank {fmt(row.get('rank'))}"),
-        ("κ(G)", fmt(row.get("kappa_G")) + (f"   paper ≈ {fmt(paper.kappa, 2)}" if paper else "")),
+        (
+            "κ(G) at rank",
+            fmt(row.get("kappa_G")) + (f"   paper ≈ {fmt(paper.kappa, 2)}" if paper else ""),
+        ),
         ("κ(G)³", fmt(row.get("kappa_G_cubed"))),
         ("κ(G³) measured", fmt(row.get("kappa_G3_direct"))),
         ("κ_d", kappa_d_text(row)),
     ]
+    # the κ each threshold was computed from, as shown above (engine.spectral.thresholds:
+    # v2 falls back to κ(G) when κ_d is infinite)
+    v2_kappa = "κ_d" if math.isfinite(num(row.get("kappa_d"))) else "κ(G)"
     for key, label, pv in (
-        ("width_threshold_v1", "m ≥ κ⁶ (v1)", paper.m_v1 if paper else None),
-        ("width_threshold_v2", "m ≥ κ_d⁶ n ln n (v2)", paper.m_v2 if paper else None),
+        ("width_threshold_v1", "m ≥ κ(G)⁶ (v1)", paper.m_v1 if paper else None),
+        ("width_threshold_v2", f"m ≥ {v2_kappa}⁶ n ln n (v2)", paper.m_v2 if paper else None),
     ):
         m = num(row.get(key))
         o = orders_beyond(m, largest)
