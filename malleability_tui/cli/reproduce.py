@@ -254,9 +254,10 @@ def reproduce(
 
 def show_breakdown(lines: list[PlanLine], total: float) -> None:
     """The dry run's time budget: one line per (run, experiment), its share of the estimate."""
-    t = Table(title="time budget (--dry-run)", box=None, pad_edge=False)
-    for col in ("run", "experiment", "FLOPs", "FLOP floor", "steps", "estimate", "share"):
-        t.add_column(col, justify="left" if col in ("run", "experiment") else "right")
+    t = Table(title="time budget (--dry-run)", title_justify="left", box=None, pad_edge=False)
+    for col in ("run", "experiment", "FLOPs", "floor", "steps", "est.", "share"):
+        left = col in ("run", "experiment")
+        t.add_column(col, justify="left" if left else "right", no_wrap=col != "experiment")
     for ln in lines:
         share = f"{100 * ln.estimate_s / total:.1f}%" if total > 0 else "–"
         flops = f"{ln.flops:.3g}" if ln.flops else "–"
