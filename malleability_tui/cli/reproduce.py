@@ -29,7 +29,7 @@ from malleability_tui.cli.headless import (
     executor_changes,
 )
 from malleability_tui.cli.render import WIDTH, table_parts
-from malleability_tui.text import duration
+from malleability_tui.text import MISSING, duration, number
 
 if TYPE_CHECKING:  # the engine loads when the command runs, not for --help
     from engine.experiments.estimate import PlanLine
@@ -187,8 +187,8 @@ def reproduce(
         floor = sum(ln.floor_s for ln in lines)
         err_console.print(
             f"estimated run time ≈ {duration(est)} on this machine; FLOP floor {duration(floor)} "
-            f"({sum(ln.flops for ln in lines):.3g} FLOPs at {rate:.3g} FLOP/s, the matmul probe); "
-            f"estimate = {OVERHEAD:g}× the floor + {sum(ln.steps for ln in lines):.3g} steps × "
+            f"({number(sum(ln.flops for ln in lines))} FLOPs at {number(rate)} FLOP/s, the matmul probe); "
+            f"estimate = {OVERHEAD:g}× the floor + {number(sum(ln.steps for ln in lines))} steps × "
             f"{1e3 * step:.2f} ms (the training loop's probe) + {PER_RUN_SECONDS:g} s a run",
             highlight=False,
             markup=False,
@@ -259,10 +259,10 @@ def show_breakdown(lines: list[PlanLine], total: float) -> None:
         left = col in ("run", "experiment")
         t.add_column(col, justify="left" if left else "right", no_wrap=col != "experiment")
     for ln in lines:
-        share = f"{100 * ln.estimate_s / total:.1f}%" if total > 0 else "–"
-        flops = f"{ln.flops:.3g}" if ln.flops else "–"
-        floor = duration(ln.floor_s) if ln.flops else "–"
-        steps = f"{ln.steps:.3g}" if ln.steps else "–"
+        share = f"{100 * ln.estimate_s / total:.1f}%" if total > 0 else MISSING
+        flops = number(ln.flops) if ln.flops else MISSING
+        floor = duration(ln.floor_s) if ln.flops else MISSING
+        steps = number(ln.steps) if ln.steps else MISSING
         t.add_row(ln.run, ln.experiment, flops, floor, steps, duration(ln.estimate_s), share)
     err_console.print(t)
 
