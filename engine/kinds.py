@@ -56,3 +56,5 @@ INFLUENCE_CONTEXTS: tuple[InfluenceContext, ...] = get_args(InfluenceContext)
 GradientMethod = Literal["cg", "exact"]
 """The gradient influence's Hessian solve: conjugate gradients or the exact Hessian."""
 GRADIENT_METHODS: tuple[GradientMethod, ...] = get_args(GradientMethod)
+MODEL_LABELS: dict[str, str] = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
+"""Model kind → the display name every table, headline and panel prints."""

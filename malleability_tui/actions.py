@@ -16,8 +16,17 @@ from dataclasses import dataclass
 from textual.app import SystemCommand
 from textual.binding import Binding
 
-TABS = ("setup", "sweep", "spectra", "flips", "landscape", "training", "runs")
-TAB_TITLES = ("1 Setup", "2 Sweep", "3 Spectra", "4 Flips", "5 Landscape", "6 Training", "7 Runs")
+TABS = ("setup", "sweep", "spectra", "flips", "landscape", "training", "runs", "claims")
+TAB_TITLES = (
+    "1 Setup",
+    "2 Sweep",
+    "3 Spectra",
+    "4 Flips",
+    "5 Landscape",
+    "6 Training",
+    "7 Runs",
+    "8 Claims",
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +101,7 @@ ACTIONS: tuple[AppAction, ...] = (
             "show_tab",
             "Panels" if i == 0 else title.split()[1],
             key=str(i + 1),
-            key_display="1-7" if i == 0 else None,
+            key_display=f"1-{len(TABS)}" if i == 0 else None,
             arg=tab,
             show=i == 0,
             palette_title=f"Show {title.split()[1]}",

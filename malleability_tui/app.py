@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent, TabPane, TextArea
 
 from engine.errors import EngineError
-from engine.experiments.estimate import CONFIRM_SECONDS, hms
+from engine.experiments.estimate import CONFIRM_SECONDS
 from engine.run.paths import runs_root as default_runs_root
 from engine.run.spec import RunSpec
 from engine.run.store import RunStore
@@ -27,6 +27,8 @@ from malleability_tui.format import error_text
 from malleability_tui.runner import JobEnded, JobProgress, JobPulse, JobRunner, default_runner
 from malleability_tui.screens.help import HelpScreen
 from malleability_tui.state import RunState, load_run_state
+from malleability_tui.text import duration
+from malleability_tui.widgets.claims_panel import ClaimsPanel
 from malleability_tui.widgets.flips_panel import FlipsPanel
 from malleability_tui.widgets.key_footer import KeyFooter
 from malleability_tui.widgets.landscape_panel import LandscapePanel
@@ -39,6 +41,7 @@ from malleability_tui.widgets.sweep_panel import SweepPanel
 from malleability_tui.widgets.training_panel import TrainingPanel
 
 PANELS = {
+    "claims": ClaimsPanel,
     "sweep": SweepPanel,
     "spectra": SpectraPanel,
     "flips": FlipsPanel,
@@ -336,7 +339,7 @@ class MalleabilityApp(App):
         if est is not None and est > CONFIRM_SECONDS:
             self.push_screen(
                 ConfirmDialog(
-                    f"This run is estimated at ≈ {hms(est)} on this machine.",
+                    f"This run is estimated at ≈ {duration(est)} on this machine.",
                     "From its FLOP count (as `malleability reproduce --dry-run`); F4 in the "
                     "form applies the quick preset (minutes).",
                     "Start it",
@@ -488,11 +491,14 @@ class MalleabilityApp(App):
         self.start_job(spec, Path(path), resume=True)
 
     def open_run(self, path: str) -> None:
-        """Fill every panel from a run directory on disk."""
+        """Fill every panel from a run directory on disk (a reproduction: the Claims panel)."""
         if self.runner.running:
             self.notify(
                 "a job is running: cancel it before opening another run", severity="warning"
             )
+            return
+        if (Path(path) / "reproduce.json").is_file() and not (Path(path) / "spec.toml").exists():
+            self.open_reproduction(path)
             return
         try:
             self.state = load_run_state(path)
@@ -506,6 +512,21 @@ class MalleabilityApp(App):
             self.notify(f"opened {Path(path).name}")
         tab = next((tab for t, tab in FIRST_TAB if self.state.tables.get(t)), "sweep")
         self.action_show_tab(tab)
+
+    def open_reproduction(self, path: str) -> None:
+        """Show a reproduction folder's claims checklist (its summary.json) on the Claims panel."""
+        from engine.run.runs import collect
+
+        try:
+            summary, _runs = collect(Path(path))
+        except (EngineError, OSError) as e:
+            self.show_error("Could not open the reproduction", error_text(e))
+            return
+        self.state = RunState(run_dir=str(path), summary=dict(summary or {}))
+        self.state.status = str((summary or {}).get("status") or "finished")
+        self._push_state(force=True)
+        self.notify(f"opened reproduction {Path(path).name}")
+        self.action_show_tab("claims")
 
     # -- command palette ------------------------------------------------------------------------------
 
@@ -569,10 +590,12 @@ def main() -> None:
             )
         if args:
             p = Path(args[0])
-            if (p / "spec.toml").exists():
+            if (p / "spec.toml").exists() or (p / "reproduce.json").exists():
                 s.open_run = str(p)
             elif p.is_dir():
-                raise EngineError(f"{p}: not a run directory (it has no spec.toml)")
+                raise EngineError(
+                    f"{p}: not a run directory (no spec.toml) nor a reproduction (no reproduce.json)"
+                )
             elif not p.exists():
                 raise EngineError(f"{p}: no such run directory or spec file")
             elif p.suffix == ".toml":

@@ -17,6 +17,7 @@ from engine.results import mean_std, num, ratio, series_over_seeds
 from engine.results.tables import FlipRateRow, LandscapeRow, SharpnessRow, typed_rows
 from engine.run.spec import RunSpec
 from malleability_tui.options import FORM_OPTIONS, OptionError, RunOption, parse_value
+from malleability_tui.text import number as fmt
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
@@ -33,37 +34,6 @@ def model_color(label: str, present: list[str] | None = None) -> str:
     others = [m for m in (present or [label]) if m not in MODEL_COLORS]
     i = others.index(label) if label in others else 0
     return _EXTRA_COLORS[i % len(_EXTRA_COLORS)]
-
-
-def mean_pm(mean: float, std: float, n: int, digits: int = 3) -> str:
-    """``39.9 ± 0.21 (3 seeds)``; one seed has no spread: ``39.9 (1 seed)``."""
-    if n <= 1 or not math.isfinite(std):
-        return f"{fmt(mean, digits)} ({n} seed{'s' if n != 1 else ''})"
-    return f"{fmt(mean, digits)} ± {fmt(std, 2)} ({n} seeds)"
-
-
-def fmt(v: Any, digits: int = 3) -> str:
-    """A number with ``digits`` significant digits; ``–`` for missing."""
-    x = num(v)
-    if math.isnan(x):
-        return "–" if v in (None, "") else str(v)
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
-        return f"{x:.{max(digits - 1, 0)}e}"
-    return f"{x:.{digits}g}"
-
-
-def duration(seconds: float | None) -> str:
-    """``1h02m``, ``3m05s`` or ``12s``; ``–`` when unknown."""
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "–"
-    s = int(round(seconds))
-    if s >= 3600:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    if s >= 60:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s}s"
 
 
 def eta(elapsed: float, done: int, total: int) -> float | None:
@@ -292,14 +262,20 @@ def spectrum_lines(
     out = [
         ("data set", name),
         ("n × d, rank", f"{fmt(row.get('n'))} × {fmt(row.get('d'))}, rank {fmt(row.get('rank'))}"),
-        ("κ(G)", fmt(row.get("kappa_G")) + (f"   paper ≈ {fmt(paper.kappa, 2)}" if paper else "")),
+        (
+            "κ(G) at rank",
+            fmt(row.get("kappa_G")) + (f"   paper ≈ {fmt(paper.kappa, 2)}" if paper else ""),
+        ),
         ("κ(G)³", fmt(row.get("kappa_G_cubed"))),
         ("κ(G³) measured", fmt(row.get("kappa_G3_direct"))),
         ("κ_d", kappa_d_text(row)),
     ]
+    # the κ each threshold was computed from, as shown above (engine.spectral.thresholds:
+    # v2 falls back to κ(G) when κ_d is infinite)
+    v2_kappa = "κ_d" if math.isfinite(num(row.get("kappa_d"))) else "κ(G)"
     for key, label, pv in (
-        ("width_threshold_v1", "m ≥ κ⁶ (v1)", paper.m_v1 if paper else None),
-        ("width_threshold_v2", "m ≥ κ_d⁶ n ln n (v2)", paper.m_v2 if paper else None),
+        ("width_threshold_v1", "m ≥ κ(G)⁶ (v1)", paper.m_v1 if paper else None),
+        ("width_threshold_v2", f"m ≥ {v2_kappa}⁶ n ln n (v2)", paper.m_v2 if paper else None),
     ):
         m = num(row.get(key))
         o = orders_beyond(m, largest)

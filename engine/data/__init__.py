@@ -7,6 +7,8 @@ say where the files are; ``subset_counts`` / ``subset_problem`` check a subset a
 data set without drawing it; ``engine.data.fetch.fetch`` downloads them.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from engine.data.dataset import Dataset
 from engine.data.load import (
     DatasetStatus,
@@ -29,7 +31,20 @@ from engine.data.registry import (
 )
 from engine.data.sources import SourceOptions, is_source
 from engine.data.subset import ClassCounts, class_counts, subset_problem
-from engine.data.synthetic import SyntheticData, make_synthetic
+
+if TYPE_CHECKING:
+    from engine.data.synthetic import SyntheticData, make_synthetic
+
+
+def __getattr__(name: str) -> Any:
+    """The synthetic generator's names load torch on first use (PEP 562), so finding and
+    counting data sets (``malleability data list``) starts without it."""
+    if name in ("SyntheticData", "make_synthetic"):
+        from engine.data import synthetic
+
+        return getattr(synthetic, name)
+    raise AttributeError(f"module 'engine.data' has no attribute {name!r}")
+
 
 __all__ = [
     "DATASETS",

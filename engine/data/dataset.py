@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # torch loads with the tensors: `malleability data list` needs none
+    import torch
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from engine.data.dataset import Dataset
 from engine.data.raw import RawData
@@ -201,6 +200,8 @@ def build_dataset(
     float64 CPU tensors. Two classes → task "binary", y ±1 (first class +1); more → task
     "multiclass", y int64 0..K-1 in the order of ``classes``.
     """
+    import torch  # here, not at import: reading a data set's counts needs no tensor
+
     cl = resolve_classes(raw, classes)
     tr_split, tr, te_split, te, note = select_indices(raw, cl, n_train, n_test, seed)
     s_tr, s_te = raw.splits[tr_split], raw.splits[te_split]

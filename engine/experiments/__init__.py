@@ -8,26 +8,53 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.run.events import (
-    Artifact,
-    CellFinished,
-    Event,
-    Failed,
-    Finished,
-    Log,
-    Metric,
-    Progress,
-    Started,
-    Summary,
-    TableRow,
-)
-from engine.run.spec import RunSpec
-
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from engine.run.events import (
+        Artifact,
+        CellFinished,
+        Event,
+        Failed,
+        Finished,
+        Log,
+        Metric,
+        Progress,
+        Started,
+        Summary,
+        TableRow,
+    )
+    from engine.run.spec import RunSpec
     from engine.run.store import RunStore
+
+_EVENTS = (
+    "Artifact",
+    "CellFinished",
+    "Event",
+    "Failed",
+    "Finished",
+    "Log",
+    "Metric",
+    "Progress",
+    "Started",
+    "Summary",
+    "TableRow",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The event types and RunSpec load on first use (PEP 562): listing the experiments
+    (``engine.experiments.registry.describe``) needs neither, nor numpy."""
+    if name in _EVENTS:
+        from engine.run import events
+
+        return getattr(events, name)
+    if name == "RunSpec":
+        from engine.run.spec import RunSpec
+
+        return RunSpec
+    raise AttributeError(f"module 'engine.experiments' has no attribute {name!r}")
 
 
 def run(spec: RunSpec, **kwargs: Any) -> Iterator[Event]:

@@ -232,9 +232,3 @@ def breakdown(
     ]
     fixed = PER_RUN_SECONDS * len(runs)
     return [*lines, PlanLine("(all)", "(fixed: data, spectra, summaries)", 0.0, 0.0, 0.0, fixed)]
-
-
-def hms(seconds: float) -> str:
-    """``1h05m`` / ``4m09s``: an estimate as the CLI and the TUI print it."""
-    s = int(round(seconds))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"

@@ -54,7 +54,6 @@ __all__ = ["attack_options", "flip_cell", "flip_cell_id", "run_advtrain", "run_f
 
 @register(
     "flip",
-    "Influence flip rates of the top-10% training points under FGSM/PGD/MIM (Tables 2–3)",
     order=40,
     cells=True,
 )
@@ -62,9 +61,7 @@ def run_flip(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "standard")
 
 
-@register(
-    "advtrain", "Flip rates of PGD-adversarially trained models (Table 4)", order=50, cells=True
-)
+@register("advtrain", order=50, cells=True)
 def run_advtrain(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "adversarial")
 

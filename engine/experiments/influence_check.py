@@ -75,7 +75,6 @@ OTHER_ORDER = 1_000_003  # added to the batch seed for the noise-floor retrainin
 
 @register(
     "influence_check",
-    "Influence estimators (kernel LOO at 3 ridges, gradient) vs retraining without each point",
     order=45,
     cells=True,
     in_all=False,

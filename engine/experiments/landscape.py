@@ -74,7 +74,6 @@ WIDTH_DELTA = 0.1
 
 @register(
     "landscape",
-    "Loss landscape: 1-D/2-D filter-normalised surfaces, interpolation, Hessian sharpness",
     order=60,
     cells=True,
 )

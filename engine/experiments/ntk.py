@@ -69,7 +69,6 @@ TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's log
 
 @register(
     "ntk",
-    "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)",
     order=30,
     cells=True,
 )

@@ -86,9 +86,7 @@ def _label(name: str, classes: tuple[int, ...] | None) -> str:
     return name if classes is None else f"{name}:{'v'.join(str(c) for c in classes)}"
 
 
-@register(
-    "spectrum", "Gram spectra: κ(G), κ(G³) = κ³, width thresholds, kernel alignment", order=20
-)
+@register("spectrum", order=20)
 def run_spectrum(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
     names = list(dict.fromkeys([sp.data.name, *sp.spectrum.datasets]))

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 @register(
     "train",
-    "Train 2L-ReLU and MLP-Attn per width and seed: loss, accuracy, curves",
     order=10,
     cells=True,
 )

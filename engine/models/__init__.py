@@ -6,13 +6,11 @@ import torch
 from torch import nn
 
 from engine.errors import ConfigError
-from engine.kinds import MODEL_KINDS
+from engine.kinds import MODEL_KINDS, MODEL_LABELS
 from engine.models.attention import LinearizedAttention
 from engine.models.mlp_attn import MLPAttn
 from engine.models.qkv import QKVAttention, QKVAttn
 from engine.models.two_layer import TwoLayerNet, normalize_rows
-
-MODEL_LABELS = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
 
 
 def build_model(

@@ -155,7 +155,7 @@ class MlflowTracker:
             raise EngineError(f"mlflow: could not log {path} to {self.uri} ({e})") from None
         summary = _read_json(path / "summary.json")
         summary["mlflow"] = {"run_id": run_id, "experiment_id": exp_id, "tracking_uri": self.uri}
-        from engine.run.store import atomic_write
+        from engine.run.paths import atomic_write
 
         atomic_write(path / "summary.json", json.dumps(summary, indent=2) + "\n")
         return run_id

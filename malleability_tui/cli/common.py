@@ -42,6 +42,48 @@ def expected_errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
+BROKEN_PIPE_EXIT = 1
+"""The exit status after the reader of stdout went away: typer's own (it handles a broken
+pipe while it parses, this module while a command runs)."""
+
+
+def closed_stdout() -> NoReturn:
+    """Exit quietly when stdout's reader has gone (``malleability ... --help | head``): no
+    message, and no second BrokenPipeError when Python flushes stdout at exit."""
+    import os
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (a test's capture)
+        pass
+    raise SystemExit(BROKEN_PIPE_EXIT)
+
+
+def plain_type(param: Any, ctx: Any) -> str | None:
+    """The type column of typer's help: empty for a flag, ``PATH`` / ``INT`` / ``TEXT``
+    for a value (not typer's ``<bool>`` after ``--help`` or ``<str>`` after a name)."""
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return None
+    if getattr(param, "param_type_name", "") == "argument":
+        return None  # the argument's name says it
+    try:
+        name = str(param.bare_type()).lower()
+    except Exception:  # noqa: BLE001 - help text only: a typer without bare_type says TEXT
+        name = "str"
+    return {"int": "INT", "float": "FLOAT", "path": "PATH", "bool": None}.get(name, "TEXT")
+
+
+def use_plain_types() -> None:
+    """Show ``plain_type`` in this process's help (the CLI's, never the TUI's). Typer builds
+    its parameters itself, so its display method is the one place this can be said."""
+    from typer.core import TyperArgument, TyperOption
+
+    TyperOption.display_type_rich = plain_type  # type: ignore[method-assign,assignment]
+    TyperArgument.display_type_rich = plain_type  # type: ignore[method-assign,assignment]
+
+
 class GuardedGroup(TyperGroup):
     """The top-level command group: every command runs inside the error boundary."""
 
@@ -54,6 +96,8 @@ class GuardedGroup(TyperGroup):
             except KeyboardInterrupt:
                 err_console.print("interrupted")
                 raise typer.Exit(130) from None
+            except BrokenPipeError:
+                closed_stdout()
             except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
                 msg, code = error_line(e)
                 err_console.print(

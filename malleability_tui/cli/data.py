@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
+from rich import box
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -18,9 +18,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from engine.data import DATASETS, dataset_status, default_data_home, get_info, load_raw
-from engine.data.fetch import fetch
-from engine.run.spec import DataSpec
 from malleability_tui.cli.common import console, expected_errors
 from malleability_tui.cli.sources import (
     ImageColumnOpt,
@@ -51,32 +48,42 @@ def format_splits(splits: dict[str, int]) -> str:
 @app.command("list")
 def list_cmd(data_dir: DataDir = None) -> None:
     """List the data sets: where each was found (or how to get it) and the split sizes there."""
-    table = Table(title="data sets", show_lines=False)
-    table.add_column("name", style="bold")
-    table.add_column("description")
-    table.add_column("location")
-    table.add_column("splits available (official)")
+    from engine.data import DATASETS, dataset_status
+
+    table = Table(title="data sets", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("name", style="bold", no_wrap=True)
+    table.add_column("here", no_wrap=True)
+    table.add_column("splits here (official when they differ)")
+    details: list[str] = []
     with expected_errors():
         for name in DATASETS:
             st = dataset_status(name, data_dir)
             if st.builtin:
                 where = "[green]built in[/]"
             elif st.found and st.problem:
-                where = f"[yellow]{st.path}[/]\n[red]{st.problem}[/]"
+                where = "[yellow]damaged[/]"
+                details.append(f"{name}: {st.path}: [red]{st.problem}[/]")
             elif st.found:
-                where = f"[green]{st.path}[/]"
+                where = "[green]found[/]"
+                details.append(f"{name}: {st.path}")
             else:
-                where = f"[red]not found[/]: `malleability data fetch {name}` or --data-dir DIR"
+                where = "[red]not found[/]"
+                details.append(f"{name}: malleability data fetch {name} (or --data-dir DIR)")
             splits = format_splits(st.splits)
             if st.splits != st.official:
-                splits += f"\n[dim]({format_splits(st.official)})[/]"
-            table.add_row(name, st.description, where, splits)
+                splits += f" [dim]({format_splits(st.official)})[/]"
+            table.add_row(name, where, splits)
+            details.append(f"[dim]{name}: {st.description}[/]")
     console.print(table)
+    for line in sorted(details, key=lambda d: d.startswith("[dim]")):
+        console.print(line, highlight=False)
 
 
 @app.command("fetch")
 def fetch_cmd(
-    name: Annotated[str, typer.Argument(help=f"Data set to download: {', '.join(DATASETS)}.")],
+    name: Annotated[
+        str, typer.Argument(help="Data set to download (the names: malleability data list).")
+    ],
     to: Annotated[
         Path | None,
         typer.Option(
@@ -95,6 +102,9 @@ def fetch_cmd(
     ] = 60.0,
 ) -> None:
     """Download a data set's original files from its public mirrors and verify their checksums."""
+    from engine.data import default_data_home, get_info
+    from engine.data.fetch import fetch
+
     with expected_errors():
         info = get_info(name)
         dest = to if to is not None else default_data_home()
@@ -133,7 +143,7 @@ def show_cmd(
     name: Annotated[
         str,
         typer.Argument(
-            help=f"Data set to read: {', '.join(DATASETS)}, or a source npz:FILE, folder:DIR, hf:DIR."
+            help="Data set to read (the names: malleability data list), or a source npz:FILE, folder:DIR, hf:DIR."
         ),
     ],
     data_dir: DataDir = None,
@@ -143,20 +153,28 @@ def show_cmd(
     label_column: LabelColumnOpt = None,
 ) -> None:
     """Read every file of a data set (validating it) and print each split's class counts."""
+    import numpy as np
+
+    from engine.data import load_raw
+
     with expected_errors():
+        from engine.run.spec import DataSpec
+
         opts = DataSpec(name=name, **source_flags(image_size, mode, image_column, label_column))  # type: ignore[arg-type]
         raw = load_raw(name, data_dir, opts.source_options())
-    table = Table(title=raw.name, caption=raw.source, min_width=min(len(raw.name) + 4, 100))
-    table.add_column("class")
+    table = Table(title=raw.name, title_justify="left")
+    table.add_column("class", no_wrap=True)
     for split in raw.splits:
         table.add_column(split, justify="right")
     counts = {
         s: np.bincount(r.labels, minlength=len(raw.class_names)) for s, r in raw.splits.items()
     }
     for c, cname in enumerate(raw.class_names):
-        table.add_row(f"{c} {cname}", *(f"{counts[s][c]:,}" for s in raw.splits))
+        label = str(c) if cname == str(c) else f"{c} {cname}"
+        table.add_row(label, *(f"{counts[s][c]:,}" for s in raw.splits))
     table.add_row("total", *(f"{r.size:,}" for r in raw.splits.values()), style="bold")
     console.print(table)
+    console.print(f"source: {raw.source}", highlight=False, markup=False)
     shape = "×".join(map(str, raw.image_shape))
     console.print(f"images {shape} (d = {int(np.prod(raw.image_shape)):,}), pixels / {raw.scale:g}")
     for note in raw.notes:

@@ -8,46 +8,148 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.experiments.flip_summary import typed
-from engine.results import mean_std, num, series_over_seeds
-from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
-from engine.run.runs import collect
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
 
+FIGURE_NEEDS = {
+    "train_curves": "train (or any experiment that trains: ntk, flip, landscape)",
+    "train_accuracy": "train",
+    "table1_ntk_distance": "ntk",
+    "spectrum_G_G3": "spectrum",
+    "flip_rates": "flip",
+    "table4_adversarial": "advtrain",
+    "landscape_1d": "landscape",
+    "landscape_2d": "landscape",
+}
+"""Each figure and the experiment whose rows it is drawn from."""
 
-def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> list[Path]:
-    """Write every figure the runs' tables allow; returns the files written.
 
-    Names follow the paper: table1_ntk_distance, spectrum_G_G3, table2/3_flip_rates,
-    table4_adversarial, landscape_1d, landscape_2d (each prefixed by the run label).
+def train_curves(run: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:
+    """cell → (steps, training loss) from the run's events.jsonl (the live ``train_loss``
+    metric; the CSVs keep only the last value). Empty when the run has no such events."""
+    import json
+
+    ev = Path(run["path"]) / "events.jsonl"
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    if not ev.is_file():
+        return out
+    for line in ev.read_text(encoding="utf-8", errors="replace").splitlines():
+        if '"Metric"' not in line or '"train_loss"' not in line:
+            continue
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue  # a line cut by an interruption
+        if e.get("kind") == "Metric" and e.get("name") == "train_loss":
+            xs, ys = out.setdefault(str(e.get("cell", "")), ([], []))
+            xs.append(float(e["step"]))
+            ys.append(float(e["value"]))
+    return out
+
+
+def _unconverged(rows: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """(model, width, seed) of the rows whose ``converged`` is False."""
+    return {
+        (str(r.get("model")), str(r.get("width")), str(r.get("seed")))
+        for r in rows
+        if str(r.get("converged", "")).lower() == "false"
+    }
+
+
+def make_figures(
+    runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str
+) -> tuple[list[Path], list[str]]:
+    """Write every figure the runs' rows allow; returns (files written, figures missing as
+    ``name: needs the EXPERIMENT experiment``). Unconverged cells are marked (×, dashed).
+
+    Names follow the paper: train_curves, train_accuracy, table1_ntk_distance,
+    spectrum_G_G3, table2/3_flip_rates, table4_adversarial, landscape_1d, landscape_2d (each
+    prefixed by the run label).
     """
     import matplotlib.pyplot as plt
 
-    to.mkdir(parents=True, exist_ok=True)
-    files: list[Path] = []
+    from engine.experiments.flip_summary import typed
+    from engine.kinds import MODEL_LABELS
+    from engine.results import mean_std, num, series_over_seeds
+    from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
 
-    def save(fig: Any, name: str) -> None:
+    files: list[Path] = []
+    made: set[str] = set()
+
+    def save(fig: Any, name: str, kind: str) -> None:
+        to.mkdir(parents=True, exist_ok=True)  # only once there is a figure to put in it
         p = to / f"{name}.{fmt}"
         fig.tight_layout()
         fig.savefig(p)
         plt.close(fig)
         files.append(p)
+        made.add(kind)
 
     for label, run in runs:
         t = run["tables"]
         binary = "binary" in label or bool(run["spec"].get("data", {}).get("classes"))
+        curves = train_curves(run)
+        if curves:
+            from malleability_tui.format import cell_label
+
+            bad = _unconverged(t.get("train", []) + t.get("ntk_distance", []))
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            for cell, (xs, ys) in sorted(curves.items()):
+                parts = cell.split("/")  # experiment/dataset/kind/width/seed
+                key = (MODEL_LABELS.get(parts[2], parts[2]), parts[3], parts[-1])
+                un = len(parts) >= 5 and key in bad
+                name = cell_label(cell) + (" (not converged)" if un else "")
+                ax.plot(xs, ys, linestyle="--" if un else "-", label=name)
+            ax.set_yscale("log")
+            ax.set(xlabel="epoch", ylabel="training loss", title=f"Training loss ({label})")
+            if len(curves) <= 12:
+                ax.legend(fontsize="x-small")
+            save(fig, f"{label}_train_curves", "train_curves")
+        if t.get("train"):
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            bad = _unconverged(t["train"])
+            for model in sorted({str(r["model"]) for r in t["train"]}):
+                pts = [r for r in t["train"] if str(r["model"]) == model]
+                ok = [r for r in pts if (model, str(r["width"]), str(r["seed"])) not in bad]
+                no = [r for r in pts if r not in ok]
+                (line,) = ax.plot(
+                    [num(r["width"]) for r in ok], [num(r["test_accuracy"]) for r in ok], "o"
+                )
+                ax.plot(
+                    [num(r["width"]) for r in no],
+                    [num(r["test_accuracy"]) for r in no],
+                    "x",
+                    color=line.get_color(),
+                    label=f"{model} (× not converged)" if no else None,
+                )
+                line.set_label(model)
+            ax.set_xscale("log", base=2)
+            ax.set(xlabel="width m", ylabel="test accuracy", title=f"Test accuracy ({label})")
+            ax.legend(fontsize="small")
+            save(fig, f"{label}_train_accuracy", "train_accuracy")
         if t.get("ntk_distance"):
             fig, ax = plt.subplots(figsize=(5, 3.5))
             ntk = [NtkDistanceRow.from_row(r) for r in t["ntk_distance"]]
+            bad = _unconverged(t["ntk_distance"])
             for model, ser in series_over_seeds(ntk, "width", "ntk_distance").items():
-                ax.errorbar(ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model)
+                bar = ax.errorbar(ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model)
+                xs = [
+                    num(r["width"])
+                    for r in t["ntk_distance"]
+                    if (str(r["model"]), str(r["width"]), str(r["seed"])) in bad
+                    and str(r["model"]) == model
+                ]
+                ys = [ser.mean[ser.x.index(x)] for x in xs if x in ser.x]
+                if ys:
+                    ax.plot(xs[: len(ys)], ys, "x", ms=10, color=bar[0].get_color())
+            if bad:
+                ax.text(0.01, 0.01, "× not converged", transform=ax.transAxes, fontsize="small")
             ax.set_xscale("log", base=2)
             ax.set(
                 xlabel="width m", ylabel="‖f_m − f_NTK‖", title=f"NTK distance vs width ({label})"
             )
             ax.legend()
-            save(fig, f"{label}_table1_ntk_distance")
+            save(fig, f"{label}_table1_ntk_distance", "table1_ntk_distance")
         if t.get("eigenvalues"):
             ev = [EigenvalueRow.from_row(r) for r in t["eigenvalues"]]
             fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -59,7 +161,7 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
                 )
             ax.set(xlabel="index", ylabel="eigenvalue", title=f"Spectra of G and G³ ({label})")
             ax.legend()
-            save(fig, f"{label}_spectrum_G_G3")
+            save(fig, f"{label}_spectrum_G_G3", "spectrum_G_G3")
         flips = [r for r in typed(t.get("flip_rates", [])) if math.isfinite(r.flip_rate)]
         std = [r for r in flips if r.training == "standard"]
         if std:
@@ -80,7 +182,7 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             )
             ax.set(ylabel="flip rate (%)", title=f"Influence flip rate ({label})")
             ax.legend()
-            save(fig, f"{label}_{'table3' if binary else 'table2'}_flip_rates")
+            save(fig, f"{label}_{'table3' if binary else 'table2'}_flip_rates", "flip_rates")
         adv = [r for r in flips if r.attack == "pgd"]
         if any(r.training == "adversarial" for r in adv):
             fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -99,7 +201,7 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
             ax.set_xticks([i + 0.2 for i in range(len(models))], models)
             ax.set(ylabel="PGD flip rate (%)", title=f"Standard vs adversarial training ({label})")
             ax.legend()
-            save(fig, f"{label}_table4_adversarial")
+            save(fig, f"{label}_table4_adversarial", "table4_adversarial")
         land = [LandscapeRow.from_row(r) for r in t.get("landscape", [])]
         one = [r for r in land if r.direction == "1d"]
         if one:
@@ -111,7 +213,7 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
                 xlabel="α (filter-normalised)", ylabel="loss", title=f"1-D loss landscape ({label})"
             )
             ax.legend()
-            save(fig, f"{label}_landscape_1d")
+            save(fig, f"{label}_landscape_1d", "landscape_1d")
         two = [r for r in land if r.direction == "2d"]
         models = sorted({r.model for r in two})
         if models:
@@ -127,8 +229,9 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
                 cs = ax.contourf(al, be, grid, levels=20)
                 fig.colorbar(cs, ax=ax)
                 ax.set(xlabel="α", ylabel="β", title=m)
-            save(fig, f"{label}_landscape_2d")
-    return files
+            save(fig, f"{label}_landscape_2d", "landscape_2d")
+    missing = [f"{k}: needs the {v} experiment" for k, v in FIGURE_NEEDS.items() if k not in made]
+    return files, missing
 
 
 def figures_cmd(
@@ -148,12 +251,15 @@ def figures_cmd(
     except ImportError:
         die("figures need matplotlib: pip install 'malleability[plots]'")
     from engine.run.paths import check_folder_target
+    from engine.run.runs import collect
 
     with expected_errors():
         path = resolve_run(run, None, reproduce=True)
         target = check_folder_target(to or path / "figures", "to")
-        files = make_figures(collect(path)[1], target, format)
-    if not files:
-        console.print("no figure: the run has none of the tables the figures need")
+        files, missing = make_figures(collect(path)[1], target, format)
     for f in files:
         console.print(f"wrote {f}", highlight=False)
+    for m in missing:
+        console.print(f"[dim]not drawn: {m}[/]", highlight=False)
+    if not files:
+        die(f"no figure: {path} has none of the rows the figures need (see above)", 1)

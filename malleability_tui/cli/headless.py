@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from engine.reproduce.presets import apply_quick, cap_quick
-from engine.run.events import Event, Failed
-from engine.run.spec import RunSpec
-from engine.run.store import RunStore, default_run_dir
 from malleability_tui.cli.common import (
     console,
     die,
     err_console,
     expected_errors,
 )
-from malleability_tui.cli.render import LONG_TABLES, ProgressRenderer, table_of
+from malleability_tui.cli.render import LONG_TABLES, ProgressRenderer, print_headlines, print_table
 from malleability_tui.cli.sources import (
     ImageColumnOpt,
     ImageSizeOpt,
@@ -31,6 +27,10 @@ from malleability_tui.cli.sources import (
     tracker_of,
 )
 from malleability_tui.options import help_of
+
+if TYPE_CHECKING:  # the engine loads when a command runs, not for --help
+    from engine.run.events import Event, Failed
+    from engine.run.spec import RunSpec
 
 
 def build_spec(
@@ -62,6 +62,9 @@ def build_spec(
     source: dict[str, object] | None = None,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
+    from engine.reproduce.presets import apply_quick, cap_quick
+    from engine.run.spec import RunSpec
+
     spec = RunSpec.load(config) if config else RunSpec()
     if quick:
         spec = apply_quick(spec)
@@ -140,7 +143,9 @@ def execute(
     where cells run never changes their numbers.
     """
     from engine.experiments import execute as run_loop
+    from engine.run.events import Failed
     from engine.run.executors import check_executor
+    from engine.run.store import RunStore, default_run_dir
 
     if resume:
         if out is None:
@@ -187,7 +192,7 @@ def execute(
         die(f"{failed[0].message} (partial results kept in {path})", 1)
     if store.failed_cells:
         if not quiet:
-            show_results(store.tables, store.summary)
+            show_results(store.tables, store.summary, pr.warned)
         bad = ", ".join(f"{c} ({e})" for c, e in store.failed_cells.items())
         die(
             f"partial: {len(store.failed_cells)} cells failed: {bad}; rerun them with: "
@@ -195,22 +200,18 @@ def execute(
             1,
         )
     if not quiet:
-        show_results(store.tables, store.summary)
+        show_results(store.tables, store.summary, pr.warned)
     console.print(f"run directory: [bold]{path}[/]", highlight=False)
     return path
 
 
-def show_results(tables: dict, summary: dict) -> None:
-    """Print each result table (long ones abbreviated) and the headlines."""
+def show_results(tables: dict, summary: dict, warned: set[str] | None = None) -> None:
+    """Print each result table (long ones left to their CSVs) and the headlines, but
+    those already printed as a warning."""
     for name, rows in tables.items():
         if rows and name not in LONG_TABLES:
-            console.print(table_of(name, rows))
-    for section, data in summary.items():
-        lines = data.get("headline") if isinstance(data, dict) else None
-        if lines:
-            console.print(f"[bold]{section}[/]")
-            for ln in [lines] if isinstance(lines, str) else lines:
-                console.print(f"  {ln}", highlight=False)
+            print_table(console, name, rows)
+    print_headlines(console, summary, warned)
 
 
 # The executor options, shared by headless and reproduce (README "Scale out").
@@ -438,8 +439,14 @@ def experiments_cmd(
     if as_json:
         console.print_json(json.dumps(items))
         return
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()  # wraps at word boundaries under its own column
     for it in items:
-        console.print(f"[bold]{it['name']:<10}[/] {it['description']}", highlight=False)
+        grid.add_row(it["name"], it["description"])
+    console.print(grid, highlight=False)
 
 
 __all__ = [

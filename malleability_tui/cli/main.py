@@ -5,7 +5,9 @@ from __future__ import annotations
 import typer
 
 from malleability_tui.cli import data, figures, headless, report, reproduce, runs
-from malleability_tui.cli.common import GuardedGroup
+from malleability_tui.cli.common import GuardedGroup, use_plain_types
+
+use_plain_types()
 
 app = typer.Typer(
     name="malleability",
@@ -28,14 +30,18 @@ app.add_typer(runs.app, name="runs")
 def main() -> None:
     """Console-script entry point. A Ctrl-C or SIGTERM that lands outside a command's own
     boundary (while click unwinds, say) still ends as "interrupted" with exit 130, never as
-    a traceback and an exit by SIGINT."""
+    a traceback and an exit by SIGINT. A closed stdout (``| head``) exits quietly (1)."""
     import sys
+
+    from malleability_tui.cli.common import closed_stdout
 
     try:
         app()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    except BrokenPipeError:  # the reader of stdout went away (`... --help | head`)
+        closed_stdout()
 
 
 if __name__ == "__main__":

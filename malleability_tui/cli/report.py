@@ -8,21 +8,20 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.results import num as _num
-from engine.results import series_over_seeds
-from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
-from engine.run.runs import collect
-from engine.run.spec import RunSpec
 from malleability_tui.cli.common import console, die, expected_errors
-from malleability_tui.cli.render import LONG_TABLES, fmt
+from malleability_tui.cli.render import LONG_TABLES
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
+from malleability_tui.text import number as fmt
 
 MAX_REPORT_ROWS = 60
-Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"table", payload)
+Block = tuple[str, Any]  # ("h1"|"h2"|"h3"|"p"|"pre"|"img"|"table", payload)
 
 
 def _series_ntk(rows: list[dict]) -> dict[str, tuple[list[float], list[float], list[float]]]:
     """model → (widths, mean distance, sample std) over seeds."""
+    from engine.results import series_over_seeds
+    from engine.results.tables import NtkDistanceRow
+
     typed = [NtkDistanceRow.from_row(r) for r in rows]
     return {
         m: (s.x, s.mean, s.std)
@@ -51,13 +50,72 @@ def _table_blocks(name: str, rows: list[dict]) -> list[Block]:
     return [("h3", f"{name}.csv"), ("table", (name, rows[:MAX_REPORT_ROWS], len(rows)))]
 
 
+def _headlines(run: dict[str, Any]) -> list[str]:
+    out = []
+    for section, data in run["summary"].items():
+        if isinstance(data, dict) and data.get("headline"):
+            lines = data["headline"]
+            out.append(f"{section}:\n" + "\n".join([lines] if isinstance(lines, str) else lines))
+    return out
+
+
+def _plots(t: dict[str, list[dict]]) -> list[str]:
+    """The text plots a run's tables allow (NTK distance, spectra, 1-D landscape)."""
+    from engine.results import num as _num
+    from engine.results.tables import EigenvalueRow, LandscapeRow
+
+    out = []
+    if t.get("ntk_distance"):
+        ser = {m: (x, y) for m, (x, y, _) in _series_ntk(t["ntk_distance"]).items()}
+        out.append(text_plot("NTK distance vs width", ser, xlog2=True))
+    if t.get("eigenvalues"):
+        ev = [EigenvalueRow.from_row(r) for r in t["eigenvalues"]]
+        idx = [_num(r.index) for r in ev]
+        g = {"G": (idx, [r.eig_G for r in ev]), "G^3": (idx, [r.eig_G3 for r in ev])}
+        out.append(text_plot("eigenvalues of G and G^3 (log10)", g, ylog=True))
+    if t.get("landscape"):
+        ls = [r for r in map(LandscapeRow.from_row, t["landscape"]) if r.direction == "1d"]
+        ser = {
+            m: ([r.alpha for r in ls if r.model == m], [r.loss for r in ls if r.model == m])
+            for m in sorted({r.model for r in ls})
+        }
+        if ser:
+            out.append(text_plot("1-D loss along a filter-normalised direction", ser))
+    return out
+
+
 def build_report(path: Path) -> list[Block]:
-    """The report as blocks (rendered to Markdown or HTML)."""
+    """The report as blocks (rendered to Markdown or HTML), the reader's order: the
+    checklist and headline numbers, the figures, the tables, then the environment and
+    the spec TOML of each run."""
+    from engine.run.runs import collect
+    from engine.run.spec import RunSpec
+
     summ, runs = collect(path)
     blocks: list[Block] = [("h1", f"malleability report: {path.name}")]
     if summ is not None:
-        from malleability_tui.cli.reproduce import comparison_rows
+        from malleability_tui.views.claims import checklist_lines
 
+        blocks.append(("h2", "Claims checklist"))
+        blocks.append(("pre", "\n".join(checklist_lines(summ)) or "(no claims)"))
+    heads = [(label, _headlines(run)) for label, run in runs]
+    if any(h for _, h in heads):
+        blocks.append(("h2", "Headline numbers"))
+        for label, h in heads:
+            if h:
+                blocks.append(("h3", label))
+                blocks.extend(("pre", x) for x in h)
+    images = sorted((path / "figures").glob("*.png")) + sorted((path / "figures").glob("*.svg"))
+    plots = [(label, _plots(run["tables"])) for label, run in runs]
+    if images or any(p for _, p in plots):
+        blocks.append(("h2", "Figures"))
+        blocks.extend(("img", f.relative_to(path).as_posix()) for f in images)
+        for label, ps in plots:
+            blocks.extend(("pre", f"{label}: {p}" if len(runs) > 1 else p) for p in ps)
+    if summ is not None:
+        from malleability_tui.views.claims import checklist_details, comparison_rows
+
+        blocks.append(("h2", "Paper beside ours"))
         blocks.append(
             (
                 "p",
@@ -66,11 +124,21 @@ def build_report(path: Path) -> list[Block]:
             )
         )
         for title, rows in comparison_rows(summ):
-            blocks.append(("h2", title))
+            blocks.append(("h3", title))
             blocks.append(("table", (title, rows, len(rows))))
+        blocks.append(("h3", "Claims in detail"))
+        blocks.extend(("p", d) for d in checklist_details(summ))
     for label, run in runs:
-        blocks.append(("h2", f"Run {label}"))
+        blocks.append(("h2", f"Run {label}: tables"))
+        for name, rows in run["tables"].items():
+            if rows and name not in LONG_TABLES:
+                blocks.extend(_table_blocks(name, rows))
+            elif rows:
+                blocks.append(("p", f"{name}.csv: {len(rows)} rows (not shown)"))
+    blocks.append(("h2", "Environment and specs"))
+    for label, run in runs:
         env = run["env"]
+        blocks.append(("h3", f"Run {label}"))
         blocks.append(
             (
                 "p",
@@ -79,53 +147,6 @@ def build_report(path: Path) -> list[Block]:
             )
         )
         blocks.append(("pre", RunSpec.from_dict(run["spec"]).to_toml()))
-        for section, data in run["summary"].items():
-            if isinstance(data, dict) and data.get("headline"):
-                lines = data["headline"]
-                blocks.append(
-                    (
-                        "pre",
-                        f"{section}:\n" + "\n".join([lines] if isinstance(lines, str) else lines),
-                    )
-                )
-        t = run["tables"]
-        for name, rows in t.items():
-            if rows and name not in LONG_TABLES:
-                blocks.extend(_table_blocks(name, rows))
-            elif rows:
-                blocks.append(("p", f"{name}.csv: {len(rows)} rows (not shown)"))
-        if t.get("ntk_distance"):
-            ser = {m: (x, y) for m, (x, y, _) in _series_ntk(t["ntk_distance"]).items()}
-            blocks.append(("pre", text_plot("NTK distance vs width", ser, xlog2=True)))
-        if t.get("eigenvalues"):
-            ev = [EigenvalueRow.from_row(r) for r in t["eigenvalues"]]
-            idx = [_num(r.index) for r in ev]
-            blocks.append(
-                (
-                    "pre",
-                    text_plot(
-                        "eigenvalues of G and G^3 (log10)",
-                        {
-                            "G": (idx, [r.eig_G for r in ev]),
-                            "G^3": (idx, [r.eig_G3 for r in ev]),
-                        },
-                        ylog=True,
-                    ),
-                )
-            )
-        if t.get("landscape"):
-            ls = [r for r in map(LandscapeRow.from_row, t["landscape"]) if r.direction == "1d"]
-            ser = {
-                m: (
-                    [r.alpha for r in ls if r.model == m],
-                    [r.loss for r in ls if r.model == m],
-                )
-                for m in sorted({r.model for r in ls})
-            }
-            if ser:
-                blocks.append(
-                    ("pre", text_plot("1-D loss along a filter-normalised direction", ser))
-                )
     return blocks
 
 
@@ -163,6 +184,8 @@ def to_markdown(blocks: list[Block]) -> str:
             out.append(f"{val}\n")
         elif kind == "pre":
             out.append(f"```\n{val.rstrip()}\n```\n")
+        elif kind == "img":
+            out.append(f"![{val}]({val})\n")
         elif kind == "table":
             _, rows, total = val
             out.append(_md_table(rows, total))
@@ -178,6 +201,9 @@ def to_html(blocks: list[Block]) -> str:
             body.append(f"<p>{html.escape(val)}</p>")
         elif kind == "pre":
             body.append(f"<pre>{html.escape(val)}</pre>")
+        elif kind == "img":
+            src = html.escape(val, quote=True)
+            body.append(f"<p><img src='{src}' alt='{src}' style='max-width:100%'></p>")
         elif kind == "table":
             _, rows, total = val
             if not rows:

@@ -5,28 +5,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from engine.errors import DatasetError
-from engine.experiments.estimate import (
-    OVERHEAD,
-    PER_RUN_SECONDS,
-    PlanLine,
-    breakdown,
-    estimate_seconds,
-    hms,
-    probe_flops,
-    probe_step_seconds,
-)
-from engine.reproduce import record
-from engine.reproduce.claims import NO_DATA
-from engine.reproduce.plan import Part, plan
-from engine.results import flip_text, num
-from engine.run.paths import runs_root
-from engine.run.runs import read_run
 from malleability_tui.cli.common import (
     console,
     die,
@@ -44,8 +27,13 @@ from malleability_tui.cli.headless import (
     execute,
     executor_changes,
 )
-from malleability_tui.cli.render import fmt
+from malleability_tui.cli.render import WIDTH, table_parts
 from malleability_tui.cli.sources import TrackingUriOpt, TrackOpt, track_run, tracker_of
+from malleability_tui.text import MISSING, duration, number
+
+if TYPE_CHECKING:  # the engine loads when the command runs, not for --help
+    from engine.experiments.estimate import PlanLine
+    from engine.reproduce.plan import Part
 
 VERDICT_STYLE = {
     "holds": "green",
@@ -58,6 +46,7 @@ VERDICT_STYLE = {
 def _available(part: Part) -> str | None:
     """None when the part's data set loads here, else the reason (one line)."""
     from engine.data import load_dataset
+    from engine.errors import DatasetError
 
     d = part.spec.data
     try:
@@ -139,6 +128,19 @@ def reproduce(
     tracking_uri: TrackingUriOpt = None,
 ) -> None:
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
+    from engine.experiments.estimate import (
+        OVERHEAD,
+        PER_RUN_SECONDS,
+        breakdown,
+        estimate_seconds,
+        probe_flops,
+        probe_step_seconds,
+    )
+    from engine.reproduce import record
+    from engine.reproduce.plan import plan
+    from engine.run.paths import runs_root
+    from engine.run.runs import read_run
+
     with expected_errors():
         tracker = tracker_of(track, tracking_uri)
         names = tuple(parse_names(",".join(dataset or ["mnist"]), "--dataset") or ("mnist",))
@@ -188,9 +190,9 @@ def reproduce(
         lines = breakdown([(p.key, p.spec) for p in parts], flops_per_s=rate, step_s=step)
         floor = sum(ln.floor_s for ln in lines)
         err_console.print(
-            f"estimated run time ≈ {hms(est)} on this machine; FLOP floor {hms(floor)} "
-            f"({sum(ln.flops for ln in lines):.3g} FLOPs at {rate:.3g} FLOP/s, the matmul probe); "
-            f"estimate = {OVERHEAD:g}× the floor + {sum(ln.steps for ln in lines):.3g} steps × "
+            f"estimated run time ≈ {duration(est)} on this machine; FLOP floor {duration(floor)} "
+            f"({number(sum(ln.flops for ln in lines))} FLOPs at {number(rate)} FLOP/s, the matmul probe); "
+            f"estimate = {OVERHEAD:g}× the floor + {number(sum(ln.steps for ln in lines))} steps × "
             f"{1e3 * step:.2f} ms (the training loop's probe) + {PER_RUN_SECONDS:g} s a run",
             highlight=False,
             markup=False,
@@ -223,7 +225,7 @@ def reproduce(
         seconds = meta["seconds"]
         show_comparison(comparison)
         console.print(
-            f"reproduction: [bold]{path}[/] ({hms(seconds)}); report: malleability report {path}",
+            f"reproduction: [bold]{path}[/] ({duration(seconds)}); report: malleability report {path}",
             highlight=False,
         )
         track_run(tracker, path)
@@ -231,146 +233,17 @@ def reproduce(
 
 def show_breakdown(lines: list[PlanLine], total: float) -> None:
     """The dry run's time budget: one line per (run, experiment), its share of the estimate."""
-    t = Table(title="time budget (--dry-run)", box=None, pad_edge=False)
-    for col in ("run", "experiment", "FLOPs", "FLOP floor", "steps", "estimate", "share"):
-        t.add_column(col, justify="left" if col in ("run", "experiment") else "right")
+    t = Table(title="time budget (--dry-run)", title_justify="left", box=None, pad_edge=False)
+    for col in ("run", "experiment", "FLOPs", "floor", "steps", "est.", "share"):
+        left = col in ("run", "experiment")
+        t.add_column(col, justify="left" if left else "right", no_wrap=col != "experiment")
     for ln in lines:
-        share = f"{100 * ln.estimate_s / total:.1f}%" if total > 0 else "–"
-        flops = f"{ln.flops:.3g}" if ln.flops else "–"
-        floor = hms(ln.floor_s) if ln.flops else "–"
-        steps = f"{ln.steps:.3g}" if ln.steps else "–"
-        t.add_row(ln.run, ln.experiment, flops, floor, steps, hms(ln.estimate_s), share)
+        share = f"{100 * ln.estimate_s / total:.1f}%" if total > 0 else MISSING
+        flops = number(ln.flops) if ln.flops else MISSING
+        floor = duration(ln.floor_s) if ln.flops else MISSING
+        steps = number(ln.steps) if ln.steps else MISSING
+        t.add_row(ln.run, ln.experiment, flops, floor, steps, duration(ln.estimate_s), share)
     err_console.print(t)
-
-
-def _pm(c: dict[str, Any], key: str = "mean", unit: str = "") -> str:
-    if c.get("status") == NO_DATA:
-        return "no data"
-    m, s = c.get(key), c.get("std")
-    if m is None:
-        return "no data"
-    return f"{fmt(m)}{unit} ± {fmt(s)}{unit}" if s else f"{fmt(m)}{unit}"
-
-
-def _ours_flip(c: dict[str, Any]) -> str:
-    """Percent: mean ± std [pooled 95% Wilson interval], as the TUI's flips panel prints it."""
-    if c.get("status") == NO_DATA or c.get("mean") is None:
-        return "no data"
-    return flip_text(
-        num(c["mean"]), num(c.get("std")), num(c.get("ci_low")), num(c.get("ci_high")), scale=1
-    )
-
-
-def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]]]:
-    """(title, rows of strings) for Tables 1–4, κ and the checklist: paper beside ours."""
-    out: list[tuple[str, list[dict[str, str]]]] = []
-    out.append(
-        (
-            "Table 1: NTK distance ‖f_m − f_NTK‖ (mean ± std over seeds)",
-            [
-                {
-                    "dataset": c["dataset"],
-                    "model": c["model"],
-                    "m": str(c["width"]),
-                    "paper": fmt(c.get("paper")) or "-",
-                    "ours": _pm(c),
-                }
-                for c in cmp.get("table1", [])
-            ],
-        )
-    )
-    for n, title in ((2, "Table 2: flip rate %, 10-class"), (3, "Table 3: flip rate %, binary")):
-        out.append(
-            (
-                f"{title} (ours: mean ± std [95% CI]; ratio = MLP-Attn / 2L-ReLU)",
-                [
-                    {
-                        "dataset": c["dataset"],
-                        "model": c["model"],
-                        "attack": c["attack"],
-                        "paper": fmt(c.get("paper")) or "-",
-                        "ours": _ours_flip(c),
-                        "ratio": fmt(c.get("ratio")),
-                        "paper ratio": fmt(c.get("paper_ratio")) or "-",
-                    }
-                    for c in cmp.get(f"table{n}", [])
-                ],
-            )
-        )
-    out.append(
-        (
-            "Claim 3 sensitivity: MLP-Attn / 2L-ReLU flip-rate ratio (pooled %, MLP-Attn vs 2L-ReLU) per protocol",
-            grid_rows(cmp.get("flip_grid", [])),
-        )
-    )
-    rows4 = []
-    for c in cmp.get("table4", []):
-        paper = (
-            f"{fmt(c.get('paper_standard'))} → {fmt(c.get('paper_adversarial'))}"
-            if c.get("paper_standard")
-            else "-"
-        )
-        ours = (
-            "no data"
-            if c.get("status") == NO_DATA
-            else f"{_ours_flip(c['standard'])} → {_ours_flip(c['adversarial'])}"
-        )
-        rows4.append({"dataset": c["dataset"], "model": c["model"], "paper": paper, "ours": ours})
-    out.append(("Table 4: PGD flip rate %, standard → adversarial training", rows4))
-    rows_k = []
-    for c in cmp.get("kappa", []):
-        nd = c.get("status") == NO_DATA
-        rows_k.append(
-            {
-                "dataset": c["dataset"],
-                "paper κ": fmt(c.get("paper_kappa")) or "-",
-                "ours κ(G)": "no data" if nd else fmt(c.get("kappa_G")),
-                "n": "" if nd else fmt(c.get("n")),
-                "rank": "" if nd else fmt(c.get("rank")),
-                "κ(G)³": "" if nd else fmt(c.get("kappa_G_cubed")),
-                "κ(G³) measured": "" if nd else fmt(c.get("kappa_G3_direct")),
-            }
-        )
-    out.append(("κ(G) of the training subset", rows_k))
-    out.append(
-        (
-            "Claims checklist (rules: README 'Claims checklist')",
-            [
-                {
-                    "#": str(c["claim"]),
-                    "dataset": c.get("dataset", ""),
-                    "claim": c["title"],
-                    "statistic": c["statistic"],
-                    "verdict": c["verdict"],
-                }
-                for c in cmp.get("checklist", [])
-            ],
-        )
-    )
-    return out
-
-
-def grid_rows(cells: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """One row per data set × task × ridge rule × ranking, one column per attack."""
-    out: dict[tuple[str, str, str, str], dict[str, str]] = {}
-    for c in cells:
-        key = (c["dataset"], c["task"], c["rule"], c["ranking"])
-        row = out.setdefault(
-            key,
-            {
-                "dataset": c["dataset"],
-                "task": c["task"],
-                "ridge": c["ridge"],
-                "ranking": c["ranking"],
-            },
-        )
-        rates = (
-            f"{fmt(c['attn'])} vs {fmt(c['relu'])}"
-            if c["attn"] is not None and c["relu"] is not None
-            else "no data"
-        )
-        row[c["attack"]] = (f"×{c['ratio']:.2f} " if c["ratio"] is not None else "") + f"({rates})"
-    return list(out.values())
 
 
 def _styled(verdict: str) -> str:
@@ -379,23 +252,43 @@ def _styled(verdict: str) -> str:
     return f"[{style}]{verdict}[/]" if style else verdict
 
 
-def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
-    """Rich tables of ``comparison_rows``; verdicts coloured."""
+COMPARISON_KEYS = ("dataset", "model", "m", "attack", "task", "ridge", "ranking")
+"""The comparison tables' columns that say which row it is (repeated when a table splits)."""
+
+
+def comparison_tables(cmp: dict[str, Any], width: int = WIDTH) -> list[Table]:
+    """Rich tables of ``comparison_rows`` (the checklist aside: it prints as lines), each
+    within ``width`` columns: a column with one value goes to the caption, the columns
+    that do not fit to a second part."""
+    from malleability_tui.views.claims import CHECKLIST_TITLE, comparison_rows
+
     tables = []
     for title, rows in comparison_rows(cmp):
-        t = Table(title=title, title_justify="left", header_style="bold")
-        for c in rows[0] if rows else ["(none)"]:
-            t.add_column(c, overflow="fold")
-        for r in rows:
-            cells = [_styled(v) if k == "verdict" else v for k, v in r.items()]
-            t.add_row(*cells)
-        tables.append(t)
+        if title == CHECKLIST_TITLE or not rows:
+            continue
+        parts = table_parts(title, rows, keys=COMPARISON_KEYS, width=width, max_rows=len(rows))
+        tables.extend(parts)
     return tables
 
 
 def show_comparison(cmp: dict[str, Any]) -> None:
-    for t in comparison_tables(cmp):
+    """The tables, then the checklist: one line per claim and data set, then its details."""
+    from malleability_tui.views.claims import CHECKLIST_TITLE, checklist_details, checklist_lines
+
+    width = min(WIDTH, console.width)
+    for t in comparison_tables(cmp, width):
         console.print(t)
+    console.print(f"[bold]{CHECKLIST_TITLE}[/]", highlight=False)
+    for line, item in zip(checklist_lines(cmp), cmp.get("checklist", [])):
+        style = VERDICT_STYLE.get(str(item["verdict"]).split(":", 1)[0], "")
+        console.print(line, style=style, highlight=False, markup=False, no_wrap=True)
+    if any(":" in str(c["verdict"]) for c in cmp.get("checklist", [])):
+        console.print("* a qualified verdict: the details say why", highlight=False)
+    details = checklist_details(cmp)
+    if details:
+        console.print("[bold]details[/]", highlight=False)
+        for d in details:
+            console.print(d, highlight=False, markup=False, width=width)
 
 
-__all__ = ["comparison_rows", "comparison_tables", "grid_rows", "reproduce", "show_comparison"]
+__all__ = ["comparison_tables", "reproduce", "show_comparison"]

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
-from engine.run.paths import runs_root
-from engine.run.runs import export_run, find_run, list_runs, read_run
 from malleability_tui.cli.common import console, die, expected_errors
-from malleability_tui.cli.render import LONG_TABLES, table_of
+from malleability_tui.cli.render import LONG_TABLES, WIDTH, print_headlines, print_table
 from malleability_tui.cli.sources import TrackingUriOpt, track_run, tracker_of
+from malleability_tui.text import int_list, model_names, short_time
 
 app = typer.Typer(help="Browse past runs.", no_args_is_help=True)
 
@@ -29,6 +29,8 @@ RunOrReproduce = Annotated[
 def resolve_run(run: str, root: Path | None, *, reproduce: bool = False) -> Path:
     """A run directory given as a path or as a name under the runs root (with
     ``reproduce``, a reproduce folder too); one line and exit 2 when there is none."""
+    from engine.run.runs import find_run
+
     found = find_run(run, root, reproduce=reproduce)
     if found is None:
         die(f"no run directory {run!r}: pass a path or a name listed by `malleability runs list`")
@@ -41,22 +43,39 @@ def list_cmd(
         Path | None, typer.Option(help="Runs folder (default $MALLEABILITY_RUNS or ./runs).")
     ] = None,
 ) -> None:
-    """List past runs with their experiment, data set and status."""
+    """List past runs with their experiment, data set, status and start time."""
+    from engine.run.paths import runs_root
+    from engine.run.runs import list_runs
+
     rows = list_runs(runs_root(root))
     if not rows:
-        console.print(f"no runs under {runs_root(root)}")
+        console.print(f"no runs under {runs_root(root)}", highlight=False)
         return
-    t = Table(header_style="bold")
-    for c in ("name", "experiment", "dataset", "status", "start", "device"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(
-            *(str(r[c]) for c in ("name", "experiment", "dataset", "status", "start", "device"))
-        )
-    console.print(t)
+    console.print(runs_table(rows))
     for r in rows:
         if r["damage"]:
             console.print(f"[yellow]{r['name']}[/]: {r['damage']}", highlight=False, soft_wrap=True)
+
+
+LISTING = ("name", "experiment", "dataset", "status", "start", "device")
+
+
+def runs_table(rows: list[Any], width: int = WIDTH) -> Table:
+    """The ``runs list`` table: the full run name and a short start time; the columns at
+    the right that would not fit ``width`` are left out (``runs show`` has them all)."""
+    from rich.console import Console
+
+    cells = [{**r, "start": short_time(r["start"])} for r in rows]
+    cols = list(LISTING)
+    while True:
+        t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for c in cols:
+            t.add_column(c, no_wrap=True)
+        for r in cells:
+            t.add_row(*(str(r[c]) for c in cols))
+        if len(cols) <= 2 or Console(width=10_000).measure(t).maximum <= width:
+            return t
+        cols.pop()
 
 
 @app.command("show")
@@ -65,30 +84,33 @@ def show_cmd(
     root: Annotated[Path | None, typer.Option(help="Runs folder.")] = None,
 ) -> None:
     """Show a run's spec, status, tables and headline numbers."""
+    from engine.run.runs import read_run
+
     with expected_errors():
         data = read_run(resolve_run(run, root))
-    env = data["env"]
-    console.print(
-        f"[bold]{data['path']}[/]  status={env.get('status', '?')}  device={env.get('device', '?')}",
-        highlight=False,
-    )
-    spec = data["spec"]
-    console.print(
-        f"experiment={spec.get('experiment')}  dataset={spec.get('data', {}).get('name')}  "
-        f"seeds={spec.get('seeds')}  widths={spec.get('model', {}).get('widths')}",
-        highlight=False,
-    )
+    for line in run_lines(data):
+        console.print(line, highlight=False, markup=False)
     for name, rows in data["tables"].items():
         if name in LONG_TABLES:
-            console.print(f"{name}: {len(rows)} rows ({name}.csv)")
+            console.print(f"{name}: {len(rows)} rows ({name}.csv)", highlight=False)
         elif rows:
-            console.print(table_of(name, rows))
-    for section, val in data["summary"].items():
-        if isinstance(val, dict) and val.get("headline"):
-            console.print(f"[bold]{section}[/]")
-            lines = val["headline"]
-            for ln in [lines] if isinstance(lines, str) else lines:
-                console.print(f"  {ln}", highlight=False)
+            print_table(console, name, rows)
+    print_headlines(console, data["summary"])
+
+
+def run_lines(data: dict[str, Any]) -> list[str]:
+    """The head of ``runs show``: the path, then one short ``key value`` line each."""
+    env, spec = data["env"], data["spec"]
+    model, dd = spec.get("model", {}), spec.get("data", {})
+    start = short_time(env.get("start_time"))
+    return [
+        str(data["path"]),
+        f"  status {env.get('status', '?')} · device {env.get('device', '?')} · started {start}",
+        f"  experiment {spec.get('experiment')} · dataset {dd.get('name')}"
+        f" · n_train {dd.get('n_train')} · n_test {dd.get('n_test')}",
+        f"  models {model_names(model.get('kinds'))} · widths {int_list(model.get('widths'))}"
+        f" · seeds {int_list(spec.get('seeds'))}",
+    ]
 
 
 def export_cmd(
@@ -126,6 +148,8 @@ def export_cmd(
     if format not in ("csv", "json"):
         die(f"invalid --format {format!r}: csv or json")
     with expected_errors():
+        from engine.run.runs import export_run
+
         files = export_run(resolve_run(run, root), format, to, force=force)
     for f in files:
         console.print(f"wrote {f}", highlight=False)

@@ -11,6 +11,7 @@ from engine.results.tables import EigenvalueRow
 from malleability_tui.format import ORDERS_NOTE, num, spectrum_lines
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
+from malleability_tui.views.spectra import spectra_view, spectrum_rank
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 
@@ -48,18 +49,32 @@ class SpectraPanel(Horizontal):
             )
             eig_g = [r.eig_G for r in rows]
             eig_g3 = [r.eig_G3 for r in rows]
-        idx = list(range(1, len(eig_g) + 1))
+        view = spectra_view(eig_g, eig_g3, spectrum_rank(st.tables.get("spectrum", []), label))
         series: tuple[Series, ...] = ()
-        if eig_g:
+        title = f"eigenvalues {label}".strip()
+        if view.eig_g:
+            n3 = len(view.eig_g3)
             series = (
-                Series("λ(G)", idx, eig_g, color="cyan"),
-                Series("λ(G³)", idx[: len(eig_g3)], eig_g3, color="magenta"),
+                Series("λ(G)", view.idx, view.eig_g, color="cyan"),
+                Series("λ(G³)", view.idx[:n3], view.eig_g3, color="magenta"),
             )
+            if view.rank is not None and n3 and view.rank < len(view.eig_g):
+                # the cut: λ(G³) stops at the numerical rank, marked by one point
+                series += (
+                    Series(
+                        f"rank {view.rank}",
+                        [view.rank],
+                        [view.eig_g3[-1]],
+                        color="yellow",
+                        points=True,
+                    ),
+                )
+                title += f" (λ(G³) to rank {view.rank})"
         self.query_one("#eig-plot", PlotView).figure = Figure(
             series,
             x=Axis(label="index", integer=True),
             y=Axis(log=True, label="eigenvalue"),
-            title=f"eigenvalues {label}".strip(),
+            title=title,
             empty="no spectrum yet: run the spectrum experiment",
         )
         largest = 1e12

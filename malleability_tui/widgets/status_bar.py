@@ -8,8 +8,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from malleability_tui.format import duration
 from malleability_tui.state import RunState
+from malleability_tui.text import duration
 
 STATUS_STYLE = {
     "running": "bold yellow",

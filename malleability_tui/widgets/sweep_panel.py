@@ -1,4 +1,4 @@
-"""SweepPanel: NTK distance vs width (log₂ axis, both models, ±std over seeds) and live drift."""
+"""SweepPanel: the distance to the linearization (or the NTK distance) vs width (log₂ axis, both models, ±std over seeds) and live drift."""
 
 from __future__ import annotations
 
@@ -14,24 +14,17 @@ from malleability_tui.format import (
     cell_label,
     fmt,
     guard_notes,
-    mean_pm,
     metric_series,
     model_color,
     sweep_series,
 )
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
+from malleability_tui.text import mean_pm
+from malleability_tui.views.sweep import next_column, sweep_column
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 COLORS = MODEL_COLORS  # the legend colours per model (one table, in format.py)
-
-COLUMNS = (
-    "ntk_distance",
-    "ntk_distance_rel",
-    "kernel_distance_final",
-    "kernel_drift",
-    "test_accuracy",
-)
 
 
 def paper_line(data: dict, dataset: str) -> str:
@@ -64,7 +57,8 @@ class SweepPanel(Vertical):
     can_focus = True
 
     state: reactive[RunState] = reactive(RunState, always_update=True)
-    column: reactive[str] = reactive("ntk_distance")
+    column: reactive[str] = reactive("")
+    """The column chosen with ``m``; "" lets ``sweep_column`` lead with lin_distance_rel."""
 
     def compose(self) -> ComposeResult:
         yield PlotView(id="sweep-plot")
@@ -72,7 +66,8 @@ class SweepPanel(Vertical):
         yield PlotView(id="drift-plot")
 
     def action_next_metric(self) -> None:
-        self.column = COLUMNS[(COLUMNS.index(self.column) + 1) % len(COLUMNS)]
+        rows = self.state.tables.get("ntk_distance", [])
+        self.column = next_column(sweep_column(rows, self.column))
 
     def watch_column(self) -> None:
         self.watch_state(self.state)
@@ -81,7 +76,7 @@ class SweepPanel(Vertical):
         if not self.is_mounted:
             return
         rows = st.tables.get("ntk_distance", [])
-        column, source = self.column, "ntk_distance"
+        column, source = sweep_column(rows, self.column), "ntk_distance"
         if not rows and st.tables.get("train"):
             # No NTK experiment in this run: show what training measured.
             rows, column, source = st.tables["train"], "test_accuracy", "train"

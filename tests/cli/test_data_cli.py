@@ -45,15 +45,16 @@ def test_list_shows_found_and_missing(cli: typer.Typer, tmp_path: Path) -> None:
     _write_test_split(tmp_path / "d" / "mnist")
     res = runner.invoke(cli, ["data", "list", "--data-dir", str(tmp_path / "d")])
     assert res.exit_code == 0, res.output
-    lines = {
-        ln.split()[1]: ln
-        for ln in res.output.splitlines()
-        if ln.startswith("│ ") and ln.split()[1] in DATASETS
-    }
-    assert set(lines) == set(DATASETS)
-    assert str(tmp_path / "d" / "mnist") in lines["mnist"] and "test 20" in lines["mnist"]
-    assert "not found" in lines["cifar10"] and "malleability data fetch cifar10" in lines["cifar10"]
-    assert "built in" in lines["digits"] and "all 1,797" in lines["digits"]
+    out = res.output.splitlines()
+    rows = {ln.split()[0]: ln for ln in out if ln.split() and ln.split()[0] in DATASETS}
+    details = {n: " ".join(ln for ln in out if ln.startswith(f"{n}: ")) for n in DATASETS}
+    assert set(rows) == set(DATASETS)
+    assert "found" in rows["mnist"] and "test 20" in rows["mnist"]
+    assert str(tmp_path / "d" / "mnist") in details["mnist"]
+    assert (
+        "not found" in rows["cifar10"] and "malleability data fetch cifar10" in details["cifar10"]
+    )
+    assert "built in" in rows["digits"] and "all 1,797" in rows["digits"]
 
 
 def test_show_counts_classes(cli: typer.Typer, tmp_path: Path) -> None:

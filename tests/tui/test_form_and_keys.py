@@ -163,7 +163,7 @@ async def test_plain_keys_type_in_text_fields_and_the_footer_says_so(tmp_path):
         )
         footer = await footer_text(pilot, app)
         assert "^r Run" in footer and "F1 Help" in footer and "esc Leave field" in footer
-        assert "c Cancel" not in footer and "1-7" not in footer
+        assert "c Cancel" not in footer and "1-8" not in footer
         await pilot.press("f1")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)

@@ -79,10 +79,9 @@ def test_landscape_grid_and_curves():
 
 
 def test_small_formatters():
-    assert F.duration(3725) == "1h02m" and F.duration(65) == "1m05s" and F.duration(None) == "–"
     assert F.eta(10.0, 1, 5) == 40.0 and F.eta(10.0, 0, 5) is None
     lines = dict(F.spectrum_lines({"width_threshold_v1": 1e42}))
-    assert "+30.0 orders" in lines["m ≥ κ⁶ (v1)"]
+    assert "+30.0 orders" in lines["m ≥ κ(G)⁶ (v1)"]
     assert F.cell_label("train/digits/attn/64/0") == "MLP-Attn m=64 seed 0 (digits)"
 
 

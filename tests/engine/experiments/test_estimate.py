@@ -13,7 +13,6 @@ from engine.experiments.estimate import (
     Work,
     breakdown,
     estimate_seconds,
-    hms,
     planned_flops,
     planned_shares,
     planned_work,
@@ -92,10 +91,6 @@ def test_paper_spec_asks_to_confirm_and_quick_does_not():
 def test_the_step_probe_times_the_real_loop():
     s = probe_step_seconds()
     assert 1e-6 < s < 1.0 and probe_step_seconds() == s  # measured once a process
-
-
-def test_hms():
-    assert hms(65) == "1m05s" and hms(3725) == "1h02m" and hms(0.4) == "0m00s"
 
 
 def test_reproduce_dry_run_prints_the_estimate(tmp_path):

@@ -1,0 +1,40 @@
+"""What the Sweep panel plots: which column of ntk_distance.csv leads (pure, no Textual)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from malleability_tui.text import MISSING, number
+
+COLUMNS = (
+    "lin_distance_rel",
+    "ntk_distance",
+    "ntk_distance_rel",
+    "kernel_distance_final",
+    "kernel_drift",
+    "test_accuracy",
+)
+"""The columns ``m`` cycles through, the well-posed one first."""
+
+LEAD = "lin_distance_rel"
+"""‖f − f_lin‖/‖f‖ against the model's own linearization: the quantity that is well posed
+at every width (the analytic-NTK distance needs the infinite-width kernel of the model)."""
+
+
+def has_values(rows: list[dict[str, Any]], column: str) -> bool:
+    """Whether any row has a number in ``column`` (runs before the linearized twin lack it)."""
+    return any(number(r.get(column)) != MISSING for r in rows)
+
+
+def sweep_column(rows: list[dict[str, Any]], chosen: str = "") -> str:
+    """The column to plot: the one the user chose (``m``), else ``lin_distance_rel`` where the
+    run has it, else ``ntk_distance``."""
+    if chosen:
+        return chosen
+    return LEAD if has_values(rows, LEAD) else "ntk_distance"
+
+
+def next_column(current: str) -> str:
+    """The column after ``current`` in ``COLUMNS``."""
+    i = COLUMNS.index(current) if current in COLUMNS else -1
+    return COLUMNS[(i + 1) % len(COLUMNS)]
