@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from own_sources import needs_pyarrow, write_all
 from typer.testing import CliRunner
 
 from malleability_tui.cli.main import app
-from tests.engine.data.own_sources import needs_pyarrow, write_all
 
 runner = CliRunner()
 

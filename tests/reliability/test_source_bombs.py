@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from own_sources import fixtures, needs_pyarrow
+from reliability_support import invoke, one_line_failure
 
 from engine.data import load_raw
 from engine.errors import DatasetError
-from tests.engine.data.own_sources import fixtures, needs_pyarrow
-from tests.reliability.conftest import invoke, one_line_failure
 
 
 def _folder(root: Path, per_class: int = 3) -> Path:

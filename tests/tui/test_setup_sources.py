@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from own_sources import write_all
 from textual.widgets import Input, Label
 from tui_support import make_test_app
-
-from tests.engine.data.own_sources import write_all
 
 
 def _error(app, key: str) -> str:

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from own_sources import fixtures, needs_pyarrow, write_all
 
 from engine.data import canonical_name, dataset_status, load_dataset, load_raw, subset_counts
 from engine.data.sources import SourceOptions, is_source, parse_source
 from engine.errors import ConfigError, DatasetError
 from engine.run.spec import DataSpec, RunSpec
-from tests.engine.data.own_sources import fixtures, needs_pyarrow, write_all
 
 KINDS = ["npz", "folder", "hf"]
 

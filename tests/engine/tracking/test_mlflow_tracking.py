@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from own_sources import write_all
 from typer.testing import CliRunner
 
 from engine.errors import ConfigError
 from engine.tracking import make_tracker
 from malleability_tui.cli.main import app
-from tests.engine.data.own_sources import write_all
 
 mlflow = pytest.importorskip("mlflow", reason="needs MLflow (the [mlflow] extra)")
 

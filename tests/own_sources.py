@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "sample_data" / "make_own_data.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "sample_data" / "make_own_data.py"
 
 
 def fixtures() -> ModuleType:
