@@ -109,6 +109,7 @@ def train_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> 
         "seed": seed,
         "training": "standard",
         "epochs": sp.train.epochs,
+        "epochs_run": tm.epochs_run,
         "train_loss": tm.train_loss,
         "train_accuracy": tm.train_accuracy,
         "test_loss": tm.test_loss,

@@ -131,6 +131,8 @@ class TrainRow(Row):
     seconds: float = NAN
     converged: bool | None = None
     above_chance: bool | None = None
+    epochs_run: int | None = None
+    """Epochs the cell trained: ``epochs``, or where ``train.until = "converged"`` stopped it."""
 
 
 @dataclass(frozen=True)

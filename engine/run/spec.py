@@ -31,6 +31,7 @@ INTERVENTIONS = ("transformed", "curated", "adversarial")
 NORMS = ("linf", "l2")
 ADV_RECIPES = ("pgd", "fgsm_rs")
 EXECUTORS = ("local", "ray")
+UNTIL = ("fixed", "converged")
 MODEL_KINDS = ("relu", "attn", "qkv")
 
 
@@ -153,6 +154,12 @@ class TrainSpec:
     """Mini-batch size (paper: 128); ignored by gd."""
     l2: float = 1e-3
     """L2 penalty λ, added to the loss as (λ/2)‖θ‖² (paper: λ = 1e-3)."""
+    until: str = "fixed"
+    """fixed: exactly ``epochs``; converged: from ``epochs`` on, check the convergence guard every ``check_every`` epochs and stop when it holds or at ``max_epochs`` (ours)."""
+    max_epochs: int = 2000
+    """The cap on epochs when until = converged (≥ epochs); the guard judges a capped cell as any other."""
+    check_every: int = 10
+    """Epochs between two guard checks when until = converged."""
 
     def __post_init__(self) -> None:
         _check(
@@ -172,6 +179,22 @@ class TrainSpec:
             "a positive integer (paper: 128)",
         )
         _check(_nonneg_float(self.l2), "train.l2", self.l2, "a number ≥ 0 (paper: 1e-3)")
+        _check(self.until in UNTIL, "train.until", self.until, "fixed or converged")
+        _check(
+            _pos_int(self.max_epochs) and self.max_epochs <= 10**6,
+            "train.max_epochs",
+            self.max_epochs,
+            "a positive integer up to 1000000",
+        )
+        _check(
+            self.until != "converged" or self.max_epochs >= self.epochs,
+            "train.max_epochs",
+            self.max_epochs,
+            f"at least train.epochs ({self.epochs}) when train.until = converged",
+        )
+        _check(
+            _pos_int(self.check_every), "train.check_every", self.check_every, "a positive integer"
+        )
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ def build_spec(
     qkv_dk_sweep: str | None = None,
     executor: dict[str, object] | None = None,
     center: bool | None = None,
+    until_converged: bool = False,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
     spec = RunSpec.load(config) if config else RunSpec()
@@ -83,6 +84,8 @@ def build_spec(
     except OptionError as e:
         die(str(e))
     ch.update(executor or {})
+    if until_converged:
+        ch["train__until"] = "converged"
     spec = spec.replace(**ch)
     if quick and n_train is None and n_test is None:
         spec, note = cap_quick(spec)
@@ -306,6 +309,13 @@ def headless(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")
     ] = False,
+    until_converged: Annotated[
+        bool,
+        typer.Option(
+            "--until-converged",
+            help="Train each cell past --epochs until the convergence guard holds, up to train.max_epochs (default 2000).",
+        ),
+    ] = False,
     save_config: Annotated[
         Path | None,
         typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit."),
@@ -350,6 +360,7 @@ def headless(
             qkv_dk_sweep=qkv_dk_sweep,
             executor=ex,
             center=center,
+            until_converged=until_converged,
         )
         from engine.run.paths import check_file_target, check_folder_target
 

@@ -30,6 +30,7 @@ def _row(width: int) -> dict:
         "seconds": 0.1,
         "converged": True,
         "above_chance": True,
+        "epochs_run": 2,
     }
 
 
@@ -55,8 +56,8 @@ def test_resume_skips_done_cells_and_passes_their_rows(tmp_path):
     assert _status(run) == "interrupted"
     got = {}
 
-    def second(spec, *, done_cells, cancel, previous_rows, previous_artifacts):
-        got.update(done=done_cells, rows=previous_rows)
+    def second(spec, *, resume):
+        got.update(done=resume.done_cells, rows=resume.previous_rows)
         yield TableRow("train", _row(8), cell="b")
         yield CellFinished("b")
         yield Finished({})
