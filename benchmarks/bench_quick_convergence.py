@@ -31,6 +31,8 @@ from engine.run.context import RunContext
 from engine.run.spec import RunSpec
 
 ROOTS = {"mnist": "../shared/data/mnist", "cifar10": "../shared/data/cifar10"}
+"""Where the shared subsets are; other data sets are looked up as usual (Fashion-MNIST:
+``/usr/share/datasets/fashion-mnist`` from the Debian package)."""
 BINARY = {"digits": (3, 8), "mnist": (3, 8), "fashion-mnist": (0, 6), "cifar10": (1, 0)}
 
 
@@ -73,7 +75,9 @@ def main() -> None:
     print("preset        data set            model     conv  >chance  loss   best acc  epochs   s")
     for pname in args.presets.split(","):
         for name in args.datasets.split(","):
-            root = f"{args.data_root}/{name}" if args.data_root else ROOTS.get(name)
+            root = (
+                f"{args.data_root}/{name}" if args.data_root and name in ROOTS else ROOTS.get(name)
+            )
             for task in args.tasks.split(","):
                 classes = BINARY[name] if task == "binary" else None
                 spec = PRESETS[pname](RunSpec()).replace(

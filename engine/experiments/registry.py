@@ -55,7 +55,15 @@ def register(
     return deco
 
 
-CATALOGUE = ("train", "ntk", "spectrum", "flip", "influence_check", "landscape")
+CATALOGUE = (
+    "train",
+    "ntk",
+    "spectrum",
+    "flip",
+    "influence_check",
+    "landscape",
+    "trainability",
+)
 """The modules of ``engine/experiments/`` that hold experiments (listed, not discovered)."""
 
 
