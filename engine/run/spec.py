@@ -157,7 +157,7 @@ class TrainSpec:
     until: str = "fixed"
     """fixed: exactly ``epochs``; converged: from ``epochs`` on, check the convergence guard every ``check_every`` epochs and stop when it holds or at ``max_epochs`` (ours)."""
     max_epochs: int = 2000
-    """The cap on epochs when until = converged (≥ epochs); the guard judges a capped cell as any other."""
+    """The cap on epochs when until = converged (never below ``epochs``); the guard judges a capped cell as any other."""
     check_every: int = 10
     """Epochs between two guard checks when until = converged."""
 
@@ -185,12 +185,6 @@ class TrainSpec:
             "train.max_epochs",
             self.max_epochs,
             "a positive integer up to 1000000",
-        )
-        _check(
-            self.until != "converged" or self.max_epochs >= self.epochs,
-            "train.max_epochs",
-            self.max_epochs,
-            f"at least train.epochs ({self.epochs}) when train.until = converged",
         )
         _check(
             _pos_int(self.check_every), "train.check_every", self.check_every, "a positive integer"
@@ -727,6 +721,8 @@ class RunSpec:
     """float32 or float64 for training and kernels."""
     quick: bool = False
     """Whether the --quick preset was applied (recorded for the report)."""
+    note: str = ""
+    """One line a run prints before it starts: what its config knows some cells cannot do, and why ('' for none)."""
 
     def __post_init__(self) -> None:
         _check(
@@ -734,6 +730,12 @@ class RunSpec:
             "experiment",
             self.experiment,
             "an experiment name or all",
+        )
+        _check(
+            isinstance(self.note, str) and "\n" not in self.note,
+            "note",
+            self.note,
+            "one line of text",
         )
         seeds = tuple(self.seeds)
         _check(

@@ -30,8 +30,9 @@ class UntilSpec(Protocol):
 
 
 def epoch_cap(cfg: UntilSpec) -> int:
-    """The most epochs a cell of ``cfg`` runs: ``max_epochs`` when until = converged."""
-    return cfg.max_epochs if cfg.until == "converged" else cfg.epochs
+    """The most epochs a cell of ``cfg`` runs: ``max_epochs`` (at least ``epochs``) when
+    until = converged, else ``epochs``."""
+    return max(cfg.max_epochs, cfg.epochs) if cfg.until == "converged" else cfg.epochs
 
 
 def is_check(cfg: UntilSpec, epoch: int) -> bool:

@@ -10,7 +10,7 @@ import typer
 
 from engine.experiments.flip_summary import typed
 from engine.results import mean_std, num, series_over_seeds
-from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
+from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow, TrainabilityRow
 from engine.run.runs import collect
 from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.runs import RunOrReproduce, resolve_run
@@ -20,7 +20,9 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
     """Write every figure the runs' tables allow; returns the files written.
 
     Names follow the paper: table1_ntk_distance, spectrum_G_G3, table2/3_flip_rates,
-    table4_adversarial, landscape_1d, landscape_2d (each prefixed by the run label).
+    table4_adversarial, landscape_1d, landscape_2d, and trainability (steps to the target
+    loss against κ(G), log–log; censored points hollow at the cap), each prefixed by the
+    run label.
     """
     import matplotlib.pyplot as plt
 
@@ -128,6 +130,27 @@ def make_figures(runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str) -> 
                 fig.colorbar(cs, ax=ax)
                 ax.set(xlabel="α", ylabel="β", title=m)
             save(fig, f"{label}_landscape_2d")
+        steps = [TrainabilityRow.from_row(r) for r in t.get("trainability", [])]
+        if steps:
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            for m in sorted({r.model for r in steps}):
+                for cens in (False, True):
+                    pts = sorted(
+                        (r.kappa_G, num(r.steps_to_converge))
+                        for r in steps
+                        if r.model == m and bool(r.censored) == cens and r.kappa_G > 0
+                    )
+                    if pts:
+                        ax.loglog(
+                            [p[0] for p in pts],
+                            [p[1] for p in pts],
+                            "o-" if not cens else "o",
+                            mfc="none" if cens else None,
+                            label=m + (" (censored)" if cens else ""),
+                        )
+            ax.set(xlabel="κ(G)", ylabel="steps to target", title=f"Trainability vs κ ({label})")
+            ax.legend()
+            save(fig, f"{label}_trainability")
     return files
 
 

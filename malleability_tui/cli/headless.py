@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from engine.reproduce.presets import apply_quick, cap_quick
+from engine.reproduce.presets import apply_quick, cap_quick, quick_departures
 from engine.run.events import Event, Failed
 from engine.run.spec import RunSpec
 from engine.run.store import RunStore, default_run_dir
@@ -91,6 +91,10 @@ def build_spec(
         spec, note = cap_quick(spec)
         if note:
             err_console.print(f"note: --quick: {note}", highlight=False, markup=False)
+    if quick and (line := quick_departures(spec)):
+        err_console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+    if spec.note:
+        err_console.print(f"note: {spec.note}", highlight=False, markup=False, soft_wrap=True)
     return spec
 
 
@@ -303,7 +307,7 @@ def headless(
         bool,
         typer.Option(
             "--quick",
-            help="Small preset: n_train 300 (capped to what the data set has), widths 16,64,256,1024, 200 epochs at batch 32, one seed.",
+            help="Small preset: n_train 300 (capped to what the data set has), widths 16,64,256,1024, batch 32, 200 epochs then until converged (cap 1000), centred inputs (not the paper's: it says so), one seed.",
         ),
     ] = False,
     resume: Annotated[

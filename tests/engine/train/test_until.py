@@ -50,7 +50,8 @@ def test_spec_validates_and_round_trips() -> None:
     with pytest.raises(ConfigError, match="train.until"):
         TrainSpec(until="forever")
     with pytest.raises(ConfigError, match="train.max_epochs"):
-        TrainSpec(epochs=500, until="converged", max_epochs=100)
+        TrainSpec(max_epochs=0)
+    assert epoch_cap(TrainSpec(epochs=500, until="converged", max_epochs=100)) == 500
     with pytest.raises(ConfigError, match="train.check_every"):
         TrainSpec(check_every=0)
     TrainSpec(epochs=500, max_epochs=100)  # the cap only binds when until = converged
