@@ -28,4 +28,4 @@ def test_the_hint_names_what_made_the_cells_converge() -> None:
     assert "--until-converged" in fix_hint(paper, "2L-ReLU", failed)
     capped = apply_quick(paper)
     assert "max_epochs" in fix_hint(capped, "MLP-Attn", failed)
-    assert "--n-train" in fix_hint(capped, "MLP-Attn", {"at_chance": {"MLP-Attn": ["m=16"]}})
+    assert "wider" in fix_hint(capped, "MLP-Attn", {"at_chance": {"MLP-Attn": ["m=16"]}})
