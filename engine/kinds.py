@@ -37,6 +37,11 @@ Norm = Literal["linf", "l2"]
 """The attacks' threat-model norm."""
 NORMS: tuple[Norm, ...] = get_args(Norm)
 
+Until = Literal["fixed", "converged"]
+"""How long a cell trains: ``train.epochs``, or until the convergence guard holds (cap
+``train.max_epochs``)."""
+UNTIL: tuple[Until, ...] = get_args(Until)
+
 AdvRecipe = Literal["pgd", "fgsm_rs"]
 """Adversarial training: PGD, or FGSM with a random start (the cheap recipe)."""
 ADV_RECIPES: tuple[AdvRecipe, ...] = get_args(AdvRecipe)

@@ -434,7 +434,7 @@ class MalleabilityApp(App):
             self.push_screen(HelpScreen())
 
     def action_quick_preset(self, _where: str = "") -> None:
-        from engine.reproduce.presets import apply_quick
+        from engine.reproduce.presets import apply_quick, quick_departures
 
         q = self.main_query(SetupForm).apply_preset(apply_quick)
         self.action_show_tab("setup")
@@ -442,6 +442,8 @@ class MalleabilityApp(App):
             f"quick preset: n {q.data.n_train}/{q.data.n_test}, widths {q.model.widths[0]}-"
             f"{q.model.widths[-1]}, {q.train.epochs} epochs, {len(q.seeds)} seed (F6: paper)"
         )
+        if line := quick_departures(q):
+            self.notify(line, severity="warning")
 
     def action_paper_preset(self, _where: str = "") -> None:
         from engine.reproduce.presets import paper_settings

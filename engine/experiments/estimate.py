@@ -101,17 +101,19 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     cell; ``spectrum``: the SVD of the n×d Gram factor and three n×n eigendecompositions
     on at most ``MAX_KERNEL_N`` rows, per data set, counted twice for float64).
 
-    Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
+    Epochs are ``train.max_epochs`` under ``train.until = "converged"`` (the estimate is
+    then an upper bound). Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
     steps and evaluation passes, each with the loop's fixed cost.
     """
     from engine.data import image_shape
     from engine.experiments.registry import select
+    from engine.train.until import epoch_cap
 
     exps = [e.name for e in select(spec.experiment)]
     d = math.prod(image_shape(spec.data.name, spec.data.data_dir, spec.data.source_options()))
     n, ep, seeds, kinds = (
         spec.data.n_train,
-        spec.train.epochs,
+        epoch_cap(spec.train),  # until = converged: the cap, an upper bound
         len(spec.seeds),
         len(spec.model.kinds),
     )

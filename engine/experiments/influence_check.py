@@ -59,7 +59,7 @@ from engine.run.events import (
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
-    from engine.run.context import RunContext
+    from engine.run.context import RunContext, TrainedModel
 
 __all__ = ["ESTIMATOR_LABELS", "run_influence_check", "summarize"]
 
@@ -164,7 +164,7 @@ def _cell(
     t_truth = 0.0
     for j, order in enumerate(orders):
         t0 = time.perf_counter()
-        gen = retraining_effects(_fitter(ctx, ds, kind, width, seed, order), indices)
+        gen = retraining_effects(_fitter(ctx, tm, kind, width, seed, order), indices)
         while True:
             ctx.check_cancel()
             try:
@@ -243,11 +243,12 @@ def _cell(
     return rows
 
 
-def _fitter(ctx: RunContext, ds: Dataset, kind: str, width: int, seed: int, order: int):
-    """fit(exclude) → the retrained network's per-test losses [t] (module docstring, 3)."""
+def _fitter(ctx: RunContext, tm: TrainedModel, kind: str, width: int, seed: int, order: int):
+    """fit(exclude) → the retrained network's per-test losses [t] (module docstring, 3),
+    each refit running the epochs ``tm`` ran."""
     from engine.train import data_loss, train
 
-    sp = ctx.spec
+    sp, ds, cfg = ctx.spec, tm.dataset, tm.replay(ctx.spec.train)
     x, y = ctx.to_device(ds.x_train_raw), ctx.to_device(ds.y_train)
     xt, yt = ctx.to_device(ds.x_test_raw), ctx.to_device(ds.y_test)
     rows = ctx.context_rows(ds)
@@ -261,9 +262,7 @@ def _fitter(ctx: RunContext, ds: Dataset, kind: str, width: int, seed: int, orde
             context = rows[keep]
         model = ctx.new_model(kind, width, seed, ds, context=context)
         gen = torch.Generator().manual_seed(order)
-        for _ in train(
-            model, x, y, sp.train, generator=gen, should_stop=ctx.cancelled, exclude=exclude
-        ):
+        for _ in train(model, x, y, cfg, generator=gen, should_stop=ctx.cancelled, exclude=exclude):
             pass
         model.eval()
         with torch.no_grad():

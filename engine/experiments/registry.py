@@ -46,6 +46,8 @@ LISTING: dict[str, str] = {
     "advtrain": "Flip rates of PGD-adversarially trained models (Table 4)",
     "landscape": "Loss landscape: 1-D/2-D filter-normalised surfaces, interpolation,"
     " Hessian sharpness",
+    "trainability": "Steps to a target loss vs κ(G) (synthetic spectra and the run's data):"
+    " slope per model",
 }
 """Every experiment's name and one-line description, in run order: the one place they are
 written, read without importing the experiments (and torch) by ``describe``."""
@@ -71,7 +73,15 @@ def register(
     return deco
 
 
-CATALOGUE = ("train", "ntk", "spectrum", "flip", "influence_check", "landscape")
+CATALOGUE = (
+    "train",
+    "ntk",
+    "spectrum",
+    "flip",
+    "influence_check",
+    "landscape",
+    "trainability",
+)
 """The modules of ``engine/experiments/`` that hold experiments (listed, not discovered)."""
 
 

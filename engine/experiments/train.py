@@ -23,6 +23,7 @@ from engine.run.executors import Cell, run_cells
 
 if TYPE_CHECKING:
     from engine.run.context import RunContext
+    from engine.run.spec import RunSpec
 
 
 @register(
@@ -70,8 +71,34 @@ def run_train(ctx: RunContext) -> Iterator[Event]:
     summary = summarize(rows, name)
     for line in summary["headline"]:
         if MARK in line:
-            yield Log(line + " (train longer: --epochs)", "warning")
+            model = line.split(":", 1)[0]
+            yield Log(f"{line} ({fix_hint(sp, model, summary)})", "warning")
     yield Summary("train", {**summary, "cells": len(plan)})
+
+
+def fix_hint(spec: RunSpec, model: str, summary: dict) -> str:
+    """What made such cells converge in ``benchmarks/bench_quick_convergence.py`` (the
+    quick preset's measurement, ``engine.reproduce.presets``), for ``model``'s failing
+    cells under ``spec``: centring for MLP-Attn on uncentred inputs (no epoch budget
+    tried helped), else training until converged, else a larger cap; at chance though
+    converged, the wider widths (the one such cell measured was the narrowest)."""
+    if model in summary.get("not_converged", {}):
+        if model == MODEL_LABELS["attn"] and not spec.data.center:
+            return (
+                "uncentred MLP-Attn: --center made it converge (measured, quick: 0 of 16 "
+                "cells uncentred, 16 of 16 centred with --until-converged on digits and "
+                "MNIST; more epochs alone did not)"
+            )
+        if spec.train.until != "converged":
+            return (
+                "--until-converged: narrow widths need more epochs (measured, centred digits "
+                "10-class at batch 32: m=16 550, m=64 270)"
+            )
+        return f"the cap was reached: raise train.max_epochs (now {spec.train.max_epochs})"
+    return (
+        "converged but at chance: in the quick measurement only a narrow cell did this "
+        "(CIFAR-10 10-class MLP-Attn m=16; m >= 64 was above chance), so use the wider widths"
+    )
 
 
 def summarize(rows: list[dict], dataset: str) -> dict:
@@ -108,6 +135,7 @@ def train_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> 
         "seed": seed,
         "training": "standard",
         "epochs": sp.train.epochs,
+        "epochs_run": tm.epochs_run,
         "train_loss": tm.train_loss,
         "train_accuracy": tm.train_accuracy,
         "test_loss": tm.test_loss,

@@ -57,6 +57,7 @@ def _binary_data(name: str, data_dir: str | None, base: RunSpec) -> tuple[DataSp
         n_train=n_tr,
         n_test=n_te,
         transductive=base.data.transductive,
+        center=base.data.center,
     )
     return data, note
 
@@ -97,6 +98,7 @@ def plan(
             n_train=base.data.n_train,
             n_test=base.data.n_test,
             transductive=base.data.transductive,
+            center=base.data.center,
         )
         parts.append(
             Part(

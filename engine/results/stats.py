@@ -175,3 +175,34 @@ def ratio(a: float | None, b: float | None) -> float:
     if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)) or b == 0:
         return NAN
     return float(a) / float(b)
+
+
+class Slope(NamedTuple):
+    """An OLS slope of log y on log x with its 95% interval (t with n − 2 degrees of
+    freedom); NaN when fewer than three points or x does not vary."""
+
+    slope: float
+    lo: float
+    hi: float
+    n: int
+
+
+def loglog_slope(x: Iterable[float], y: Iterable[float]) -> Slope:
+    """Slope of log y against log x over the pairs where both are finite and > 0."""
+    pts = [(math.log(a), math.log(b)) for a, b in zip(x, y, strict=True) if a > 0 and b > 0]
+    pts = [(a, b) for a, b in pts if math.isfinite(a) and math.isfinite(b)]
+    n = len(pts)
+    if n < 3:
+        return Slope(NAN, NAN, NAN, n)
+    mx = math.fsum(a for a, _ in pts) / n
+    my = math.fsum(b for _, b in pts) / n
+    sxx = math.fsum((a - mx) ** 2 for a, _ in pts)
+    if sxx <= 0:
+        return Slope(NAN, NAN, NAN, n)
+    b = math.fsum((a - mx) * (c - my) for a, c in pts) / sxx
+    resid = math.fsum((c - my - b * (a - mx)) ** 2 for a, c in pts)
+    se = math.sqrt(resid / (n - 2) / sxx)
+    from scipy.stats import t
+
+    half = float(t.ppf(0.975, n - 2)) * se
+    return Slope(b, b - half, b + half, n)

@@ -131,6 +131,8 @@ class TrainRow(Row):
     seconds: float = NAN
     converged: bool | None = None
     above_chance: bool | None = None
+    epochs_run: int | None = None
+    """Epochs the cell trained: ``epochs``, or where ``train.until = "converged"`` stopped it."""
 
 
 @dataclass(frozen=True)
@@ -294,7 +296,24 @@ class QkvDkRow(Row):
     d_k: int | None = None
 
 
+@dataclass(frozen=True)
+class TrainabilityRow(Row):
+    """Optimiser steps to the target loss (experiment ``trainability``); ``censored``: the
+    cap was reached first (``steps_to_converge`` is then the cap)."""
+
+    TABLE: ClassVar[str] = "trainability"
+    dataset: str = ""
+    kappa_G: float = NAN
+    kappa_G3: float = NAN
+    model: str = ""
+    seed: int | None = None
+    steps_to_converge: int | None = None
+    censored: bool | None = None
+    final_loss: float = NAN
+
+
 ROW_TYPES: tuple[type[Row], ...] = (
+    TrainabilityRow,
     NtkDistanceRow,
     SpectrumRow,
     EigenvalueRow,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping
@@ -16,7 +17,7 @@ from engine.data.dataset import Dataset
 from engine.device import resolve_device
 from engine.errors import Cancelled, ConfigError, DatasetError
 from engine.run.events import Event, Metric, Progress
-from engine.run.spec import RunSpec
+from engine.run.spec import RunSpec, TrainSpec
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -68,6 +69,16 @@ class TrainedModel:
 
         ds = self.dataset
         return above_chance(self.test_accuracy, ds.n_test, majority_rate(ds.y_test))
+
+    @property
+    def epochs_run(self) -> int:
+        """Epochs it trained (``train.epochs``, or fewer/more under until = converged)."""
+        return len(self.history)
+
+    def replay(self, cfg: TrainSpec) -> TrainSpec:
+        """``cfg`` as a fixed run of the epochs this model ran: what its linearized twin
+        and the retraining check train for."""
+        return dataclasses.replace(cfg, epochs=self.epochs_run, until="fixed")
 
     def guards(self) -> dict[str, bool]:
         """The guard columns of every row measured on this model (``converged``,
@@ -306,7 +317,9 @@ class RunContext:
         Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
         ``Progress('cell')`` events; returns the ``TrainedModel``.
         """
+        from engine.results import constant_loss
         from engine.train import evaluate, train
+        from engine.train.until import epoch_cap, stop_now
 
         ds = dataset if dataset is not None else self.dataset(seed=seed)
         sp = self.spec
@@ -338,21 +351,29 @@ class RunContext:
         history: list[dict[str, float]] = []
         drift: list[tuple[int, float]] = []
         t0 = time.perf_counter()
-        epochs = sp.train.epochs
+        # until = converged: one loop to the cap, left at the first check where the guard
+        # holds (engine.train.until): the weights of a fixed run of that many epochs.
+        epochs, baseline = epoch_cap(sp.train), constant_loss(ds.y_train)
+        cfg = dataclasses.replace(sp.train, epochs=epochs)
+        losses: list[float] = []
         yield Progress("cell", 0, epochs, f"training {kind} m={width} seed={seed}", cell=cell)
         for st in train(
-            model, x, y, sp.train, generator=gen, perturb=perturb, should_stop=self.cancelled
+            model, x, y, cfg, generator=gen, perturb=perturb, should_stop=self.cancelled
         ):
             history.append({"epoch": st.epoch, "loss": st.loss, "accuracy": st.accuracy})
+            losses.append(st.loss)
+            stop = stop_now(sp.train, losses, baseline)
             yield Metric("train_loss", st.loss, st.epoch, cell=cell)
             yield Metric("train_accuracy", st.accuracy, st.epoch, cell=cell)
             every = sp.ntk.drift_every
-            if k0 is not None and every and (st.epoch % every == 0 or st.epoch == epochs):
+            if k0 is not None and every and (st.epoch % every == 0 or stop):
                 v = self._drift(model, probe, k0)
                 drift.append((st.epoch, v))
                 model.train()
                 yield Metric("kernel_drift", v, st.epoch, cell=cell)
             yield Progress("cell", st.epoch, epochs, f"{kind} m={width} seed={seed}", cell=cell)
+            if stop:
+                break
         model.eval()
         tr_loss, tr_acc = evaluate(model, x, y)
         te_loss, te_acc = evaluate(model, self.to_device(ds.x_test_raw), self.to_device(ds.y_test))
@@ -377,7 +398,7 @@ class RunContext:
 
     def train_linearized(self, tm: TrainedModel) -> Generator[Event, None, nn.Module]:
         """Train the linearized twin of ``tm`` (``engine.ntk.Linearized`` around its initial
-        weights) with the run's loss, optimiser, L2, epochs and ``tm``'s batch order;
+        weights) with the run's loss, optimiser, L2, ``tm``'s epochs and batch order;
         ``yield from`` it. Cached per trained model; returns the twin in eval mode."""
         from engine.ntk.linearized import Linearized
         from engine.train import train
@@ -389,14 +410,15 @@ class RunContext:
         key = (id(tm), "linearized")
         if key in self._twins:
             return self._twins[key]
-        ds, epochs = tm.dataset, self.spec.train.epochs
+        ds, cfg = tm.dataset, tm.replay(self.spec.train)  # the network's epochs
+        epochs = cfg.epochs
         twin = Linearized(tm.init_model()).to(self.device)
         x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)
         gen = torch.Generator().manual_seed(batch_seed(tm.seed, tm.width))
         cell = f"linearized/{ds.name}/{tm.kind}/{tm.width}/{tm.seed}"
         label = f"twin {tm.kind} m={tm.width} seed={tm.seed}"
         yield Progress("cell", 0, epochs, f"training {label}", cell=cell)
-        for st in train(twin, x, y, self.spec.train, generator=gen, should_stop=self.cancelled):
+        for st in train(twin, x, y, cfg, generator=gen, should_stop=self.cancelled):
             yield Progress("cell", st.epoch, epochs, label, cell=cell)
         twin.eval()
         self._twins[key] = twin

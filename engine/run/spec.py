@@ -27,6 +27,7 @@ from engine.kinds import (
     OPTIMIZERS,
     PREDICTORS,
     RANKINGS,
+    UNTIL,
     Predictor,
 )
 from engine.ridge import check_ridge_rule
@@ -208,6 +209,12 @@ class TrainSpec:
     """Mini-batch size (paper: 128); ignored by gd."""
     l2: float = 1e-3
     """L2 penalty λ, added to the loss as (λ/2)‖θ‖² (paper: λ = 1e-3)."""
+    until: str = "fixed"
+    """fixed: exactly ``epochs``; converged: from ``epochs`` on, check the convergence guard every ``check_every`` epochs and stop when it holds or at ``max_epochs`` (ours)."""
+    max_epochs: int = 2000
+    """The cap on epochs when until = converged (never below ``epochs``); the guard judges a capped cell as any other."""
+    check_every: int = 10
+    """Epochs between two guard checks when until = converged."""
 
     def __post_init__(self) -> None:
         _check(
@@ -227,6 +234,16 @@ class TrainSpec:
             "a positive integer (paper: 128)",
         )
         _check(_nonneg_float(self.l2), "train.l2", self.l2, "a number ≥ 0 (paper: 1e-3)")
+        _check(self.until in UNTIL, "train.until", self.until, "fixed or converged")
+        _check(
+            _pos_int(self.max_epochs) and self.max_epochs <= 10**6,
+            "train.max_epochs",
+            self.max_epochs,
+            "a positive integer up to 1000000",
+        )
+        _check(
+            _pos_int(self.check_every), "train.check_every", self.check_every, "a positive integer"
+        )
 
 
 @dataclass(frozen=True)
@@ -702,6 +719,56 @@ class QKVSpec:
         object.__setattr__(self, "dk_sweep", tuple(sorted(set(sweep))))
 
 
+TRAINABILITY_KAPPAS = tuple(float(f"{10 ** (1 + k / 2):.4g}") for k in range(11))  # 10 … 1e6
+
+
+@dataclass(frozen=True)
+class TrainabilitySpec:
+    """Trainability vs κ (experiment ``trainability``): optimiser steps to a target loss on
+    synthetic data with a prescribed Gram spectrum, and on the run's data set (ours)."""
+
+    kappas: tuple[float, ...] = TRAINABILITY_KAPPAS
+    """Prescribed κ(G) of the synthetic sweep (default 10 … 1e6, two points a decade)."""
+    n: int = 64
+    """Synthetic training points (= the rank of G; n ≤ d keeps G full rank)."""
+    d: int = 64
+    """Synthetic input dimension."""
+    width: int = 256
+    """Width of the networks trained."""
+    target: float = 0.01
+    """A cell has converged when its epoch-mean training loss ≤ target × the constant predictor's loss."""
+    max_steps: int = 20000
+    """The cap on optimiser steps; a cell that reaches it is censored."""
+    l2: float = 0.0
+    """L2 penalty of these runs (0: a ridge would bound which directions can be fit at all, another effect)."""
+
+    def __post_init__(self) -> None:
+        ks = tuple(float(k) for k in self.kappas)
+        _check(
+            len(ks) >= 2 and all(math.isfinite(k) and 1 <= k <= 1e12 for k in ks),
+            "trainability.kappas",
+            self.kappas,
+            "two or more numbers in [1, 1e12], e.g. 10,100,1000",
+        )
+        object.__setattr__(self, "kappas", tuple(sorted(set(ks))))
+        _check(_pos_int(self.n) and self.n >= 2, "trainability.n", self.n, "an integer ≥ 2")
+        _check(_pos_int(self.d), "trainability.d", self.d, "a positive integer")
+        _check(_pos_int(self.width), "trainability.width", self.width, "a positive integer")
+        _check(
+            _pos_float(self.target) and self.target < 1,
+            "trainability.target",
+            self.target,
+            "a number in (0, 1)",
+        )
+        _check(
+            _pos_int(self.max_steps) and self.max_steps <= 10**7,
+            "trainability.max_steps",
+            self.max_steps,
+            "a positive integer up to 10000000",
+        )
+        _check(_nonneg_float(self.l2), "trainability.l2", self.l2, "a number ≥ 0")
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run: which experiments on which data, with which models and options."""
@@ -716,6 +783,7 @@ class RunSpec:
     flip: FlipSpec = field(default_factory=FlipSpec)
     influence_check: InfluenceCheckSpec = field(default_factory=InfluenceCheckSpec)
     landscape: LandscapeSpec = field(default_factory=LandscapeSpec)
+    trainability: TrainabilitySpec = field(default_factory=TrainabilitySpec)
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     qkv: QKVSpec = field(default_factory=QKVSpec)
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -726,6 +794,8 @@ class RunSpec:
     """float32 or float64 for training and kernels."""
     quick: bool = False
     """Whether the --quick preset was applied (recorded for the report)."""
+    note: str = ""
+    """One line a run prints before it starts: what its config knows some cells cannot do, and why ('' for none)."""
 
     def __post_init__(self) -> None:
         _check(
@@ -733,6 +803,12 @@ class RunSpec:
             "experiment",
             self.experiment,
             "an experiment name or all",
+        )
+        _check(
+            isinstance(self.note, str) and "\n" not in self.note,
+            "note",
+            self.note,
+            "one line of text",
         )
         seeds = tuple(self.seeds)
         _check(
@@ -833,6 +909,7 @@ SECTIONS = {
     "flip": FlipSpec,
     "influence_check": InfluenceCheckSpec,
     "landscape": LandscapeSpec,
+    "trainability": TrainabilitySpec,
     "executor": ExecutorSpec,
     "qkv": QKVSpec,
 }

@@ -20,6 +20,7 @@ FIGURE_NEEDS = {
     "table4_adversarial": "advtrain",
     "landscape_1d": "landscape",
     "landscape_2d": "landscape",
+    "trainability": "trainability",
 }
 """Each figure and the experiment whose rows it is drawn from."""
 
@@ -63,15 +64,16 @@ def make_figures(
     ``name: needs the EXPERIMENT experiment``). Unconverged cells are marked (×, dashed).
 
     Names follow the paper: train_curves, train_accuracy, table1_ntk_distance,
-    spectrum_G_G3, table2/3_flip_rates, table4_adversarial, landscape_1d, landscape_2d (each
-    prefixed by the run label).
+    spectrum_G_G3, table2/3_flip_rates, table4_adversarial, landscape_1d, landscape_2d and
+    trainability (steps to the target loss against κ(G), log–log; censored points hollow at
+    the cap), each prefixed by the run label.
     """
     import matplotlib.pyplot as plt
 
     from engine.experiments.flip_summary import typed
     from engine.kinds import MODEL_LABELS
     from engine.results import mean_std, num, series_over_seeds
-    from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow
+    from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow, TrainabilityRow
 
     files: list[Path] = []
     made: set[str] = set()
@@ -230,6 +232,27 @@ def make_figures(
                 fig.colorbar(cs, ax=ax)
                 ax.set(xlabel="α", ylabel="β", title=m)
             save(fig, f"{label}_landscape_2d", "landscape_2d")
+        steps = [TrainabilityRow.from_row(r) for r in t.get("trainability", [])]
+        if steps:
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            for m in sorted({r.model for r in steps}):
+                for cens in (False, True):
+                    pts = sorted(
+                        (r.kappa_G, num(r.steps_to_converge))
+                        for r in steps
+                        if r.model == m and bool(r.censored) == cens and r.kappa_G > 0
+                    )
+                    if pts:
+                        ax.loglog(
+                            [p[0] for p in pts],
+                            [p[1] for p in pts],
+                            "o-" if not cens else "o",
+                            mfc="none" if cens else None,
+                            label=m + (" (censored)" if cens else ""),
+                        )
+            ax.set(xlabel="κ(G)", ylabel="steps to target", title=f"Trainability vs κ ({label})")
+            ax.legend()
+            save(fig, f"{label}_trainability", "trainability")
     missing = [f"{k}: needs the {v} experiment" for k, v in FIGURE_NEEDS.items() if k not in made]
     return files, missing
 

@@ -60,9 +60,10 @@ def build_spec(
     executor: dict[str, object] | None = None,
     center: bool | None = None,
     source: dict[str, object] | None = None,
+    until_converged: bool = False,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
-    from engine.reproduce.presets import apply_quick, cap_quick
+    from engine.reproduce.presets import apply_quick, cap_quick, quick_departures
     from engine.run.spec import RunSpec
 
     spec = RunSpec.load(config) if config else RunSpec()
@@ -99,11 +100,17 @@ def build_spec(
     except OptionError as e:
         die(str(e))
     ch.update(executor or {})
+    if until_converged:
+        ch["train__until"] = "converged"
     spec = spec.replace(**ch)
     if quick and n_train is None and n_test is None:
         spec, note = cap_quick(spec)
         if note:
             err_console.print(f"note: --quick: {note}", highlight=False, markup=False)
+    if quick and (line := quick_departures(spec)):
+        err_console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+    if spec.note:
+        err_console.print(f"note: {spec.note}", highlight=False, markup=False, soft_wrap=True)
     return spec
 
 
@@ -318,11 +325,18 @@ def headless(
         bool,
         typer.Option(
             "--quick",
-            help="Small preset: n_train 300 (capped to what the data set has), widths 16,64,256,1024, 200 epochs at batch 32, one seed.",
+            help="Small preset: n_train 300 (capped to what the data set has), widths 16,64,256,1024, batch 32, 200 epochs then until converged (cap 1000), centred inputs (not the paper's: it says so), one seed.",
         ),
     ] = False,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")
+    ] = False,
+    until_converged: Annotated[
+        bool,
+        typer.Option(
+            "--until-converged",
+            help="Train each cell past --epochs until the convergence guard holds, up to train.max_epochs (default 2000).",
+        ),
     ] = False,
     save_config: Annotated[
         Path | None,
@@ -371,6 +385,7 @@ def headless(
             executor=ex,
             center=center,
             source=source_flags(image_size, mode, image_column, label_column),
+            until_converged=until_converged,
         )
         tracker = tracker_of(track, tracking_uri)
         from engine.run.paths import check_file_target, check_folder_target

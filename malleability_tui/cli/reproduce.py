@@ -84,7 +84,7 @@ def reproduce(
         bool,
         typer.Option(
             "--quick",
-            help="Small preset: widths 16,64,256,1024, n_train 300, 200 epochs at batch 32, one seed.",
+            help="Small preset: widths 16,64,256,1024, n_train 300, batch 32, 200 epochs then until converged (cap 1000), centred inputs (not the paper's: it says so), one seed.",
         ),
     ] = False,
     data_dir: Annotated[
@@ -104,6 +104,13 @@ def reproduce(
     ] = None,
     epochs: Annotated[
         int | None, typer.Option(help="Override the preset's training epochs.")
+    ] = None,
+    max_epochs: Annotated[
+        int | None,
+        typer.Option(
+            "--max-epochs",
+            help="Override the cap on epochs of training until converged (--quick: 1000).",
+        ),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")
@@ -138,6 +145,7 @@ def reproduce(
     )
     from engine.reproduce import record
     from engine.reproduce.plan import plan
+    from engine.reproduce.presets import quick_departures
     from engine.run.paths import runs_root
     from engine.run.runs import read_run
 
@@ -156,6 +164,8 @@ def reproduce(
             over["model__widths"] = parse_ints(widths, "--widths")
         if epochs is not None:
             over["train__epochs"] = epochs
+        if max_epochs is not None:
+            over["train__max_epochs"] = max_epochs
         if models is not None:
             over["model__kinds"] = parse_names(models)
         if adv_recipe is not None:
@@ -187,6 +197,8 @@ def reproduce(
         for p in parts:
             if p.note:
                 err_console.print(f"note: {p.key}: {p.note}", highlight=False, markup=False)
+        if quick and parts and (line := quick_departures(parts[0].spec)):
+            err_console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
         lines = breakdown([(p.key, p.spec) for p in parts], flops_per_s=rate, step_s=step)
         floor = sum(ln.floor_s for ln in lines)
         err_console.print(

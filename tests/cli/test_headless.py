@@ -235,3 +235,14 @@ def test_quick_caps_a_small_binary_task_in_one_line(tmp_path: Path) -> None:
     # explicit sizes are the user's: no cap, no note
     res = _invoke(["headless", *TINY, "--classes", "3,8", "--save-config", str(cfg)])
     assert res.exit_code == 0 and "note: --quick" not in res.output
+
+
+def test_until_converged_flag_reaches_the_spec(tmp_path: Path) -> None:
+    from engine.run.spec import RunSpec
+
+    cfg = tmp_path / "s.toml"
+    res = _invoke(
+        ["headless", "--dataset", "digits", "--until-converged", "--save-config", str(cfg)]
+    )
+    assert res.exit_code == 0, res.output
+    assert RunSpec.load(cfg).train.until == "converged"

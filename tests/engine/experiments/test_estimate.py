@@ -43,6 +43,9 @@ def test_train_work_is_the_formula():
     by = planned_work(spec.replace(experiment="train,ntk"))
     assert by["train"] == planned_work(spec)["train"]
     assert by["ntk"] == Work(kernels + 2 * planned_flops(spec), 2 * steps)
+    # until = converged: the cap's epochs (an upper bound), 12 = 4 × 3
+    capped = spec.replace(train__until="converged", train__max_epochs=12)
+    assert planned_work(capped)["train"] == Work(4 * planned_flops(spec), 4 * steps)
 
 
 def test_adversarial_training_cost_follows_the_recipe():

@@ -30,6 +30,7 @@ def _row(width: int) -> dict:
         "seconds": 0.1,
         "converged": True,
         "above_chance": True,
+        "epochs_run": 2,
     }
 
 

@@ -32,6 +32,7 @@ def test_worker_skips_done_cells_and_summarises_their_rows():
         "seconds": 0.1,
         "converged": True,
         "above_chance": True,
+        "epochs_run": 2,
     }
     req = {"spec": spec.to_dict(), "done_cells": [done], "previous_rows": {"train": [prev]}}
     env = dict(os.environ, PYTHONPATH=str(ROOT), MALLEABILITY_WORKER_NICE="0")

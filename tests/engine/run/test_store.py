@@ -36,6 +36,7 @@ ROW = {
     "seconds": 0.1,
     "converged": True,
     "above_chance": False,
+    "epochs_run": 2,
 }
 
 
@@ -119,7 +120,8 @@ def test_guard_columns_are_booleans_and_optional_on_read(tmp_path) -> None:
     p.write_text(",".join(old) + "\n" + ",".join(str(ROW[c]) for c in old) + "\n")
     rows = read_csv_table(p, TrainRow)
     assert rows[0]["width"] == "16" and failed_cells(rows) == {}
-    p.write_text(",".join(cols) + "\n" + ",".join(str(ROW[c]) for c in cols[:-1]) + ",maybe\n")
+    cells = ["maybe" if c == "above_chance" else str(ROW[c]) for c in cols]
+    p.write_text(",".join(cols) + "\n" + ",".join(cells) + "\n")
     with pytest.raises(DamagedRun, match="above_chance='maybe' is not True or False"):
         read_csv_table(p, TrainRow)
 
