@@ -83,6 +83,11 @@ def parse_cell(kind: type, v: Any) -> Any:
     return int(f)
 
 
+ADDED_LATER = frozenset({"epochs_run"})
+"""Columns added after runs were first written: a run from before them lacks them and is
+read with the row type's default (None), not reported as damaged."""
+
+
 @dataclass(frozen=True)
 class Row:
     """Base of the table rows (``TABLE`` names the CSV, without ``.csv``)."""

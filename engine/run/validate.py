@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError, EngineError
-from engine.results.tables import KIND_TEXT, Row, parse_cell
+from engine.results.tables import ADDED_LATER, KIND_TEXT, Row, parse_cell
 
 MAX_RUN_FILE = 1 << 30  # 1 GiB: a larger "result" file is damage, not data
 
@@ -118,7 +118,9 @@ def read_csv_table(path: Path, row_type: type[Row] | None) -> list[dict[str, str
         return []
     header = next(csv.reader(io.StringIO(text)))
     kinds = row_type.kinds() if row_type is not None else {}
-    missing = [c for c, k in kinds.items() if c not in header and k is not bool]
+    missing = [
+        c for c, k in kinds.items() if c not in header and k is not bool and c not in ADDED_LATER
+    ]
     if missing:
         raise DamagedRun(path, f"missing column(s) {', '.join(missing)}")
     for i, r in enumerate(rows, start=2):

@@ -162,7 +162,8 @@ def show_cmd(
 
         opts = DataSpec(name=name, **source_flags(image_size, mode, image_column, label_column))  # type: ignore[arg-type]
         raw = load_raw(name, data_dir, opts.source_options())
-    table = Table(title=raw.name, title_justify="left")
+    console.print(raw.name, style="bold", highlight=False, markup=False, soft_wrap=True)
+    table = Table()
     table.add_column("class", no_wrap=True)
     for split in raw.splits:
         table.add_column(split, justify="right")
