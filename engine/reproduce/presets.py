@@ -118,23 +118,20 @@ KNOWN_FAILURES: dict[tuple[str, tuple[int, ...] | None], str] = {
 
 
 def quick_departures(spec: RunSpec) -> str:
-    """The one line a --quick run prints before it starts: where its spec departs from the
-    paper's protocol beyond sizes and budget, and why ('' for none)."""
+    """The line a --quick run prints before it starts (one line of at most 74 characters,
+    so "note: " + it fits 80 columns): where its spec departs from the paper's protocol
+    beyond sizes and budget ('' for none). Why, with the measurement, is in the README
+    ("Install and run"); a known unconverged cell follows on a line of its own."""
     parts = []
     if spec.data.center:
-        parts.append(
-            "inputs centred per pixel (--no-center: the paper's, on which MLP-Attn converged "
-            "in 0 of 16 quick cells on digits and MNIST)"
-        )
+        parts.append("centred inputs")
     if spec.train.until == "converged":
-        cap = max(spec.train.max_epochs, spec.train.epochs)
-        parts.append(
-            f"cells train past {spec.train.epochs} epochs until the guard holds, cap {cap}"
-        )
+        parts.append(f"until converged (cap {max(spec.train.max_epochs, spec.train.epochs)})")
+    line = "quick preset, unlike the paper: " + ", ".join(parts) if parts else ""
     known = KNOWN_FAILURES.get((spec.data.name, spec.data.classes))
     if known and spec.data.center and spec.train.until == "converged":
-        parts.append(known)
-    return "the quick preset departs from the paper: " + "; ".join(parts) if parts else ""
+        line += "\n" + known
+    return line
 
 
 class Sizes(NamedTuple):

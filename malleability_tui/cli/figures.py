@@ -30,6 +30,8 @@ def train_curves(run: dict[str, Any]) -> dict[str, tuple[list[float], list[float
     metric; the CSVs keep only the last value). Empty when the run has no such events."""
     import json
 
+    if not run.get("path"):
+        return {}
     ev = Path(run["path"]) / "events.jsonl"
     out: dict[str, tuple[list[float], list[float]]] = {}
     if not ev.is_file():

@@ -108,7 +108,8 @@ def build_spec(
         if note:
             err_console.print(f"note: --quick: {note}", highlight=False, markup=False)
     if quick and (line := quick_departures(spec)):
-        err_console.print(f"note: {line}", highlight=False, markup=False)
+        for ln in line.splitlines():
+            err_console.print(f"note: {ln}", highlight=False, markup=False)
     if spec.note:
         err_console.print(f"note: {spec.note}", highlight=False, markup=False, soft_wrap=True)
     return spec

@@ -198,7 +198,8 @@ def reproduce(
             if p.note:
                 err_console.print(f"note: {p.key}: {p.note}", highlight=False, markup=False)
         if quick and parts and (line := quick_departures(parts[0].spec)):
-            err_console.print(f"note: {line}", highlight=False, markup=False)
+            for ln in line.splitlines():
+                err_console.print(f"note: {ln}", highlight=False, markup=False)
         lines = breakdown([(p.key, p.spec) for p in parts], flops_per_s=rate, step_s=step)
         floor = sum(ln.floor_s for ln in lines)
         err_console.print(

@@ -48,7 +48,8 @@ def one_line_failure(res) -> str:
     assert res.exit_code not in (0, None), out
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert "Traceback" not in out, out
-    lines = [ln for ln in out.splitlines() if ln.strip()]
+    # informational "note:" lines (e.g. the quick preset's departures) may come first
+    lines = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith("note: ")]
     assert len(lines) == 1, out
     return lines[0]
 

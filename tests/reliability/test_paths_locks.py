@@ -152,7 +152,7 @@ def test_live_run_locks_out_resume_and_sigterm_interrupts(sandbox: Path) -> None
 def test_unexpected_error_is_one_line_and_a_log(
     sandbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import malleability_tui.cli.runs as runs
+    import engine.run.runs as runs  # the CLI imports it when the command runs
 
     def boom(root: Path) -> list:
         raise RuntimeError("simulated bug")

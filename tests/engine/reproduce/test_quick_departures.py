@@ -12,7 +12,8 @@ def test_quick_centres_trains_until_converged_and_says_so() -> None:
     q = apply_quick(RunSpec())
     assert q.data.center and q.train.until == "converged" and q.train.max_epochs >= q.train.epochs
     line = quick_departures(q)
-    assert "centred" in line and "until the guard holds" in line
+    assert "centred" in line and "until converged" in line
+    assert all(len("note: " + ln) <= 80 for ln in line.splitlines())
     assert quick_departures(q.replace(data__center=False, train__until="fixed")) == ""
     assert quick_departures(RunSpec()) == ""
     back = paper_settings(q)

@@ -47,7 +47,8 @@ def test_params_metrics_artifacts_tags(tracked: tuple[Path, str]) -> None:
     losses = [k for k in run.data.metrics if k.startswith("train_loss/")]
     assert len(losses) == 4  # 2 models × 2 widths, one series each
     hist = client.get_metric_history(info["run_id"], losses[0])
-    assert sorted(m.step for m in hist) == [1, 2, 3, 4]
+    steps = sorted(m.step for m in hist)  # --quick trains until converged: 4 epochs or more
+    assert len(steps) >= 4 and steps == list(range(1, len(steps) + 1))
     events = [json.loads(ln) for ln in (out / "events.jsonl").read_text().splitlines()]
     first = next(e for e in events if e["kind"] == "Metric" and e["name"] == "train_loss")
     values = [m.value for k in losses for m in client.get_metric_history(info["run_id"], k)]
