@@ -57,7 +57,11 @@ def test_params_metrics_artifacts_tags(tracked: tuple[Path, str]) -> None:
     assert {"train.csv", "summary.json", "spec.toml", "env.json"} <= arts
     tags = run.data.tags
     assert tags["status"] == "finished" and tags["experiment"] == "train"
-    assert any(k.startswith("guard/train/") for k in tags)  # 4 epochs never converge
+    import csv
+
+    rows = list(csv.DictReader((out / "train.csv").open()))
+    failed = any("False" in (r["converged"], r["above_chance"]) for r in rows)
+    assert any(k.startswith("guard/train/") for k in tags) == failed  # a tag per failed guard
     assert run.info.status == "FINISHED"
 
 
