@@ -6,10 +6,11 @@ import math
 import statistics
 
 import pytest
-from scipy.stats import binomtest, kendalltau
+from scipy.stats import binomtest, kendalltau, spearmanr
 
 from engine.errors import ConfigError
 from engine.results import (
+    best_p,
     mean_std,
     pooled_rate,
     proportion_ci,
@@ -18,6 +19,7 @@ from engine.results import (
     trend,
     wilson_interval,
 )
+from engine.results.stats import EXACT_MAX
 
 
 def test_mean_std_is_the_sample_std_and_skips_missing() -> None:
@@ -64,13 +66,32 @@ def test_spearman_agrees_with_a_rank_count() -> None:
     rho, p = spearman(xs, ys)
     # ρ = 1 − 6 Σd² / (n(n² − 1)) without ties: each adjacent swap has d = ±1
     assert rho == pytest.approx(1 - 6 * 6 / (6 * 35))
-    assert 0 < p < 0.05
+    # exact: 42 of the 720 orderings have |ρ| ≥ 0.829 (tables: n = 6 needs |ρ| ≥ 0.886
+    # for p < 0.05 two-sided); the t approximation says 0.042
+    assert p == pytest.approx(42 / 720)
     # monotone relations: ρ = ±1, the same sign as Kendall's τ
     assert spearman(xs, [x**3 for x in xs])[0] == pytest.approx(1.0)
     assert spearman(xs, [-x for x in xs])[0] == pytest.approx(-1.0)
     assert math.copysign(1, kendalltau(xs, ys).statistic) == math.copysign(1, rho)
     assert all(math.isnan(v) for v in spearman([1, 2], [3, 4]))  # too few points
     assert all(math.isnan(v) for v in spearman([1, 2, 3], [7, 7, 7]))  # constant
+
+
+def test_spearman_p_is_exact_for_few_points() -> None:
+    """ρ = −1 over 4 widths is p = 2/4! (never below 0.05), not the t approximation's 0;
+    ``best_p`` is the floor the x values allow (5 distinct: 2/5!; ties in x count)."""
+    rho, p = spearman([4, 6, 8, 10], [4.0, 3.0, 2.0, 1.0])
+    assert rho == pytest.approx(-1.0) and p == pytest.approx(2 / 24)
+    assert best_p([4, 6, 8, 10]) == pytest.approx(2 / 24)
+    assert best_p([4, 5, 6, 8, 10]) == pytest.approx(2 / 120)
+    # 4 widths × 2 seeds (ties): |ρ| = 1 only for the 2⁴ orderings within each width's
+    # pair, for either sign, of 8! in all
+    assert best_p([4, 4, 6, 6, 8, 8, 10, 10]) == pytest.approx(2 * 2**4 / 40320)
+    assert math.isnan(best_p([1, 1, 1]))
+    # above EXACT_MAX the t approximation (scipy's) is used
+    xs = list(range(EXACT_MAX + 2))
+    ys = [x + (3 if x % 3 == 0 else 0) for x in xs]
+    assert spearman(xs, ys)[1] == pytest.approx(spearmanr(xs, ys).pvalue)
 
 
 def test_trend_words() -> None:
