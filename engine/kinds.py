@@ -42,6 +42,11 @@ Until = Literal["fixed", "converged"]
 ``train.max_epochs``)."""
 UNTIL: tuple[Until, ...] = get_args(Until)
 
+Protocol = Literal["paper", "centred"]
+"""A reproduction's preprocessing: the paper's (pixels in [0, 1], unit rows) or with
+per-pixel centring first (``data.center``; not in the paper, PAPER.md §6a)."""
+PROTOCOLS: tuple[Protocol, ...] = get_args(Protocol)
+
 AdvRecipe = Literal["pgd", "fgsm_rs"]
 """Adversarial training: PGD, or FGSM with a random start (the cheap recipe)."""
 ADV_RECIPES: tuple[AdvRecipe, ...] = get_args(AdvRecipe)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.results import guard_verdict, mean_std, ratio, spearman
+from engine.results import best_p, guard_verdict, mean_std, ratio, spearman
 from engine.results.guards import GUARDS, flag
 from engine.results.tables import AlignmentRow, NtkDistanceRow, SharpnessRow, SpectrumRow
 
@@ -140,20 +140,33 @@ def _claim(n: int, claim: str, statistic: str, verdict: str, **values: Any) -> d
     return {"claim": n, "title": claim, "statistic": statistic, "verdict": verdict, **values}
 
 
-def checklist(stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Six claims and v2's (7) × data sets → holds / does not hold / inconclusive / no data."""
-    items = []
-    for ds, s in stats.items():
-        items.append(_claim1(ds, s.get("ntk"), "Adam, 10-class" if "ntk_gd" in s else ""))
-        if "ntk_gd" in s:
-            items.append(_claim1(ds, s.get("ntk_gd"), "full-batch GD, binary"))
-        items.append(_claim2(ds, s.get("spectrum")))
-        items.append(_claim3(ds, s.get("flip"), s.get("flip_binary"), s.get("grid", [])))
-        items.append(_claim4(ds, s.get("flip")))
-        items.append(_claim5(ds, s.get("alignment")))
-        items.append(_claim6(ds, s.get("sharpness")))
-        items.append(_claim_v2(ds, s.get("ntk")))
+def checklist(stats: dict[Any, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Six claims and v2's (7) × data sets → holds / does not hold / inconclusive / no data.
+
+    ``stats`` is keyed by data set, or by (data set, protocol) when the reproduction ran
+    more than one protocol: each item then carries its ``protocol``."""
+    items: list[dict[str, Any]] = []
+    for key, s in stats.items():
+        ds, proto = key if isinstance(key, tuple) else (key, None)
+        first = len(items)
+        _items(items, ds, s)
+        for item in items[first:]:
+            if proto is not None:
+                item["protocol"] = proto
     return items
+
+
+def _items(items: list[dict[str, Any]], ds: str, s: dict[str, Any]) -> None:
+    """Append the checklist's items for one data set's statistics ``s``."""
+    items.append(_claim1(ds, s.get("ntk"), "Adam, 10-class" if "ntk_gd" in s else ""))
+    if "ntk_gd" in s:
+        items.append(_claim1(ds, s.get("ntk_gd"), "full-batch GD, binary"))
+    items.append(_claim2(ds, s.get("spectrum")))
+    items.append(_claim3(ds, s.get("flip"), s.get("flip_binary"), s.get("grid", [])))
+    items.append(_claim4(ds, s.get("flip")))
+    items.append(_claim5(ds, s.get("alignment")))
+    items.append(_claim6(ds, s.get("sharpness")))
+    items.append(_claim_v2(ds, s.get("ntk")))
 
 
 def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]:
@@ -216,7 +229,7 @@ def _rule(rows: list[dict], column: str, ref: str, other: str) -> tuple[str, str
     log₂ m (ρ < 0, p < α) and ``other`` does not fall or stays above ``ref`` by more than
     the seed spread at every width → holds; fewer than 4 widths or NaN ρ → inconclusive;
     else does not hold."""
-    res, per_width = {}, {}
+    res, per_width, xs_of = {}, {}, {}
     typed = [NtkDistanceRow.from_row(r) for r in rows]
     for model in (ref, other):
         sel = [
@@ -224,7 +237,7 @@ def _rule(rows: list[dict], column: str, ref: str, other: str) -> tuple[str, str
             for r in typed
             if r.model == model and r.width is not None and math.isfinite(getattr(r, column))
         ]
-        xs = [math.log2(w) for w, _ in sel]
+        xs = xs_of[model] = [math.log2(w) for w, _ in sel]
         res[model] = spearman(xs, [v for _, v in sel]) + (len(set(xs)),)
         per_width[model] = {
             w: mean_std(v for wv, v in sel if wv == w) for w in {wv for wv, _ in sel}
@@ -242,8 +255,15 @@ def _rule(rows: list[dict], column: str, ref: str, other: str) -> tuple[str, str
     if common:
         stat += f"; {other} above {ref} by more than the seed spread at {'every' if above else 'not every'} width"
     other_falls = ro < 0 and po < ALPHA
+    floor = best_p(xs_of[ref])  # the smallest p these widths × seeds can give
     if min(nw, no) < 4 or not (math.isfinite(rr) and math.isfinite(ro)):
         v = INCONCLUSIVE
+    elif not floor < ALPHA:
+        v = INCONCLUSIVE
+        stat += (
+            f"; {len(xs_of[ref])} (width, seed) points cannot reach p < {ALPHA:g} "
+            f"(best p {floor:.2g}): add widths or seeds"
+        )
     elif rr < 0 and pr < ALPHA and (not other_falls or above):
         v = HOLDS
     else:

@@ -12,11 +12,13 @@ Checklist rules (README "Claims checklist"), α = 0.05:
    row. Holds: 2L-ReLU's falls (ρ < 0, p < α) and MLP-Attn's does not fall, or stays above
    2L-ReLU's at every width by more than the seed spread (std_A + std_R, sample stds over
    seeds). Does not hold: 2L-ReLU's does not fall, or MLP-Attn's falls without staying
-   above. Inconclusive: fewer than 4 widths. Stated twice where ``reproduce`` ran both
+   above. Inconclusive: fewer than 4 widths, or (width, seed) points too few for any
+   ordering to reach p < α (exact permutation p; 4 widths × 1 seed: 1/12). Stated twice where ``reproduce`` ran both
    sweeps: the paper's (Adam, 10-class) and full-batch GD on the binary subset (σ_w and lr
    of ``GD_SWEEP``, as in sample_data/configs/ntk_digits_3v8_sigma1_gd.toml).
 2. Spectral amplification — r = κ(G³)measured / κ(G)³. Holds: |log₁₀ r| ≤ log₁₀ 2.
-   Inconclusive: κ(G)³ > 1e15 (float64 cannot resolve κ(G³)). Otherwise does not hold.
+   Inconclusive: κ(G) beyond what float64 resolves (``claims.resolvable``: κ(G) ≤ 2.7e10).
+   Otherwise does not hold.
 3. Influence malleability — flip rates of the default protocol (``flip.ridge``,
    ``flip.ranking``) pooled over seeds (Σ n_flipped / Σ n_selected) with 95% Wilson
    intervals, per attack (10-class task; the binary one when only it ran). Holds:
@@ -41,9 +43,13 @@ Checklist rules (README "Claims checklist"), α = 0.05:
    does not fall, or both fall. Inconclusive: fewer than 4 widths. No data: QKV-Attn not
    among the models (``--models relu,attn,qkv``) or no linearized-twin column.
 
-Guards (``engine.results.guards``): claims 1, 3, 6 and 7 are "inconclusive: models not
-converged" (or "… at chance") when any trained cell behind their rows fails a guard; the
-statistic is still shown beside it.
+Guards (``engine.results.guards``): claims 1, 3, 4, 6 and 7 are decided on the cells that
+pass both guards (``claims.on_trained``), the excluded cells listed beside the verdict;
+"inconclusive: models not converged" (or "… at chance") only when too few remain.
+
+Protocols (``plan(protocols=...)``): with the paper's preprocessing and centring both
+run, every claim is decided once per protocol (items and table cells carry
+``protocol``), so a reader sees which verdicts depend on it.
 """
 
 from __future__ import annotations
@@ -86,23 +92,28 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
         "kappa": [],
         "flip_grid": [],
     }
-    stats: dict[str, Any] = {}
+    stats: dict[Any, Any] = {}
+    protocols = list(dict.fromkeys(p.protocol for p in parts))
+    multi = len(protocols) > 1
     for part in parts:
         run = runs.get(part.key, {"missing": "not run"})
         tables = run.get("tables", {})
         reason = run.get("missing")
         flips = _default_protocol(tables.get("flip_rates"), part)
+        before = {k: len(v) for k, v in out.items()}
         grid_cells = _flip_grid(part.dataset, part.task, tables.get("flip_rates"))
         out["flip_grid"] += grid_cells
-        stats.setdefault(part.dataset, {}).setdefault("grid", []).extend(grid_cells)
+        key = (part.dataset, part.protocol) if multi else part.dataset
+        st = stats.setdefault(key, {})
+        st.setdefault("grid", []).extend(grid_cells)
         if part.role == "gd":
-            stats[part.dataset]["ntk_gd"] = None if reason else tables.get("ntk_distance")
+            st["ntk_gd"] = None if reason else tables.get("ntk_distance")
         elif part.task == "multiclass":
             out["table1"] += _table1(part.dataset, tables.get("ntk_distance"), reason)
             out["table2"] += _flip_table(2, part.dataset, flips, reason)
             out["table4"] += _table4(part.dataset, flips, reason)
             out["kappa"] += _kappa(part.dataset, tables.get("spectrum"), reason)
-            stats[part.dataset].update(
+            st.update(
                 ntk=tables.get("ntk_distance"),
                 flip=flips,
                 spectrum=tables.get("spectrum"),
@@ -112,8 +123,14 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
             )
         else:
             out["table3"] += _flip_table(3, part.dataset, flips, reason)
-            stats[part.dataset]["flip_binary"] = flips
+            st["flip_binary"] = flips
+        if multi:  # each table cell says which protocol it was measured under
+            for k, n in before.items():
+                for cell in out[k][n:]:
+                    cell["protocol"] = part.protocol
     out["checklist"] = checklist(stats)
+    if multi:
+        out["protocols"] = protocols
     return out
 
 

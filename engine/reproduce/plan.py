@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import ConfigError
+from engine.kinds import PROTOCOLS
 from engine.reproduce.presets import apply_quick, cap_sizes
 from engine.run.spec import DataSpec, RunSpec
 
@@ -44,6 +46,13 @@ class Part:
     """main, or gd: claim 1's full-batch GD sweep on the binary subset."""
     note: str = ""
     """One line when the subset sizes were capped to what the data set has (``cap_sizes``)."""
+    protocol: str = "paper"
+    """The preprocessing (``engine.kinds.PROTOCOLS``): paper, or centred (``data.center``)."""
+
+
+def protocol_of(spec: RunSpec) -> str:
+    """A spec's protocol: centred when it centres its inputs, else the paper's."""
+    return "centred" if spec.data.center else "paper"
 
 
 def _binary_data(name: str, data_dir: str | None, base: RunSpec) -> tuple[DataSpec, str]:
@@ -72,16 +81,48 @@ def plan(
     device: str = "auto",
     base: RunSpec | None = None,
     overrides: dict[str, Any] | None = None,
+    protocols: tuple[str, ...] | None = None,
 ) -> list[Part]:
     """The sub-runs that compute ``tables`` (and κ, the dual implication and the
     landscape, always) for each data set. Each trains each model × width × seed once.
-    ``overrides`` (``section__field`` keys) apply after the --quick preset."""
+    ``overrides`` (``section__field`` keys) apply after the --quick preset.
+
+    ``protocols`` (None: the preset's own, centred for --quick, else the paper's): every
+    part once per protocol, the centred ones keyed ``<part>-centred`` when the paper's
+    runs too, so the checklist can show each claim under both."""
     base = base or RunSpec()
     if quick:
         base = apply_quick(base)
     base = base.replace(device=device, **(overrides or {}))
     if seeds is not None:  # None: the preset's seeds (--quick: one), else the spec's
         base = base.replace(seeds=seeds)
+    chosen = tuple(dict.fromkeys(protocols)) if protocols else (protocol_of(base),)
+    bad = [p for p in chosen if p not in PROTOCOLS]
+    if bad:
+        raise ConfigError("protocols", ",".join(bad), "paper, centred or both (paper,centred)")
+    parts = []
+    for proto in chosen:
+        suffix = "-centred" if proto == "centred" and len(chosen) > 1 else ""
+        spec = base.replace(data__center=proto == "centred")
+        parts += [
+            Part(
+                p.key + suffix,
+                p.dataset,
+                p.task,
+                p.spec,
+                role=p.role,
+                note=p.note,
+                protocol=proto,
+            )
+            for p in _parts(datasets, tables, data_dir, spec)
+        ]
+    return parts
+
+
+def _parts(
+    datasets: tuple[str, ...], tables: tuple[int, ...], data_dir: str | None, base: RunSpec
+) -> list[Part]:
+    """``plan``'s parts for one protocol (``base`` already carries it)."""
     parts = []
     for name in datasets:
         multi = ["spectrum", "landscape"]

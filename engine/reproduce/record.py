@@ -39,12 +39,14 @@ def start(
         "datasets": list(datasets),
         "tables": list(tables),
         "quick": quick,
+        "protocols": list(dict.fromkeys(p.protocol for p in parts)),
         "parts": [
             {
                 "key": p.key,
                 "dataset": p.dataset,
                 "task": p.task,
                 "role": p.role,
+                "protocol": p.protocol,
                 "spec": p.spec.to_dict(),
             }
             for p in parts

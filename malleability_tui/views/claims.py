@@ -128,6 +128,7 @@ def comparison_rows(cmp: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]
                 {
                     "#": str(c["claim"]),
                     "dataset": c.get("dataset", ""),
+                    **({"protocol": c["protocol"]} if c.get("protocol") else {}),
                     "claim": c["title"],
                     "statistic": c["statistic"],
                     "verdict": c["verdict"],
@@ -167,31 +168,71 @@ def verdict_mark(verdict: str) -> str:
     return VERDICT_MARK.get(verdict.split(":", 1)[0], "?")
 
 
+SHORT_SWEEP = {"Adam, 10-class": "Adam", "full-batch GD, binary": "GD, binary"}
+"""A claim-1 sweep's name in the protocol columns' lines (the full name is in the details)."""
+
+
+def _rows(cmp: dict[str, Any]) -> list[tuple[tuple[Any, ...], dict[str, dict[str, Any]]]]:
+    """The checklist grouped by (claim, data set, sweep): protocol ('' for one) → item."""
+    rows: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    for c in cmp.get("checklist", []):
+        key = (c["claim"], str(c.get("dataset", "")), c.get("sweep") or "")
+        rows.setdefault(key, {})[str(c.get("protocol", ""))] = c
+    return list(rows.items())
+
+
 def checklist_lines(cmp: dict[str, Any]) -> list[str]:
     """The claims checklist, one line per claim and data set, each within 80 columns:
     ``✓ 1 mnist          holds          NTK non-convergence`` (the statistic and the
-    full title are in ``checklist_details``)."""
+    full title are in ``checklist_details``). When the reproduction ran several
+    protocols (``cmp["protocols"]``), a header line and one verdict column per protocol:
+    ``1 mnist   ✗ does not hold ✓ holds         NTK non-convergence``."""
     items = cmp.get("checklist", [])
     wd = max([7, *(len(str(c.get("dataset", ""))) for c in items)])
+    protocols = list(cmp.get("protocols") or [])
     out = []
-    for c in items:
-        verdict = str(c["verdict"])
-        short = verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
-        name = SHORT_CLAIM.get(int(c["claim"]), str(c["title"]).split(":", 1)[0])
-        if c.get("sweep"):
-            name += f" ({c['sweep']})"
-        out.append(
-            f"{verdict_mark(verdict)} {c['claim']} {str(c.get('dataset', '')):<{wd}} "
-            f"{short:<14} {name}".rstrip()
-        )
+    if protocols:
+        out.append(f"# {'data':<{wd}} " + "".join(f"{p:<16}" for p in protocols) + "claim")
+    for (claim, ds, sweep), by in _rows(cmp):
+        name = SHORT_CLAIM.get(int(claim), str(next(iter(by.values()))["title"]).split(":")[0])
+        if not protocols:
+            c = by[""] if "" in by else next(iter(by.values()))
+            verdict = str(c["verdict"])
+            short = verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
+            name += f" ({sweep})" if sweep else ""
+            out.append(f"{verdict_mark(verdict)} {claim} {ds:<{wd}} {short:<14} {name}".rstrip())
+            continue
+        cols = ""
+        for p in protocols:
+            verdict = str(by[p]["verdict"]) if p in by else NO_DATA
+            short = verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
+            cols += f"{verdict_mark(verdict)} {short:<14}"
+        name += f" ({SHORT_SWEEP.get(sweep, sweep)})" if sweep else ""
+        out.append(f"{claim} {ds:<{wd}} {cols}{name}".rstrip())
+    return out
+
+
+def checklist_verdicts(cmp: dict[str, Any]) -> list[str]:
+    """The verdict each line of ``checklist_lines`` is coloured by: the item's, or with
+    several protocols the common one ('' for the header and where the protocols differ)."""
+    protocols = list(cmp.get("protocols") or [])
+    out = [""] if protocols else []
+    for _, by in _rows(cmp):
+        words = {str(c["verdict"]).split(":", 1)[0] for c in by.values()}
+        if protocols and (len(words) > 1 or len(by) < len(protocols)):
+            out.append("")
+        else:
+            out.append(str(next(iter(by.values()))["verdict"]))
     return out
 
 
 def checklist_details(cmp: dict[str, Any]) -> list[str]:
-    """Per claim and data set: ``1 mnist: TITLE. STATISTIC (VERDICT)`` (wrapped by the
-    printer at word boundaries)."""
+    """Per claim and data set (and protocol): ``1 mnist: TITLE. STATISTIC (VERDICT)``
+    (wrapped by the printer at word boundaries)."""
     return [
-        f"{c['claim']} {c.get('dataset', '')}: {c['title']}"
+        f"{c['claim']} {c.get('dataset', '')}"
+        + (f" ({c['protocol']})" if c.get("protocol") else "")
+        + f": {c['title']}"
         + (f" ({c['sweep']})" if c.get("sweep") and f"({c['sweep']})" not in c["title"] else "")
         + f". {c['statistic']} ({c['verdict']})"
         for c in cmp.get("checklist", [])

@@ -13,6 +13,7 @@ from malleability_tui.views.claims import (
     CHECKLIST_TITLE,
     checklist_details,
     checklist_lines,
+    checklist_verdicts,
     verdict_mark,
 )
 
@@ -30,8 +31,8 @@ def claims_text(summary: dict) -> Text:
     if not items:
         return Text(EMPTY, style="dim")
     out = Text(CHECKLIST_TITLE + "\n", style="bold")
-    for line, item in zip(checklist_lines(summary), items):
-        out.append(line + "\n", style=MARK_STYLE.get(verdict_mark(str(item["verdict"])), ""))
+    for line, verdict in zip(checklist_lines(summary), checklist_verdicts(summary)):
+        out.append(line + "\n", style=MARK_STYLE.get(verdict_mark(verdict), "") if verdict else "")
     out.append("\n")
     for d in checklist_details(summary):
         out.append(d + "\n\n", style="")

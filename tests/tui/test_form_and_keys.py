@@ -50,7 +50,7 @@ async def test_first_launch_opens_on_the_quick_preset_and_paper_is_one_key_away(
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert (_field(app, "widths"), _field(app, "epochs"), _field(app, "seeds")) == (
-            "16,64,256,1024",
+            "16,32,64,256,1024",
             str(QUICK["train__epochs"]),
             "0",
         )

@@ -287,6 +287,16 @@ def test_claim1_rule_on_the_linearized_twin() -> None:
     )
     old = [{k: v for k, v in r.items() if k != "lin_distance_rel"} for r in _ntk(-1.0, 1.0)]
     assert _claim1("digits", old)["statistic"].startswith("ntk_distance:")  # runs without the twin
+    # one seed at 4 widths: even a perfect fall has exact p = 2/4! = 0.083, so the rule
+    # cannot decide (it said "holds" or "does not hold" on the t approximation's p = 0)
+    one = [r for r in _lin(falls, [1.0, 1.2, 0.9, 1.1]) if r["seed"] == "0"]
+    c1 = _claim1("digits", one)
+    assert c1["verdict"] == INCONCLUSIVE and c1["p_relu"] == pytest.approx(1 / 12)
+    assert "4 (width, seed) points cannot reach p < 0.05 (best p 0.083)" in c1["statistic"]
+    five = _lin(
+        [0.4, 0.3, 0.2, 0.1, 0.05], [1.0, 1.2, 0.9, 1.1, 1.0], widths=(16, 32, 64, 256, 1024)
+    )
+    assert _claim1("digits", [r for r in five if r["seed"] == "0"])["verdict"] == HOLDS
 
 
 def test_checklist_states_claim1_for_both_optimisers_and_guards_claims_3_and_6() -> None:
@@ -373,3 +383,44 @@ def test_claim2_is_decided_exactly_where_float64_resolves_kappa_g3(kappa, decide
     else:
         assert c["verdict"] == f"{INCONCLUSIVE}: κ(G) beyond float64"
         assert EPS64 * kappa**1.5 > 1
+
+
+def test_protocols_plan_each_part_twice_and_decide_each_claim_under_both() -> None:
+    """--protocols paper,centred: every part once uncentred and once centred (keyed
+    -centred), each claim decided per protocol, and the checklist's lines put the two
+    verdicts side by side within 80 columns."""
+    from engine.errors import ConfigError
+    from malleability_tui.views.claims import checklist_details, checklist_lines, checklist_verdicts
+
+    parts = plan(("mnist",), tables=(2,), protocols=("paper", "centred"))
+    assert [(p.key, p.protocol, p.spec.data.center) for p in parts] == [
+        ("mnist-multiclass", "paper", False),
+        ("mnist-multiclass-centred", "centred", True),
+    ]
+    assert [p.protocol for p in plan(("mnist",), tables=(2,), quick=True)] == ["centred"]
+    assert [p.key for p in plan(("mnist",), tables=(2,), protocols=("centred",))] == [
+        "mnist-multiclass"
+    ]
+    with pytest.raises(ConfigError, match="paper, centred"):
+        plan(("mnist",), protocols=("raw",))
+    runs = {
+        "mnist-multiclass": {"tables": {"flip_rates": _flips(0.06, 0.05, n=20)}},
+        "mnist-multiclass-centred": {"tables": {"flip_rates": _flips(0.60, 0.05)}},
+    }
+    out = compare(runs, parts)
+    assert out["protocols"] == ["paper", "centred"]
+    c3 = {c["protocol"]: c["verdict"] for c in out["checklist"] if c["claim"] == 3}
+    assert c3 == {"paper": INCONCLUSIVE, "centred": HOLDS}
+    assert {c["protocol"] for c in out["table2"]} == {"paper", "centred"}
+    lines = checklist_lines(out)
+    assert lines[0].split() == ["#", "data", "paper", "centred", "claim"]
+    three = next(ln for ln in lines if ln.startswith("3 "))
+    assert "? inconclusive" in three and "✓ holds" in three and three.endswith("malleability")
+    assert all(len(ln) <= 80 for ln in lines) and len(lines) == 1 + 7
+    verdicts = checklist_verdicts(out)
+    assert len(verdicts) == len(lines) and verdicts[lines.index(three)] == ""
+    assert any(d.startswith("3 mnist (centred): ") for d in checklist_details(out))
+    # one protocol: no header, one line per item, no protocol key
+    single = compare({"mnist-multiclass": runs["mnist-multiclass"]}, parts[:1])
+    assert "protocols" not in single and all("protocol" not in c for c in single["checklist"])
+    assert len(checklist_lines(single)) == len(single["checklist"])
