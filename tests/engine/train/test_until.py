@@ -98,7 +98,10 @@ def test_a_cell_that_never_converges_stops_at_the_cap_and_its_twin_runs_its_epoc
     )
 
 
-def test_a_resumed_until_converged_run_gives_the_same_rows(tmp_path) -> None:
+@pytest.mark.parametrize("where", ["between cells", "mid-cell"])
+def test_a_resumed_until_converged_run_gives_the_same_rows(tmp_path, where) -> None:
+    """Killed after the first cell, or in the middle of the second cell's chunked training
+    (past its first guard check): the resumed run's rows equal an uninterrupted run's."""
     from engine.experiments import execute, run
     from engine.run.events import CellFinished
 
@@ -111,10 +114,15 @@ def test_a_resumed_until_converged_run_gives_the_same_rows(tmp_path) -> None:
     )
 
     def killed(sp, **kw):  # type: ignore[no-untyped-def]
+        cells = 0
         for ev in run(sp, **kw):
             yield ev
-            if isinstance(ev, CellFinished):
+            cells += isinstance(ev, CellFinished)
+            if where == "between cells" and cells == 1:
                 return  # the stream stops short after the first cell: a killed run
+            mid = isinstance(ev, Progress) and ev.task == "cell" and ev.done > 30
+            if where == "mid-cell" and cells == 1 and mid:
+                return  # killed while the second cell trains past its first check
 
     def rows(store):  # type: ignore[no-untyped-def]
         return [{k: v for k, v in r.items() if k != "seconds"} for r in store.tables["train"]]
