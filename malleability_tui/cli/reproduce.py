@@ -43,27 +43,6 @@ VERDICT_STYLE = {
 }
 
 
-def _available(part: Part) -> str | None:
-    """None when the part's data set loads here, else the reason (one line)."""
-    from engine.data import load_dataset
-    from engine.errors import DatasetError
-
-    d = part.spec.data
-    try:
-        load_dataset(
-            d.name,
-            root=d.data_dir,
-            classes=d.classes,
-            n_train=d.n_train,
-            n_test=d.n_test,
-            seed=part.spec.seeds[0],
-            source=d.source_options(),
-        )
-    except DatasetError as e:
-        return str(e)
-    return None
-
-
 def reproduce(
     dataset: Annotated[
         list[str] | None,
@@ -159,11 +138,10 @@ def reproduce(
         probe_flops,
         probe_step_seconds,
     )
-    from engine.reproduce import record
+    from engine.reproduce.driver import reproduce_parts
     from engine.reproduce.plan import plan
     from engine.reproduce.presets import known_failure, quick_departures
     from engine.run.paths import runs_root
-    from engine.run.runs import read_run
 
     with expected_errors():
         tracker = tracker_of(track, tracking_uri)
@@ -248,28 +226,25 @@ def reproduce(
         if dry_run:
             show_breakdown(lines, est)
             return
-        meta = record.start(
-            path, parts, datasets=list(names), tables=list(tabs), quick=quick, estimated_seconds=est
-        )
-        runs: dict[str, dict[str, Any]] = {}
-        t0 = time.perf_counter()
-        for part in parts:
-            sub = path / part.key
-            reason = _available(part)
-            if reason:
-                err_console.print(f"[yellow]{part.key}: no data[/] ({reason})", highlight=False)
-                runs[part.key] = {"missing": reason}
-                continue
+
+        def run_part(part: Part, sub: Path, again: bool) -> None:
             console.rule(f"{part.key}: {part.spec.experiment}")
-            execute(
-                part.spec,
-                sub,
-                resume=resume and (sub / "events.jsonl").exists(),
-                quiet=False,
-                executor=ex,
-            )
-            runs[part.key] = read_run(sub)
-        comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
+            execute(part.spec, sub, resume=again, quiet=False, executor=ex)
+
+        def on_missing(part: Part, reason: str) -> None:
+            err_console.print(f"[yellow]{part.key}: no data[/] ({reason})", highlight=False)
+
+        meta, comparison = reproduce_parts(
+            path,
+            parts,
+            run_part=run_part,
+            on_missing=on_missing,
+            resume=resume,
+            datasets=list(names),
+            tables=list(tabs),
+            quick=quick,
+            estimated_seconds=est,
+        )
         seconds = meta["seconds"]
         show_comparison(comparison)
         console.print(

@@ -1,0 +1,79 @@
+"""The reproduction's loop: write the plan, run each part that has its data, read the
+parts back, compare and write the summary. The front ends (``malleability reproduce``,
+the TUI) call ``reproduce_parts`` with how to run one part and how to report a part
+without data; they never write a reproduction's files themselves."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.reproduce import record
+from engine.reproduce.plan import Part
+
+
+def available(part: Part) -> str | None:
+    """None when the part's data set loads here, else the reason (one line)."""
+    from engine.data import load_dataset
+    from engine.errors import DatasetError
+
+    d = part.spec.data
+    try:
+        load_dataset(
+            d.name,
+            root=d.data_dir,
+            classes=d.classes,
+            n_train=d.n_train,
+            n_test=d.n_test,
+            seed=part.spec.seeds[0],
+            source=d.source_options(),
+        )
+    except DatasetError as e:
+        return str(e)
+    return None
+
+
+def reproduce_parts(
+    path: Path,
+    parts: list[Part],
+    *,
+    run_part: Callable[[Part, Path, bool], None],
+    on_missing: Callable[[Part, str], None],
+    resume: bool,
+    datasets: list[str],
+    tables: list[int],
+    quick: bool,
+    estimated_seconds: float,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run ``parts`` into ``path`` (one run directory per part) and return (the metadata
+    of ``reproduce.json``, the comparison of ``summary.json``).
+
+    ``run_part(part, run_dir, resume)`` runs one part's spec into ``run_dir`` (resume: that
+    directory already has events to continue); ``on_missing(part, reason)`` is told of a
+    part whose data set does not load here (it is reported as "no data", never invented).
+    """
+    from engine.run.runs import read_run
+
+    meta = record.start(
+        path,
+        parts,
+        datasets=datasets,
+        tables=tables,
+        quick=quick,
+        estimated_seconds=estimated_seconds,
+    )
+    runs: dict[str, dict[str, Any]] = {}
+    t0 = time.perf_counter()
+    for part in parts:
+        sub = path / part.key
+        reason = available(part)
+        if reason:
+            on_missing(part, reason)
+            runs[part.key] = {"missing": reason}
+            continue
+        run_part(part, sub, resume and (sub / "events.jsonl").exists())
+        runs[part.key] = read_run(sub)
+    comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
+    return meta, comparison
