@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import ConfigError
 from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
@@ -87,12 +86,6 @@ def attack_options(f: FlipSpec, attack: str, eps: float) -> dict[str, Any]:
 
 def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
     sp, f = ctx.spec, ctx.spec.flip
-    if f.retrain:
-        raise ConfigError(
-            "flip.retrain",
-            True,
-            "not supported yet: influences are recomputed with the trained weights frozen (paper)",
-        )
     prefix = "flip" if training == "standard" else "advtrain"
     rows: list[dict[str, Any]] = []
     plan: list[Cell] = []
@@ -147,7 +140,7 @@ def flip_cell(
     """One cell (any executor): train ``kind`` at ``flip.width`` for ``seed`` (``training``:
     standard or adversarial), then the ``flip_rates`` rows of each (attack, ε) of ``todo``,
     each point ending with its own ``CellFinished``."""
-    from engine.malleability import flip_rates
+    from engine.malleability import FlipOptions, flip_rates
 
     sp, f = ctx.spec, ctx.spec.flip
     prefix = "flip" if training == "standard" else "advtrain"
@@ -160,19 +153,19 @@ def flip_cell(
         ctx.check_cancel()
         label = f"{prefix} {MODEL_LABELS[kind]} {attack} ε={eps:g} seed={seed}"
         yield Progress("cell", j, len(todo), label, cell=cell)
-        results = flip_rates(
-            tm.model,
-            ds,
+        opts = FlipOptions(
             protocols=protocols,
             l2=sp.train.l2,
             attack=attack,
             eps=eps,
             top_frac=f.top_frac,
             intervention=f.intervention,
+            retrain=f.retrain,
             transductive=sp.data.transductive,
             seed=seed,
             attack_opts=attack_options(f, attack, eps),
         )
+        results = flip_rates(tm.model, ds, options=opts)
         for res in results:
             row = {
                 "model": MODEL_LABELS[kind],

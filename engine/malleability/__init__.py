@@ -12,6 +12,7 @@ from engine.malleability.paper import (
 )
 from engine.malleability.protocol import (
     INTERVENTIONS,
+    FlipOptions,
     FlipResult,
     flip_rate,
     flip_rates,
@@ -31,6 +32,7 @@ __all__ = [
     "INTERVENTIONS",
     "PAPER_FLIP_RATES",
     "RANKINGS",
+    "FlipOptions",
     "FlipResult",
     "Selection",
     "clopper_pearson_interval",

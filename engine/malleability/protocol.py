@@ -238,6 +238,70 @@ def _unpack(data: Any, y_train, x_test, y_test) -> tuple[torch.Tensor, ...]:
     return data, y_train, x_test, y_test
 
 
+def check_flip(
+    *, top_frac: float, intervention: str, retrain: bool = False, ci: str = "wilson"
+) -> None:
+    """The flip protocol's own limits, checked once for ``FlipOptions`` and the run spec's
+    ``flip`` section: ``ConfigError`` naming the ``flip.*`` field."""
+    if retrain:
+        raise ConfigError(
+            "flip.retrain",
+            True,
+            "not supported yet: influences are recomputed with the trained weights frozen (paper)",
+        )
+    if intervention not in INTERVENTIONS:
+        raise ConfigError("flip.intervention", intervention, f"one of {', '.join(INTERVENTIONS)}")
+    if not (isinstance(top_frac, (int, float)) and 0 < top_frac <= 1):
+        raise ConfigError("flip.top_frac", top_frac, "a fraction in (0, 1]")
+    if ci not in CI_METHODS:
+        raise ConfigError("ci", ci, f"one of {', '.join(CI_METHODS)}")
+
+
+@dataclass(frozen=True)
+class FlipOptions:
+    """How ``flip_rates`` measures (module docstring); checked once, here."""
+
+    protocols: Sequence[tuple[str | float, str]] = (("objective", "abs_signed_mean"),)
+    """(ridge, ranking) pairs: ridge ``objective`` (nλ/2), ``lambda`` (λ) or a number; a
+    ranking of ``RANKINGS``. One result per pair, on the same attacked points."""
+    l2: float = 1e-3
+    """λ, the training L2 (the ridge rules read it)."""
+    attack: str | AttackFn = "pgd"
+    """fgsm | pgd | mim (``engine.attacks``) or a callable attack(model, x, y, *, eps, **opts)."""
+    eps: float = 0.3
+    """The attack's budget in pixel space."""
+    top_frac: float = 0.1
+    """Fraction of the training set selected (the top-ranked)."""
+    intervention: str = "transformed"
+    """transformed, curated or adversarial (``engine.kinds.INTERVENTIONS``)."""
+    loss: str = "mse"
+    """mse | ce: the kernel predictor's test loss."""
+    retrain: bool = False
+    """True raises ``ConfigError``: the paper freezes the weights."""
+    transductive: bool = False
+    """The attention context also holds the test points."""
+    seed: int = 0
+    """Seeds PGD's random start when no generator is passed."""
+    ci: str = "wilson"
+    """The flip rate's interval: wilson or clopper_pearson."""
+    ntk_method: NtkMethod = "auto"
+    """How the empirical NTK is computed (``engine.ntk.empirical_ntk``)."""
+    attack_opts: dict[str, Any] | None = None
+    """The attack's own options (steps, step size, norm, …)."""
+
+    def __post_init__(self) -> None:
+        check_flip(
+            top_frac=self.top_frac,
+            intervention=self.intervention,
+            retrain=self.retrain,
+            ci=self.ci,
+        )
+        if not self.protocols:
+            raise ConfigError("protocols", self.protocols, "at least one (ridge, ranking) pair")
+        for _, rk in self.protocols:
+            check_ranking(rk)
+
+
 def flip_rate(
     model: nn.Module,
     data: Any,
@@ -256,52 +320,28 @@ def flip_rates(
     y_train: torch.Tensor | None = None,
     x_test: torch.Tensor | None = None,
     y_test: torch.Tensor | None = None,
+    options: FlipOptions | None = None,
     *,
-    protocols: Sequence[tuple[str | float, str]] = (("objective", "abs_signed_mean"),),
-    l2: float = 1e-3,
-    attack: str | AttackFn = "pgd",
-    eps: float = 0.3,
-    top_frac: float = 0.1,
-    intervention: str = "transformed",
-    loss: str = "mse",
-    retrain: bool = False,
-    transductive: bool = False,
     generator: torch.Generator | None = None,
-    seed: int = 0,
-    ci: str = "wilson",
-    ntk_method: NtkMethod = "auto",
-    attack_opts: dict[str, Any] | None = None,
+    **kw: Any,
 ) -> list[FlipResult]:
-    """Flip rates of ``model`` for each (ridge, ranking) in ``protocols`` (module docstring).
+    """Flip rates of ``model`` for each (ridge, ranking) of ``options.protocols`` (module
+    docstring; ``FlipOptions`` says what each option does, or pass them as keywords).
 
     ``data``: a ``Dataset`` (its pixel-space ``x_train_raw`` / ``x_test_raw`` and targets
     are used) or x_train [n, d] in [0, 1] with ``y_train`` [n], ``x_test`` [t, d],
-    ``y_test`` [t] (±1 floats for one output, int labels for K outputs). A protocol's
-    ridge is ``objective`` (nλ/2 with λ = ``l2``, the training L2), ``lambda`` (λ) or a
-    number; its ranking one of ``RANKINGS``. ``attack``: fgsm | pgd | mim
-    (``engine.attacks``, options in ``attack_opts``; PGD's random start draws from
-    ``generator``, default seeded with ``seed``) or a callable attack(model, x, y, *, eps,
-    **opts). ``loss``: mse | ce test loss of the kernel predictor. ``transductive``: the
-    attention context also holds the test points. ``retrain=True`` raises ``ConfigError``
-    (the paper freezes the weights). The caller's model is never modified. Runs on the
-    model's device; kernels and influences in float64. Returns one result per protocol.
+    ``y_test`` [t] (±1 floats for one output, int labels for K outputs). PGD's random start
+    draws from ``generator`` (default: seeded with ``options.seed``). The caller's model is
+    never modified. Runs on the model's device; kernels and influences in float64.
+    Returns one result per protocol.
     """
-    if retrain:
-        raise ConfigError(
-            "flip.retrain",
-            True,
-            "not supported yet: influences are recomputed with the trained weights frozen (paper)",
-        )
-    if intervention not in INTERVENTIONS:
-        raise ConfigError("flip.intervention", intervention, f"one of {', '.join(INTERVENTIONS)}")
-    if not (0 < top_frac <= 1):
-        raise ConfigError("flip.top_frac", top_frac, "a fraction in (0, 1]")
-    if ci not in CI_METHODS:
-        raise ConfigError("ci", ci, f"one of {', '.join(CI_METHODS)}")
-    if not protocols:
-        raise ConfigError("protocols", protocols, "at least one (ridge, ranking) pair")
-    for _, rk in protocols:
-        check_ranking(rk)
+    if options is not None and kw:
+        raise ConfigError("flip_rates", sorted(kw), "options or keywords, not both")
+    o = options if options is not None else FlipOptions(**kw)
+    protocols, l2, attack, eps = o.protocols, o.l2, o.attack, o.eps
+    top_frac, intervention, loss = o.top_frac, o.intervention, o.loss
+    transductive, seed, ci, ntk_method = o.transductive, o.seed, o.ci, o.ntk_method
+    attack_opts = o.attack_opts
     x_tr, y_tr, x_te, y_te = _unpack(data, y_train, x_test, y_test)
     work = copy.deepcopy(model).eval()
     ref = next(iter(work.parameters()), None)

@@ -21,7 +21,6 @@ from engine.kinds import (
     EXECUTORS,
     GRADIENT_METHODS,
     INFLUENCE_CONTEXTS,
-    INTERVENTIONS,
     MODEL_KINDS,
     NORMS,
     OPTIMIZERS,
@@ -30,6 +29,7 @@ from engine.kinds import (
     UNTIL,
     Predictor,
 )
+from engine.malleability.protocol import check_flip
 from engine.ridge import check_ridge_rule
 
 if TYPE_CHECKING:
@@ -390,20 +390,9 @@ class FlipSpec:
         _check(
             _width(self.width), "flip.width", self.width, f"a positive integer up to {MAX_WIDTH}"
         )
-        _check(
-            _pos_float(self.top_frac) and self.top_frac <= 1,
-            "flip.top_frac",
-            self.top_frac,
-            "a fraction in (0, 1]",
-        )
+        check_flip(top_frac=self.top_frac, intervention=self.intervention, retrain=self.retrain)
         _check(
             self.ranking in RANKINGS, "flip.ranking", self.ranking, f"one of {', '.join(RANKINGS)}"
-        )
-        _check(
-            self.intervention in INTERVENTIONS,
-            "flip.intervention",
-            self.intervention,
-            f"one of {', '.join(INTERVENTIONS)}",
         )
         object.__setattr__(self, "ridge", check_ridge_rule(self.ridge, "flip.ridge"))
         ridges = tuple(check_ridge_rule(r, "flip.ridges") for r in self.ridges)

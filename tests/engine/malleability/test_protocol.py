@@ -168,3 +168,21 @@ def test_bad_options_raise(setup):
         flip_rate(model, x, y, xt, yt, top_frac=0.0)
     with pytest.raises(ConfigError):
         flip_rate(model, x)
+
+
+def test_flip_options_are_checked_once_and_not_mixed_with_keywords() -> None:
+    """FlipOptions holds the protocol's options and checks them (the run spec's flip
+    section calls the same check_flip); options and keywords together are refused."""
+    from engine.malleability import FlipOptions, flip_rates
+    from engine.run.spec import FlipSpec
+
+    for bad in ({"top_frac": 2.0}, {"intervention": "nope"}, {"retrain": True}, {"protocols": ()}):
+        with pytest.raises(ConfigError):
+            FlipOptions(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="flip.top_frac"):
+        FlipSpec(top_frac=0.0)
+    x = torch.rand(8, 4, dtype=torch.float64)
+    with pytest.raises(ConfigError, match="options or keywords"):
+        flip_rates(
+            torch.nn.Linear(4, 1), x, torch.ones(8), x, torch.ones(8), FlipOptions(), eps=0.1
+        )
