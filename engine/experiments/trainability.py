@@ -193,9 +193,13 @@ def summarize(rows: list[dict]) -> dict:
         if cens:
             line += f"; {cens} censored at the cap, excluded (the slope is then a lower bound)"
         real = [r for r in typed if r.model == m and r.dataset != SYNTHETIC]
-        for r in real:
-            more = "≥ " if r.censored else ""
-            line += f"; {r.dataset} (κ {r.kappa_G:.3g}): {more}{r.steps_to_converge} steps"
+        for ds in dict.fromkeys(r.dataset for r in real):  # one clause a data set, all seeds
+            mine = [r for r in real if r.dataset == ds]
+            steps = sorted(int(r.steps_to_converge or 0) for r in mine)
+            more = "≥ " if any(r.censored for r in mine) else ""
+            span = f"{steps[0]}" if steps[0] == steps[-1] else f"{steps[0]}–{steps[-1]}"
+            line += f"; {ds} (κ {mine[0].kappa_G:.3g}): {more}{span} steps"
+            line += f" over {len(mine)} seeds" if len(mine) > 1 else ""
         headline.append(line)
     verdict = _verdict(slopes)
     if verdict:

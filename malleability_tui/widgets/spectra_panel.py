@@ -1,17 +1,20 @@
-"""SpectraPanel: eigenvalues of G and G³ (log scale), κ(G), κ(G)³, κ(G³) and width thresholds."""
+"""SpectraPanel: eigenvalues of G and G³ (log scale), κ(G), κ(G)³, κ(G³) and width thresholds;
+for a trainability run, steps to the target loss against κ(G)."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
 from engine.results.tables import EigenvalueRow
-from malleability_tui.format import ORDERS_NOTE, num, spectrum_lines
+from malleability_tui.format import MODEL_COLORS, ORDERS_NOTE, num, spectrum_lines
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
 from malleability_tui.views.spectra import spectra_view, spectrum_rank
+from malleability_tui.views.trainability import trainability_points
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 
@@ -49,6 +52,9 @@ class SpectraPanel(Horizontal):
             )
             eig_g = [r.eig_G for r in rows]
             eig_g3 = [r.eig_G3 for r in rows]
+        if not eig_g and st.tables.get("trainability"):
+            self._trainability(st)
+            return
         view = spectra_view(eig_g, eig_g3, spectrum_rank(st.tables.get("spectrum", []), label))
         series: tuple[Series, ...] = ()
         title = f"eigenvalues {label}".strip()
@@ -92,3 +98,27 @@ class SpectraPanel(Horizontal):
         else:
             parts = ["[dim]κ(G), κ(G)³, κ(G³) and the width thresholds appear here.[/dim]"]
         self.query_one("#spec-stats", Static).update("\n\n".join(parts))
+
+    def _trainability(self, st: RunState) -> None:
+        """A trainability run: steps to the target against κ(G) per model (log–log; capped
+        points marked apart), and the summary's slopes beside it."""
+        from engine.experiments.trainability import SYNTHETIC
+
+        series: list[Series] = []
+        for p in trainability_points(st.tables["trainability"], SYNTHETIC):
+            color = MODEL_COLORS.get(p.model, "")
+            label = f"{p.model} (capped)" if p.censored else p.model
+            series.append(Series(label, p.kappa, p.steps, color=color, points=True))
+        self.query_one("#eig-plot", PlotView).figure = Figure(
+            tuple(series),
+            x=Axis(log=True, label="κ(G)"),
+            y=Axis(log=True, label="steps to target"),
+            title="trainability: steps vs κ(G)",
+            empty="no trainability rows yet",
+        )
+        sec = st.summary.get("trainability")
+        lines = list(sec.get("headline", [])) if isinstance(sec, dict) else []
+        text = "\n\n".join(escape(ln) for ln in lines) or (
+            "[dim]The slope of log(steps) on log κ(G) per model appears when the run ends.[/dim]"
+        )
+        self.query_one("#spec-stats", Static).update(text)
