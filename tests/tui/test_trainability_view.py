@@ -15,7 +15,7 @@ from malleability_tui.widgets.spectra_panel import SpectraPanel
 def _rows() -> list[dict]:
     rows = []
     for model, slope in (("2L-ReLU", 1.0), ("MLP-Attn", 3.0)):
-        for k, kappa in enumerate((10.0, 100.0, 1000.0)):
+        for kappa in (10.0, 100.0, 1000.0):
             steps = int(10 * kappa**slope) if kappa**slope < 1e6 else 20_000
             rows.append(
                 {
