@@ -15,6 +15,14 @@ candidates: paper-quick centred, and centred with ``train.until = "converged"`` 
 
     python benchmarks/bench_quick_convergence.py --presets paper-quick,quick --datasets digits
     python benchmarks/bench_quick_convergence.py --datasets mnist,cifar10 --data-root ../shared/data
+
+``--configs FILE,…`` measures sample configs instead: the cells each config's experiment
+trains (``ntk``: its widths; ``flip``/``landscape``: ``flip.width``/``landscape.width``;
+``influence_check``: its own subset and width), first seed, as the config says and with
+``--center`` (``--protocols paper,centred``), so a config's note can say which cells
+cannot converge and why:
+
+    python benchmarks/bench_quick_convergence.py --configs sample_data/configs/ntk_digits_3v8_paper.toml
 """
 
 from __future__ import annotations
@@ -70,8 +78,15 @@ def main() -> None:
     ap.add_argument("--data-root", default=None, help="parent of mnist/ and cifar10/")
     ap.add_argument("--cells", action="store_true", help="also print each width")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--configs", default="", help="sample config TOML files (see above)")
+    ap.add_argument("--protocols", default="paper,centred", help="with --configs")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.configs:
+        for path in args.configs.split(","):
+            for proto in args.protocols.split(","):
+                _config(path, proto == "centred", args.models.split(","), args.cells)
+        return
     print("preset        data set            model     conv  >chance  loss   best acc  epochs   s")
     for pname in args.presets.split(","):
         for name in args.datasets.split(","):
@@ -111,6 +126,46 @@ def main() -> None:
                                 f"{len(tm.history)} {tm.seconds:.1f}s",
                                 flush=True,
                             )
+
+
+def _cells_of(spec: RunSpec) -> tuple[RunSpec, tuple[int, ...]]:
+    """The spec whose subset the config's experiment trains on, and the widths it trains."""
+    exp = spec.experiment.split(",")[0]
+    if exp == "influence_check":
+        ic = spec.influence_check
+        return spec.replace(data__n_train=ic.n_train, data__n_test=ic.n_test), (ic.width,)
+    if exp in ("flip", "advtrain"):
+        return spec, (spec.flip.width,)
+    if exp == "landscape":
+        return spec, (spec.landscape.width,)
+    return spec, spec.model.widths
+
+
+def _config(path: str, center: bool, kinds: list[str], cells: bool) -> None:
+    """One line per model: the config's cells (first seed) converged / total, etc."""
+    spec = RunSpec.load(path).replace(data__center=center)
+    spec, widths = _cells_of(spec)
+    ctx = RunContext(spec)
+    seed = spec.seeds[0]
+    name = path.rsplit("/", 1)[-1].removesuffix(".toml")
+    label = f"{name} {'centred' if center else 'paper'}"
+    for kind in kinds:
+        t0 = time.perf_counter()
+        tms = [_drain(ctx.train_model(kind, w, seed)) for w in widths]
+        sec = time.perf_counter() - t0
+        conv = sum(tm.converged for tm in tms)
+        ok = sum(tm.above_chance for tm in tms)
+        loss = ", ".join(f"{tm.train_loss:.3f}" for tm in tms)
+        ep = "/".join(str(len(tm.history)) for tm in tms)
+        print(
+            f"{label:40s} {MODEL_LABELS[kind]:8s} converged {conv}/{len(tms)}, above chance "
+            f"{ok}/{len(tms)}, loss {loss}, best test {max(tm.test_accuracy for tm in tms):.3f}, "
+            f"epochs {ep}, {sec:.0f} s",
+            flush=True,
+        )
+        if cells:
+            for tm in tms:
+                print(f"    m={tm.width:<5d} {'C' if tm.converged else '-'} {tm.train_loss:.3f}")
 
 
 if __name__ == "__main__":
