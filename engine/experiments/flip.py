@@ -33,6 +33,7 @@ from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.results import MARK
+from engine.results.tables import FlipRateRow
 from engine.run.events import (
     Artifact,
     CellFinished,
@@ -167,25 +168,25 @@ def flip_cell(
         )
         results = flip_rates(tm.model, ds, options=opts)
         for res in results:
-            row = {
-                "model": MODEL_LABELS[kind],
-                "dataset": ds.name,
-                "attack": attack,
-                "eps": eps,
-                "training": training,
-                "seed": seed,
-                "flip_rate": res.flip_rate,
-                "spearman": res.spearman,
-                "topk_overlap": res.topk_overlap,
-                "n_selected": res.n_selected,
-                "ridge": res.ridge_label,
-                "ranking": res.ranking,
-                "n_flipped": res.n_flipped,
-                "n_helpful": res.n_helpful,
-                "flipped_helpful": res.flipped_helpful,
-                "flipped_harmful": res.flipped_harmful,
+            row = FlipRateRow(
+                model=MODEL_LABELS[kind],
+                dataset=ds.name,
+                attack=attack,
+                eps=eps,
+                training=training,
+                seed=seed,
+                flip_rate=res.flip_rate,
+                spearman=res.spearman,
+                topk_overlap=res.topk_overlap,
+                n_selected=res.n_selected,
+                ridge=res.ridge_label,
+                ranking=res.ranking,
+                n_flipped=res.n_flipped,
+                n_helpful=res.n_helpful,
+                flipped_helpful=res.flipped_helpful,
+                flipped_harmful=res.flipped_harmful,
                 **guards,
-            }
+            )
             yield Artifact(
                 "flip_scores",
                 {
@@ -202,7 +203,7 @@ def flip_cell(
                 },
                 cell=point,
             )
-            yield TableRow("flip_rates", row, cell=point)
+            yield TableRow.of(row, cell=point)
         yield CellFinished(point)
     label = f"{prefix} {MODEL_LABELS[kind]} seed={seed} done"
     yield Progress("cell", len(todo), len(todo), label, cell=cell)

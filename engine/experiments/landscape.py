@@ -53,6 +53,7 @@ from engine.landscape import (
 )
 from engine.models import MODEL_LABELS
 from engine.results import MARK, cells_of, failed_cells, guard_note, marked, mean_std, ratio
+from engine.results.tables import LandscapeRow, SharpnessRow
 from engine.run.events import (
     Artifact,
     Event,
@@ -186,16 +187,12 @@ def _measure(
         )
         if rows:
             for a, v in zip(c1.alphas.tolist(), c1.losses.tolist()):
-                yield TableRow("landscape", _row(label, "1d" + tag, a, None, v), cell=cell)
+                yield _row(label, "1d" + tag, a, None, v, cell)
             for ia, a in enumerate(s2.alphas.tolist()):
                 for ib, b in enumerate(s2.betas.tolist()):
-                    yield TableRow(
-                        "landscape",
-                        _row(label, "2d" + tag, a, b, float(s2.losses[ia, ib])),
-                        cell=cell,
-                    )
+                    yield _row(label, "2d" + tag, a, b, float(s2.losses[ia, ib]), cell)
             for t, v in zip(ci.alphas.tolist(), ci.losses.tolist()):
-                yield TableRow("landscape", _row(label, "interp" + tag, t, None, v), cell=cell)
+                yield _row(label, "interp" + tag, t, None, v, cell)
     x, y = data["train"]
     ctx.check_cancel()
     eig = hessian_top_eigenvalue(
@@ -220,17 +217,10 @@ def _measure(
     done += 1
     yield Progress("cell", done, steps, f"{label} tr H = {tr.value:.4g}", cell=cell)
     guards = tm.guards()
-    yield TableRow(
-        "sharpness",
-        {
-            "model": label,
-            "seed": seed,
-            "hessian_top_eig": eig.value,
-            "hessian_trace": tr.value,
-            **guards,
-        },
-        cell=cell,
+    row = SharpnessRow(
+        model=label, seed=seed, hessian_top_eig=eig.value, hessian_trace=tr.value, **guards
     )
+    yield TableRow.of(row, cell=cell)
     return {
         "model": label,
         "seed": seed,
@@ -247,9 +237,11 @@ def _measure(
 
 
 def _row(
-    model: str, direction: str, alpha: float, beta: float | None, loss: float
-) -> dict[str, Any]:
-    return {"model": model, "direction": direction, "alpha": alpha, "beta": beta, "loss": loss}
+    model: str, direction: str, alpha: float, beta: float | None, loss: float, cell: str
+) -> TableRow:
+    b = beta if beta is not None else math.nan  # 1-D rows: no β (written empty, as NaN is)
+    row = LandscapeRow(model=model, direction=direction, alpha=alpha, beta=b, loss=loss)
+    return TableRow.of(row, cell=cell)
 
 
 def _mean_std(v: list[float]) -> dict[str, Any]:

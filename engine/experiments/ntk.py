@@ -126,7 +126,7 @@ def ntk_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> It
     twin = yield from ctx.train_linearized(tm)
     row, drift = _cell_row(ctx, tm, ds, f_ntk, twin)
     yield Artifact("drift", drift, cell=cell)
-    yield TableRow("ntk_distance", row, cell=cell)
+    yield TableRow.of(row, cell=cell)
 
 
 def has_analytic(tm: TrainedModel) -> bool:
@@ -140,8 +140,7 @@ def dk_cell(ctx: RunContext, cell: str, width: int, seed: int, dk: int) -> Itera
     ds = ctx.dataset(seed=seed)
     tm = yield from ctx.train_model("qkv", width, seed, d_k=dk)
     row, _ = _cell_row(ctx, tm, ds, None)
-    out = QkvDkRow.from_row({**row, "d_k": dk}).to_row()
-    yield TableRow("qkv_dk", out, cell=cell)
+    yield TableRow.of(QkvDkRow.from_row({**row.to_row(), "d_k": dk}), cell=cell)
 
 
 def _targets(ds: Dataset, device: torch.device) -> torch.Tensor:
@@ -201,7 +200,7 @@ def _cell_row(
     ds: Dataset,
     f_ntk: torch.Tensor | None,
     twin: torch.nn.Module | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[NtkDistanceRow, dict[str, Any]]:
     """The ``ntk_distance`` row of one trained model (and its twin) and its drift series.
 
     ``f_ntk`` None (no analytic Θ∞, QKV-Attn): the f_NTK and Θ∞ columns are NaN (empty);
@@ -238,23 +237,23 @@ def _cell_row(
     else:
         epochs = [0, len(tm.history)]
         series = [0.0, kernel_distance(k_final, k_init)]
-    row = {
-        "model": MODEL_LABELS[tm.kind],
-        "dataset": ds.name,
-        "width": tm.width,
-        "seed": tm.seed,
-        "ntk_distance": dist.absolute if dist is not None else nan,
-        "ntk_distance_rel": dist.relative if dist is not None else nan,
-        "kernel_distance_init": kernel_distance(k_init, k_inf) if k_inf is not None else nan,
-        "kernel_distance_final": kernel_distance(k_final, k_inf) if k_inf is not None else nan,
-        "kernel_drift": series[-1],
-        "train_loss": float(tm.train_loss),
-        "test_accuracy": float(tm.test_accuracy),
-        "lin_distance": lin_abs,
-        "lin_distance_rel": lin_rel,
-        "lin_test_accuracy": lin_acc,
+    row = NtkDistanceRow(
+        model=MODEL_LABELS[tm.kind],
+        dataset=ds.name,
+        width=tm.width,
+        seed=tm.seed,
+        ntk_distance=dist.absolute if dist is not None else nan,
+        ntk_distance_rel=dist.relative if dist is not None else nan,
+        kernel_distance_init=kernel_distance(k_init, k_inf) if k_inf is not None else nan,
+        kernel_distance_final=kernel_distance(k_final, k_inf) if k_inf is not None else nan,
+        kernel_drift=series[-1],
+        train_loss=float(tm.train_loss),
+        test_accuracy=float(tm.test_accuracy),
+        lin_distance=lin_abs,
+        lin_distance_rel=lin_rel,
+        lin_test_accuracy=lin_acc,
         **tm.guards(),
-    }
+    )
     return row, {"epochs": epochs, "drift": series}
 
 

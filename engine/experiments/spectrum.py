@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine.experiments.registry import register
+from engine.results.tables import AlignmentRow, EigenvalueRow, NtkSpectrumRow, SpectrumRow
 from engine.run.events import (
     Artifact,
     CellFinished,
@@ -124,14 +125,11 @@ def _cell(
     t0 = time.perf_counter()
     spc = spectrum(x, rtol=ctx.spec.spectrum.rtol)
     seconds = time.perf_counter() - t0
-    yield TableRow("spectrum", spc.row(label), cell=cell)
+    yield TableRow.of(SpectrumRow.from_row(spc.row(label)), cell=cell)
     if primary:
         for j in range(spc.eig_G.size):
-            yield TableRow(
-                "eigenvalues",
-                {"index": j + 1, "eig_G": float(spc.eig_G[j]), "eig_G3": float(spc.eig_G3[j])},
-                cell=cell,
-            )
+            eig = EigenvalueRow(index=j + 1, eig_G=float(spc.eig_G[j]), eig_G3=float(spc.eig_G3[j]))
+            yield TableRow.of(eig, cell=cell)
     yield Artifact(
         "eigenvalues",
         {"dataset": label, "rank": spc.rank, "eig_G": spc.eig_G, "eig_G3": spc.eig_G3},
@@ -152,7 +150,7 @@ def _cell(
         for kernel, ks in _qkv_spectra(ctx, ds, xk).items():
             row = {"dataset": label, "kernel": kernel, **ks.row()}
             ntk_rows[kernel] = row
-            yield TableRow("ntk_spectrum", row, cell=cell)
+            yield TableRow.of(NtkSpectrumRow.from_row(row), cell=cell)
             yield Artifact(
                 "ntk_eigenvalues",
                 {"dataset": label, "kernel": kernel, "eigenvalues": ks.eigenvalues},
@@ -269,7 +267,7 @@ def _kernel_study(
             ks = kernel_spectrum(pair.train)
             row = {"dataset": label, "kernel": kernel, **ks.row()}
             ntk_rows[kernel] = row
-            yield TableRow("ntk_spectrum", row, cell=cell)
+            yield TableRow.of(NtkSpectrumRow.from_row(row), cell=cell)
             yield Artifact(
                 "ntk_eigenvalues",
                 {"dataset": label, "kernel": kernel, "eigenvalues": ks.eigenvalues},
@@ -291,7 +289,7 @@ def _kernel_study(
                     "test_accuracy": res.test_accuracy,
                     "n_train": int(xk.shape[0]),
                 }
-                yield TableRow("alignment", row, cell=cell)
+                yield TableRow.of(AlignmentRow.from_row(row), cell=cell)
                 if res.ridge == HEADLINE_RIDGE:
                     headline.setdefault(target, {})[kernel] = {
                         "alignment": res.alignment,

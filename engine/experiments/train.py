@@ -129,21 +129,21 @@ def train_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> 
     sp = ctx.spec
     ds = ctx.dataset(seed=seed)
     tm = yield from ctx.train_model(kind, width, seed)
-    row = {
-        "model": MODEL_LABELS[kind],
-        "dataset": ds.name,
-        "width": width,
-        "seed": seed,
-        "training": "standard",
-        "epochs": sp.train.epochs,
-        "epochs_run": tm.epochs_run,
-        "train_loss": tm.train_loss,
-        "train_accuracy": tm.train_accuracy,
-        "test_loss": tm.test_loss,
-        "test_accuracy": tm.test_accuracy,
-        "seconds": round(tm.seconds, 3),
+    row = TrainRow(
+        model=MODEL_LABELS[kind],
+        dataset=ds.name,
+        width=width,
+        seed=seed,
+        training="standard",
+        epochs=sp.train.epochs,
+        epochs_run=tm.epochs_run,
+        train_loss=tm.train_loss,
+        train_accuracy=tm.train_accuracy,
+        test_loss=tm.test_loss,
+        test_accuracy=tm.test_accuracy,
+        seconds=round(tm.seconds, 3),
         **tm.guards(),
-    }
+    )
     yield Artifact(
         "train_curve",
         {
@@ -153,4 +153,4 @@ def train_cell(ctx: RunContext, cell: str, kind: str, width: int, seed: int) -> 
         },
         cell=cell,
     )
-    yield TableRow("train", row, cell=cell)
+    yield TableRow.of(row, cell=cell)

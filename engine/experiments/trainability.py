@@ -170,7 +170,7 @@ def _measure(ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int) -> I
         censored=got.censored,
         final_loss=got.final_loss,
     )
-    yield TableRow("trainability", row.to_row(), cell=cell)
+    yield TableRow.of(row, cell=cell)
 
 
 def summarize(rows: list[dict]) -> dict:

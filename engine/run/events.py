@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 
 def _now() -> float:
     return time.time()
+
+
+if TYPE_CHECKING:
+    from engine.results.tables import Row
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,11 @@ class TableRow(Event):
     table: str
     row: dict[str, Any]
     cell: str = ""
+
+    @classmethod
+    def of(cls, row: Row, cell: str = "") -> TableRow:
+        """The event of a typed row (``engine.results.tables``): its table, its values."""
+        return cls(row.TABLE, row.to_row(), cell)
 
 
 @dataclass(frozen=True)

@@ -326,7 +326,7 @@ def headless(
         bool,
         typer.Option(
             "--quick",
-            help="Small preset: n_train 300 (capped to what the data set has), widths 16,32,64,256,1024, batch 32, 200 epochs then until converged (cap 1000), centred inputs (not the paper's: it says so), one seed.",
+            help="Small preset: n_train 300 (capped to what the data set has), widths 16,32,64,256,1024, batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: it says so), one seed.",
         ),
     ] = False,
     resume: Annotated[

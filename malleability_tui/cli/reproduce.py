@@ -63,7 +63,7 @@ def reproduce(
         bool,
         typer.Option(
             "--quick",
-            help="Small preset: widths 16,64,256,1024, n_train 300, batch 32, 200 epochs then until converged (cap 1000), centred inputs (not the paper's: it says so), one seed.",
+            help="Small preset: widths 16,32,64,256,1024, n_train 300, batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: it says so), one seed.",
         ),
     ] = False,
     data_dir: Annotated[
