@@ -95,7 +95,9 @@ def compare(before: Path, after: Path) -> tuple[list[str], bool]:
                     worst, where = d, f"row {i + 1} {c}: {ra[c]} → {rb[c]}"
         extra = f" (new columns, not compared: {', '.join(added)})" if added else ""
         if worst == 0.0:
-            lines.append(f"  {csv_path.name}: identical, {len(b)} rows × {len(common)} columns{extra}")
+            lines.append(
+                f"  {csv_path.name}: identical, {len(b)} rows × {len(common)} columns{extra}"
+            )
         else:
             same = False
             lines.append(f"  {csv_path.name}: DIFFERS, largest {worst:.3g} at {where}{extra}")
