@@ -21,15 +21,10 @@ from typing import Any, TypedDict
 from engine.errors import ConfigError
 from engine.results.tables import TABLES
 from engine.run.lock import live_owner
-from engine.run.paths import atomic_write, runs_root
+from engine.run.paths import RUN_MARKERS, atomic_write, runs_root
 
 RunData = dict[str, Any]
 """A run directory as ``read_run`` returns it (path, spec, env, summary, tables, damage)."""
-
-
-RUN_MARKERS = ("spec.toml", "env.json", "events.jsonl")
-"""Files only a run directory has: any one makes a folder a run (a damaged one when
-others are missing), so a run that lost its spec.toml is listed as damaged, not hidden."""
 
 
 def is_run_dir(p: Path) -> bool:

@@ -400,7 +400,7 @@ def headless(
         from engine.experiments.registry import select
 
         if out is not None:  # path checks before any work
-            check_folder_target(out, "out")
+            check_folder_target(out, "out", run_writer=True)
         resolve_device(spec.device)
         select(spec.experiment)
         if not resume:
