@@ -171,10 +171,16 @@ def claim_run_dir(path: str | Path, *, resume: bool) -> Path:
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:  # a full disk, a file-size limit: name the file, leave no temp file
+        tmp.unlink(missing_ok=True)
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from None
     os.replace(tmp, path)
 
 
