@@ -576,9 +576,10 @@ def main() -> None:
     is one line on stderr (a traceback goes to a log file) and a non-zero exit."""
     import sys
 
-    from malleability_tui.boundary import error_line, sigterm_as_interrupt
+    from malleability_tui.boundary import error_line, sigterm_as_interrupt, terminal_problem
 
     s = Settings()
+    app: MalleabilityApp | None = None
     args = sys.argv[1:]
     if args and args[0] in ("-h", "--help"):
         print(
@@ -604,10 +605,19 @@ def main() -> None:
                 s.spec = RunSpec.load(p)
             else:
                 raise EngineError(f"{p}: a run directory or a spec .toml file expected")
+        if why := terminal_problem():
+            raise EngineError(
+                f"malleability-tui needs an interactive terminal ({why}); "
+                "for scripts use: malleability headless"
+            )
         app = make_app(s)
         with sigterm_as_interrupt():
             app.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C outside Textual, SIGTERM, SIGHUP
+        runner = app.runner if app is not None else None
+        if runner is not None and runner.running:  # close its run, not leave it "running"
+            runner.cancel()
+            runner.wait(timeout=20)
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
