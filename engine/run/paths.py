@@ -149,7 +149,12 @@ def claim_run_dir(path: str | Path, *, resume: bool) -> Path:
     A new run needs a new or empty folder; ``resume`` needs the run's spec.toml there.
     The exclusive writer lock (``runlock``) is taken right after by the store.
     """
-    p = check_folder_target(path, "out", run_writer=True)
+    p = check_folder_target(os.path.normpath(path), "out", run_writer=True)  # no stray a/../
+    root = runs_root()
+    if _exists(root) and _exists(p) and os.path.samefile(root, p):
+        raise ConfigError(
+            "out", str(path), f"a folder for this run, not the runs root {root} itself"
+        )
     if resume:
         if not (p / "spec.toml").is_file():
             raise ConfigError(

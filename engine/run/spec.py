@@ -51,6 +51,8 @@ def _check(cond: bool, fld: str, value: Any, allowed: str) -> None:
 MAX_WIDTH = 2**20
 """Largest hidden width (and QKV d_k) a spec may ask for: beyond it one layer alone
 outgrows any machine this tool runs on; every width field is checked against it."""
+MAX_EPOCHS = 10**6
+"""The most epochs a cell may train (``train.epochs``, ``train.max_epochs``)."""
 MAX_SEED = 2**31 - 1
 """Largest seed: seeds are offset and combined (``batch_seed``) and must stay int64."""
 MAX_STEP = 1e3
@@ -225,7 +227,10 @@ class TrainSpec:
         )
         _check(_pos_float(self.lr), "train.lr", self.lr, "a positive number (paper: 1e-3)")
         _check(
-            _pos_int(self.epochs), "train.epochs", self.epochs, "a positive integer (paper: 500)"
+            _pos_int(self.epochs) and self.epochs <= MAX_EPOCHS,
+            "train.epochs",
+            self.epochs,
+            f"a positive integer up to {MAX_EPOCHS} (paper: 500)",
         )
         _check(
             _pos_int(self.batch_size),
@@ -236,10 +241,10 @@ class TrainSpec:
         _check(_nonneg_float(self.l2), "train.l2", self.l2, "a number ≥ 0 (paper: 1e-3)")
         _check(self.until in UNTIL, "train.until", self.until, "fixed or converged")
         _check(
-            _pos_int(self.max_epochs) and self.max_epochs <= 10**6,
+            _pos_int(self.max_epochs) and self.max_epochs <= MAX_EPOCHS,
             "train.max_epochs",
             self.max_epochs,
-            "a positive integer up to 1000000",
+            f"a positive integer up to {MAX_EPOCHS}",
         )
         _check(
             _pos_int(self.check_every), "train.check_every", self.check_every, "a positive integer"
@@ -803,6 +808,14 @@ class RunSpec:
             "experiment",
             self.experiment,
             "an experiment name or all",
+        )
+        names = [n.strip() for n in self.experiment.split(",")]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        _check(
+            not twice,
+            "experiment",
+            self.experiment,
+            f"each experiment once ({', '.join(twice)} is repeated)",
         )
         _check(
             isinstance(self.note, str) and "\n" not in self.note,

@@ -87,7 +87,7 @@ class RunStore:
         self.status = "running"
         self._dirty: set[str] = set()
         self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        claim_run_dir(self.path, resume=resume)
+        self.path = claim_run_dir(self.path, resume=resume)  # normalised: no stray a/../
         self._lock = RunLock(self.path).acquire()  # one writer: a second one is refused here
         self.notes: list[str] = [self._lock.note] if self._lock.note else []
         try:

@@ -214,7 +214,9 @@ def _parsed(kind: str, text: str | None, option: str) -> Any:
     try:
         return parse_value(kind, text)
     except OptionError as e:
-        die(f"invalid {option} {text!r}: {e}")
+        from engine.errors import shown
+
+        die(f"invalid {option} {shown(text)}: {e}")
 
 
 def parse_ints(text: str | None, option: str) -> tuple[int, ...] | None:
