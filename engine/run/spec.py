@@ -10,6 +10,7 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -849,6 +850,14 @@ class RunSpec:
             True,
             "false while QKV-Attn is among the models (centring is supported for relu and attn)",
         )
+        for name, text in _texts(self.to_dict()):
+            _check(
+                _utf8(text),
+                name,
+                text,
+                "text in UTF-8 (this holds bytes that are not: a name in another encoding?); "
+                "spec.toml could not hold it",
+            )
 
     # -- serialisation ---------------------------------------------------------
 
@@ -1030,6 +1039,34 @@ def _probe_allowed(cls: type, name: str, value: Any) -> str | None:
     return None
 
 
+def _texts(d: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(dotted field, text) for every string in a spec dict, lists included."""
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _texts(v, f"{prefix}{k}.")
+        for x in v if isinstance(v, list) else [v]:
+            if isinstance(x, str):
+                yield f"{prefix}{k}", x
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (undecodable bytes of a file name)
+        return False
+    return True
+
+
+def _toml_char(c: str) -> str:
+    """One character of a TOML basic string: quotes, backslashes and control characters
+    escaped (a raw ESC or NUL makes the file unreadable, and the run with it)."""
+    if c in ('"', "\\"):
+        return "\\" + c
+    if ord(c) < 0x20 or ord(c) == 0x7F:
+        return f"\\u{ord(c):04x}"
+    return c
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -1040,7 +1077,7 @@ def _toml_value(v: Any) -> str:
             else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
         )
     if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + "".join(_toml_char(c) for c in v) + '"'
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
