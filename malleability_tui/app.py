@@ -576,7 +576,12 @@ def main() -> None:
     is one line on stderr (a traceback goes to a log file) and a non-zero exit."""
     import sys
 
-    from malleability_tui.boundary import error_line, sigterm_as_interrupt, terminal_problem
+    from malleability_tui.boundary import (
+        STOP_SIGNALS,
+        error_line,
+        sigterm_as_interrupt,
+        terminal_problem,
+    )
 
     s = Settings()
     app: MalleabilityApp | None = None
@@ -611,7 +616,24 @@ def main() -> None:
                 "for scripts use: malleability headless"
             )
         app = make_app(s)
+        tui = app
+
+        def stop(signum: int, frame: Any) -> None:
+            # SIGTERM / SIGHUP: quit as the quit key does (a running job is cancelled and
+            # its run closed), not a KeyboardInterrupt inside Textual's event loop
+            import asyncio
+
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # before or after the app's loop: the boundary below
+                raise KeyboardInterrupt from None
+            loop.call_soon_threadsafe(lambda: tui.exit(return_code=130))
+
         with sigterm_as_interrupt():
+            import signal
+
+            for sig in STOP_SIGNALS:
+                signal.signal(sig, stop)
             app.run()
     except KeyboardInterrupt:  # Ctrl-C outside Textual, SIGTERM, SIGHUP
         runner = app.runner if app is not None else None
@@ -624,7 +646,12 @@ def main() -> None:
         msg, code = error_line(e)
         print(f"error: {msg}", file=sys.stderr)
         sys.exit(code)
+    if app.runner.running:  # quit by a signal while a job ran: let it close its run
+        app.runner.cancel()
+        app.runner.wait(timeout=20)
     if app.return_code:
+        if app.return_code == 130:
+            print("interrupted", file=sys.stderr)
         sys.exit(app.return_code)
 
 

@@ -176,6 +176,7 @@ def execute(
                 f"invalid --out {str(out)!r}: a run directory to resume (it has spec.toml); start a new run without --resume"
             )
         spec = read_spec(out / "spec.toml").replace(**(executor or {}))
+        check_ray_flags(spec.executor.kind, executor or {})
     check_executor(spec.executor)
     path = out or default_run_dir(spec)
     store = RunStore(path, spec, resume=resume)  # refused here if another process writes it
@@ -400,7 +401,8 @@ def headless(
             source=source_flags(image_size, mode, image_column, label_column),
             until_converged=until_converged,
         )
-        check_ray_flags(spec.executor.kind, ex)
+        if not resume:  # a resumed run's executor is its saved one (checked in execute)
+            check_ray_flags(spec.executor.kind, ex)
         tracker = tracker_of(track, tracking_uri)
         from engine.run.paths import check_file_target, check_folder_target
 

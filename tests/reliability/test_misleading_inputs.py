@@ -87,3 +87,10 @@ def test_divergence_names_an_extreme_init_or_l2() -> None:
     net = TwoLayerNet(4, 8)
     assert "train.l2" in _divergence_hint(net, TrainSpec(l2=1e300))
     assert "lower learning rate" in _divergence_hint(net, TrainSpec(lr=10.0))
+
+
+def test_ray_only_flags_on_resume_are_checked_against_the_saved_spec(run_copy: Path) -> None:
+    before = tree(run_copy)
+    res = invoke("headless", "--resume", "--out", run_copy, "--gpus-per-cell", "1")
+    assert "--gpus-per-cell goes with --executor ray" in one_line_failure(res)
+    assert tree(run_copy) == before
