@@ -9,6 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+SHOWN_CHARS = 60
+"""How much of a value an error line echoes back (a 100 KB option stays one short line)."""
+SHOWN_PATH_CHARS = 1024
+"""How much of a path (a value holding '/') it echoes: a real path is shown whole."""
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut to ``SHOWN_CHARS`` characters with '…' (a path: to
+    ``SHOWN_PATH_CHARS``): what error lines echo of a value."""
+    r = repr(value)
+    limit = SHOWN_PATH_CHARS if "/" in r else SHOWN_CHARS
+    return r if len(r) <= limit else r[: limit - 1] + "…"
+
 
 class EngineError(Exception):
     """Base class of every expected engine failure."""
@@ -22,7 +35,9 @@ class ConfigError(EngineError, ValueError):
         self.value = value
         self.allowed = allowed
         self.where = where
-        super().__init__(f"{where + ': ' if where else ''}invalid {field}={value!r}: {allowed}")
+        super().__init__(
+            f"{where + ': ' if where else ''}invalid {field}={shown(value)}: {allowed}"
+        )
 
 
 class DatasetError(EngineError):

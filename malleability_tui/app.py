@@ -576,9 +576,15 @@ def main() -> None:
     is one line on stderr (a traceback goes to a log file) and a non-zero exit."""
     import sys
 
-    from malleability_tui.boundary import error_line, sigterm_as_interrupt
+    from malleability_tui.boundary import (
+        STOP_SIGNALS,
+        error_line,
+        sigterm_as_interrupt,
+        terminal_problem,
+    )
 
     s = Settings()
+    app: MalleabilityApp | None = None
     args = sys.argv[1:]
     if args and args[0] in ("-h", "--help"):
         print(
@@ -604,17 +610,48 @@ def main() -> None:
                 s.spec = RunSpec.load(p)
             else:
                 raise EngineError(f"{p}: a run directory or a spec .toml file expected")
+        if why := terminal_problem():
+            raise EngineError(
+                f"malleability-tui needs an interactive terminal ({why}); "
+                "for scripts use: malleability headless"
+            )
         app = make_app(s)
+        tui = app
+
+        def stop(signum: int, frame: Any) -> None:
+            # SIGTERM / SIGHUP: quit as the quit key does (a running job is cancelled and
+            # its run closed), not a KeyboardInterrupt inside Textual's event loop
+            import asyncio
+
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # before or after the app's loop: the boundary below
+                raise KeyboardInterrupt from None
+            loop.call_soon_threadsafe(lambda: tui.exit(return_code=130))
+
         with sigterm_as_interrupt():
+            import signal
+
+            for sig in STOP_SIGNALS:
+                signal.signal(sig, stop)
             app.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C outside Textual, SIGTERM, SIGHUP
+        runner = app.runner if app is not None else None
+        if runner is not None and runner.running:  # close its run, not leave it "running"
+            runner.cancel()
+            runner.wait(timeout=20)
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
         msg, code = error_line(e)
         print(f"error: {msg}", file=sys.stderr)
         sys.exit(code)
+    if app.runner.running:  # quit by a signal while a job ran: let it close its run
+        app.runner.cancel()
+        app.runner.wait(timeout=20)
     if app.return_code:
+        if app.return_code == 130:
+            print("interrupted", file=sys.stderr)
         sys.exit(app.return_code)
 
 

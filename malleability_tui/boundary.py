@@ -72,15 +72,40 @@ def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Signals that end a run as "interrupted", like Ctrl-C: a ``kill`` and an SSH drop."""
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt (in the main thread) while the block runs."""
+    """SIGTERM and SIGHUP raise KeyboardInterrupt (in the main thread) while the block runs."""
+    old: dict[int, Any] = {}
     try:
-        old = signal.signal(signal.SIGTERM, _sigterm)
+        for sig in STOP_SIGNALS:
+            old[sig] = signal.signal(sig, _sigterm)
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def terminal_problem() -> str | None:
+    """Why this process cannot draw a full-screen app (None when it can): stdin or stdout
+    not a terminal (``</dev/null``, a pipe) or ``TERM=dumb``; Textual would draw escape
+    codes into it forever."""
+    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
+        try:
+            tty = stream is not None and stream.isatty()
+        except (OSError, ValueError):
+            tty = False
+        if not tty:
+            return f"{name} is not a terminal"
+    if os.environ.get("TERM", "") == "dumb":
+        return "TERM=dumb cannot draw it"
+    return None

@@ -350,5 +350,7 @@ def spec_changes(values: Mapping[str, Any]) -> dict[str, Any]:
         try:
             out[o.spec_key] = parse_value(o.kind, str(raw) if o.kind == "path" else raw)
         except OptionError as e:
-            raise OptionError(f"invalid {o.flag} {raw!r}: {e}") from None
+            from engine.errors import shown
+
+            raise OptionError(f"invalid {o.flag} {shown(raw)}: {e}") from None
     return out

@@ -114,3 +114,41 @@ __all__ = [
     "number",
     "short_time",
 ]
+
+
+ASCII_FALLBACK = {
+    "κ": "kappa", "λ": "lambda", "ρ": "rho", "ε": "eps", "Θ": "Theta", "θ": "theta",
+    "α": "alpha", "β": "beta", "σ": "sigma", "Σ": "Sum", "δ": "delta", "Δ": "Delta",
+    "μ": "mu", "η": "eta", "Φ": "Phi", "ℓ": "l", "→": "->", "⇄": "<->", "×": "x",
+    "·": "-", "‖": "||", "±": "+/-", "…": "...", "−": "-", "–": "-", "—": "-",
+    "∞": "inf", "≥": ">=", "≤": "<=", "≈": "~", "≫": ">>", "∝": "~", "∈": "in", "÷": "/",
+    "√": "sqrt", "⊗": "(x)", "⌈": "ceil(", "⌉": ")", "§": "S", "✓": "ok", "✗": "x",
+    "⚠": "!", "²": "^2", "³": "^3", "¹": "^1", "⁶": "^6", "⁻": "^-", "ᵀ": "^T",
+    "₀": "0", "₁": "1", "₂": "2",
+}  # fmt: skip
+"""ASCII text for the signs the CLI prints, where a stream cannot encode them."""
+
+
+def encodable(text: str, encoding: str | None) -> str:
+    """``text`` as ``encoding`` can write it: the signs of ``ASCII_FALLBACK`` spelled out in
+    ASCII, anything else it cannot encode as ``?`` (a ``LC_ALL=C`` or
+    ``PYTHONIOENCODING=ascii`` terminal gets plain text, never an encoding error)."""
+    import codecs
+
+    try:
+        enc = codecs.lookup(encoding or "ascii").name
+    except LookupError:
+        enc = "ascii"
+    try:
+        text.encode(enc)
+        return text
+    except UnicodeEncodeError:
+        pass
+    out = []
+    for ch in text:
+        try:
+            ch.encode(enc)
+            out.append(ch)
+        except UnicodeEncodeError:
+            out.append(ASCII_FALLBACK.get(ch, "?"))
+    return "".join(out)

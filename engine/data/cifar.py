@@ -172,7 +172,22 @@ def _class_names(folder: Path) -> tuple[str, ...]:
         raise DatasetError(f"{meta}: expected a dict with b'label_names'") from None
     if len(names) != 10:
         raise DatasetError(f"{meta}: {len(names)} label names, expected 10")
-    return names
+    return tuple(_clean_name(n, i) for i, n in enumerate(names))
+
+
+NAME_CHARS = 40
+"""The longest label name kept from batches.meta."""
+
+
+def _clean_name(name: str, index: int) -> str:
+    """A label name fit to print: control characters (terminal escapes) removed, at most
+    ``NAME_CHARS`` characters; ``class N`` when nothing is left."""
+    import unicodedata
+
+    text = "".join(c for c in name if not unicodedata.category(c).startswith("C")).strip()
+    if len(text) > NAME_CHARS:
+        text = text[: NAME_CHARS - 1] + "…"
+    return text or f"class {index}"
 
 
 def split_sizes(folder: Path) -> dict[str, int]:

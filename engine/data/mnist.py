@@ -14,17 +14,35 @@ from engine.errors import DatasetError
 SPLIT_PREFIX = {"train": "train", "test": "t10k"}
 
 
+def _gz_size(path: Path) -> int | None:
+    """The uncompressed size a gzip file records (its last 4 bytes, modulo 2**32)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-4, 2)
+            return int.from_bytes(f.read(4), "little")
+    except OSError:
+        return None
+
+
 def find_idx_file(folder: Path, stem: str) -> Path | None:
-    """``stem`` (e.g. ``train-images-idx3-ubyte``) with or without ``.gz``, or with ``.idx3``."""
-    for cand in (
-        stem + ".gz",
-        stem,
-        stem.replace("-idx", ".idx"),
-        stem.replace("-idx", ".idx") + ".gz",
-    ):
-        p = folder / cand
-        if p.is_file():
+    """``stem`` (e.g. ``train-images-idx3-ubyte``) with or without ``.gz``, or with ``.idx3``.
+
+    Both a raw file and its ``.gz`` (``gunzip -k``): the raw one when the sizes agree, a
+    ``DatasetError`` naming both when they do not (one of them is another file).
+    """
+    for raw in (stem, stem.replace("-idx", ".idx")):
+        p, gz = folder / raw, folder / (raw + ".gz")
+        if p.is_file() and gz.is_file():
+            size = _gz_size(gz)
+            if size != p.stat().st_size % 2**32:
+                raise DatasetError(
+                    f"{folder}: both {p.name} and {gz.name} are here and differ in size "
+                    f"({p.stat().st_size} bytes, {size} unpacked): keep the right one"
+                )
             return p
+        for cand in (gz, p):
+            if cand.is_file():
+                return cand
     return None
 
 

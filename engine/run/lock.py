@@ -41,6 +41,12 @@ def _owner(path: Path) -> dict[str, Any] | None:
     return d if isinstance(d, dict) and isinstance(d.get("pid"), int) else None
 
 
+def recorded_owner(run_dir: str | Path) -> dict[str, Any] | None:
+    """The owner ``run_dir``'s lock file names, alive or not; None without such a file
+    (a ``.lock`` of another program, pytest's say, is not a run's)."""
+    return _owner(Path(run_dir) / LOCK_NAME)
+
+
 def live_owner(run_dir: str | Path) -> dict[str, Any] | None:
     """The owner of ``run_dir``'s lock if a writer holds it now, else None (for readers).
 

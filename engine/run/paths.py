@@ -49,10 +49,62 @@ def _check_names(path: Path, option: str) -> None:
         raise ConfigError(option, str(path), f"a path below a folder ({anc} is a file)")
 
 
-def check_folder_target(path: str | Path, option: str) -> Path:
-    """``path`` is, or can be created as, a writable folder."""
+RUN_MARKERS = ("spec.toml", "env.json", "events.jsonl")
+"""Files only a run directory has: any one makes a folder a run (a damaged one when
+others are missing), so a run that lost its spec.toml is listed as damaged, not hidden."""
+
+WRITER_MARKERS = ("events.jsonl", "reproduce.json")
+"""What marks a folder as written by a run (or a reproduce run) and by nothing else; a
+run's ``.lock`` (``engine.run.lock``) marks one too. Not spec.toml or env.json alone: an
+export holds copies of those, and exporting over an export (``--force``) is allowed."""
+
+
+def run_dir_around(path: str | Path) -> Path | None:
+    """The run (or reproduce) directory that ``path`` is, or lies in; None when none."""
+    try:
+        p = Path(path).resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
+        p = Path(os.path.abspath(path))
+    from engine.run.lock import LOCK_NAME, recorded_owner
+
+    for d in (p, *p.parents):
+        if any(_exists(d / m) for m in WRITER_MARKERS):
+            return d
+        if _exists(d / LOCK_NAME) and recorded_owner(d) is not None:
+            return d
+    return None
+
+
+def check_outside_runs(path: str | Path, option: str, *, own: str | Path | None = None) -> None:
+    """Refuse a write into a run directory: only the run's own writer writes there.
+
+    ``own`` is the command's own output in the run it reads (``<run>/report.md``,
+    ``<run>/figures``): that path, and what lies below it, is allowed.
+    """
+    run = run_dir_around(path)
+    if run is None:
+        return
+    if own is not None:
+        mine = Path(own).resolve()
+        p = Path(path).resolve()
+        if p == mine or mine in p.parents:
+            return
+    raise ConfigError(
+        option,
+        str(path),
+        f"a path outside the run directory {run} (only the run itself writes there)",
+    )
+
+
+def check_folder_target(
+    path: str | Path, option: str, *, run_writer: bool = False, own: str | Path | None = None
+) -> Path:
+    """``path`` is, or can be created as, a writable folder; outside any run directory
+    unless the caller is the run's writer (``run_writer``) or it is the command's ``own``."""
     p = Path(path)
     _check_names(p, option)
+    if not run_writer:
+        check_outside_runs(p, option, own=own)
     if p.exists() and not p.is_dir():
         raise ConfigError(option, str(p), "a folder (this is a file)")
     anc = _existing_ancestor(p)
@@ -61,10 +113,12 @@ def check_folder_target(path: str | Path, option: str) -> Path:
     return p
 
 
-def check_file_target(path: str | Path, option: str) -> Path:
-    """``path`` can be written as a file: not a folder, in an existing writable folder."""
+def check_file_target(path: str | Path, option: str, *, own: str | Path | None = None) -> Path:
+    """``path`` can be written as a file: not a folder, in an existing writable folder, not
+    into a run directory (but for the command's ``own`` output there)."""
     p = Path(path)
     _check_names(p, option)
+    check_outside_runs(p, option, own=own)
     if p.is_dir():
         raise ConfigError(option, str(p), "a file name (this is a folder)")
     if p.exists() and not p.is_file():
@@ -95,7 +149,12 @@ def claim_run_dir(path: str | Path, *, resume: bool) -> Path:
     A new run needs a new or empty folder; ``resume`` needs the run's spec.toml there.
     The exclusive writer lock (``runlock``) is taken right after by the store.
     """
-    p = check_folder_target(path, "out")
+    p = check_folder_target(os.path.normpath(path), "out", run_writer=True)  # no stray a/../
+    root = runs_root()
+    if _exists(root) and _exists(p) and os.path.samefile(root, p):
+        raise ConfigError(
+            "out", str(path), f"a folder for this run, not the runs root {root} itself"
+        )
     if resume:
         if not (p / "spec.toml").is_file():
             raise ConfigError(
@@ -117,10 +176,16 @@ def claim_run_dir(path: str | Path, *, resume: bool) -> Path:
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:  # a full disk, a file-size limit: name the file, leave no temp file
+        tmp.unlink(missing_ok=True)
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from None
     os.replace(tmp, path)
 
 

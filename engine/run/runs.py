@@ -21,15 +21,10 @@ from typing import Any, TypedDict
 from engine.errors import ConfigError
 from engine.results.tables import TABLES
 from engine.run.lock import live_owner
-from engine.run.paths import atomic_write, runs_root
+from engine.run.paths import RUN_MARKERS, atomic_write, runs_root
 
 RunData = dict[str, Any]
 """A run directory as ``read_run`` returns it (path, spec, env, summary, tables, damage)."""
-
-
-RUN_MARKERS = ("spec.toml", "env.json", "events.jsonl")
-"""Files only a run directory has: any one makes a folder a run (a damaged one when
-others are missing), so a run that lost its spec.toml is listed as damaged, not hidden."""
 
 
 def is_run_dir(p: Path) -> bool:
@@ -159,7 +154,10 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
         make_folder(to, "to")
         written = []
         for f in sources:
-            shutil.copy2(f, to / f.name)
+            if f.suffix == ".csv":
+                _copy_csv_for_spreadsheets(f, to / f.name)
+            else:
+                shutil.copy2(f, to / f.name)
             written.append(to / f.name)
         return written
     target = to / f"{path.name}.json"
@@ -170,6 +168,37 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
     make_folder(to, "to")
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     return [target]
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""A spreadsheet reads a cell starting with one of these as a formula (CSV injection)."""
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """``cell`` as a spreadsheet shows it as text: a text cell that would start a formula
+    (``=HYPERLINK(…)``) gets a leading ``'``; numbers (``-0.5``, ``-inf``) stay numbers."""
+    if not cell.startswith(FORMULA_START):
+        return cell
+    try:
+        float(cell)
+        return cell
+    except ValueError:
+        return "'" + cell
+
+
+def _copy_csv_for_spreadsheets(src: Path, dst: Path) -> None:
+    """Copy a run's CSV for export, its text cells guarded by ``spreadsheet_safe`` (the run's
+    own CSV is never changed)."""
+    import csv
+    import io
+
+    with open(src, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(
+        [spreadsheet_safe(c) for c in row] for row in rows
+    )
+    atomic_write(dst, buf.getvalue())
 
 
 def run_status(path: str | Path, recorded: str | None) -> str:

@@ -10,6 +10,7 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,8 @@ def _check(cond: bool, fld: str, value: Any, allowed: str) -> None:
 MAX_WIDTH = 2**20
 """Largest hidden width (and QKV d_k) a spec may ask for: beyond it one layer alone
 outgrows any machine this tool runs on; every width field is checked against it."""
+MAX_EPOCHS = 10**6
+"""The most epochs a cell may train (``train.epochs``, ``train.max_epochs``)."""
 MAX_SEED = 2**31 - 1
 """Largest seed: seeds are offset and combined (``batch_seed``) and must stay int64."""
 MAX_STEP = 1e3
@@ -225,7 +228,10 @@ class TrainSpec:
         )
         _check(_pos_float(self.lr), "train.lr", self.lr, "a positive number (paper: 1e-3)")
         _check(
-            _pos_int(self.epochs), "train.epochs", self.epochs, "a positive integer (paper: 500)"
+            _pos_int(self.epochs) and self.epochs <= MAX_EPOCHS,
+            "train.epochs",
+            self.epochs,
+            f"a positive integer up to {MAX_EPOCHS} (paper: 500)",
         )
         _check(
             _pos_int(self.batch_size),
@@ -236,10 +242,10 @@ class TrainSpec:
         _check(_nonneg_float(self.l2), "train.l2", self.l2, "a number ≥ 0 (paper: 1e-3)")
         _check(self.until in UNTIL, "train.until", self.until, "fixed or converged")
         _check(
-            _pos_int(self.max_epochs) and self.max_epochs <= 10**6,
+            _pos_int(self.max_epochs) and self.max_epochs <= MAX_EPOCHS,
             "train.max_epochs",
             self.max_epochs,
-            "a positive integer up to 1000000",
+            f"a positive integer up to {MAX_EPOCHS}",
         )
         _check(
             _pos_int(self.check_every), "train.check_every", self.check_every, "a positive integer"
@@ -793,6 +799,14 @@ class RunSpec:
             self.experiment,
             "an experiment name or all",
         )
+        names = [n.strip() for n in self.experiment.split(",")]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        _check(
+            not twice,
+            "experiment",
+            self.experiment,
+            f"each experiment once ({', '.join(twice)} is repeated)",
+        )
         _check(
             isinstance(self.note, str) and "\n" not in self.note,
             "note",
@@ -825,6 +839,14 @@ class RunSpec:
             True,
             "false while QKV-Attn is among the models (centring is supported for relu and attn)",
         )
+        for name, text in _texts(self.to_dict()):
+            _check(
+                _utf8(text),
+                name,
+                text,
+                "text in UTF-8 (this holds bytes that are not: a name in another encoding?); "
+                "spec.toml could not hold it",
+            )
 
     # -- serialisation ---------------------------------------------------------
 
@@ -1006,6 +1028,34 @@ def _probe_allowed(cls: type, name: str, value: Any) -> str | None:
     return None
 
 
+def _texts(d: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(dotted field, text) for every string in a spec dict, lists included."""
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _texts(v, f"{prefix}{k}.")
+        for x in v if isinstance(v, list) else [v]:
+            if isinstance(x, str):
+                yield f"{prefix}{k}", x
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (undecodable bytes of a file name)
+        return False
+    return True
+
+
+def _toml_char(c: str) -> str:
+    """One character of a TOML basic string: quotes, backslashes and control characters
+    escaped (a raw ESC or NUL makes the file unreadable, and the run with it)."""
+    if c in ('"', "\\"):
+        return "\\" + c
+    if ord(c) < 0x20 or ord(c) == 0x7F:
+        return f"\\u{ord(c):04x}"
+    return c
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -1016,7 +1066,7 @@ def _toml_value(v: Any) -> str:
             else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
         )
     if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + "".join(_toml_char(c) for c in v) + '"'
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     raise TypeError(f"cannot write {type(v).__name__} to TOML")

@@ -87,7 +87,7 @@ class RunStore:
         self.status = "running"
         self._dirty: set[str] = set()
         self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        claim_run_dir(self.path, resume=resume)
+        self.path = claim_run_dir(self.path, resume=resume)  # normalised: no stray a/../
         self._lock = RunLock(self.path).acquire()  # one writer: a second one is refused here
         self.notes: list[str] = [self._lock.note] if self._lock.note else []
         try:
@@ -182,8 +182,11 @@ class RunStore:
 
     def write(self, ev: Event) -> None:
         """Record one event (and update the CSVs / summary it affects)."""
-        self._events.write(json.dumps(ev.to_json()) + "\n")
-        self._events.flush()
+        try:
+            self._events.write(json.dumps(ev.to_json()) + "\n")
+            self._events.flush()
+        except OSError as e:  # a full disk, a file-size limit: an error naming the file
+            raise OSError(e.errno, e.strerror, str(self.path / "events.jsonl")) from None
         if isinstance(ev, TableRow):
             self._add_row(ev)
         elif isinstance(ev, CellFinished):
@@ -262,9 +265,14 @@ class RunStore:
         self._flush_tables()
         self._write_summary()
         self.env.update(end_time=_iso(), status=status)
-        self._write_env()
-        self._events.close()
-        self._lock.release()
+        try:
+            self._write_env()
+        finally:
+            try:
+                self._events.close()
+            except OSError:  # its failed write was raised already (``write``)
+                pass
+            self._lock.release()
 
 
 def _iso() -> str:

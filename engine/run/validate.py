@@ -76,11 +76,21 @@ def read_json_object(path: Path) -> dict[str, Any]:
     return d
 
 
+RUN_STATUSES = ("running", "finished", "partial", "failed", "cancelled", "interrupted")
+"""The statuses the run store writes to env.json; any other word is damage."""
+
+
 def check_env(d: dict[str, Any], path: Path) -> dict[str, Any]:
-    """env.json: string-valued status and times when present."""
+    """env.json: string-valued status (one the store writes) and times when present."""
     for k in ("status", "start_time", "end_time", "host", "device"):
         if k in d and not isinstance(d[k], str):
             raise DamagedRun(path, f"{k} must be a string, found {type(d[k]).__name__}")
+    if "status" in d and d["status"] not in RUN_STATUSES:
+        from engine.errors import shown
+
+        raise DamagedRun(
+            path, f"status must be one of {', '.join(RUN_STATUSES)}, found {shown(d['status'])}"
+        )
     return d
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, DatasetError
 from engine.models import normalize_rows
 from engine.spectral.kernels import _theta_inf, attention_features
 from engine.spectral.ridge import as_columns, ridge_solve
@@ -102,7 +102,12 @@ def eigen_target_set(
     lam = (s * s).cpu().numpy()
     n, d = xtr.shape
     r = numerical_rank(lam, default_rtol(n, d) if rtol is None else rtol)
-    if r < 1 or not (isinstance(k, int) and k >= 1):
+    if r < 1:
+        raise DatasetError(
+            "the training images have numerical rank 0 (all-zero images, or constant ones "
+            "centred): the alignment targets need data with at least one nonzero direction"
+        )
+    if not (isinstance(k, int) and k >= 1):
         raise ConfigError("k", k, f"a positive integer ≤ the numerical rank ({r})")
     k = min(k, r)
     out = {}

@@ -196,6 +196,27 @@ def step_threads(model: nn.Module, batch: int, device: torch.device) -> Iterator
         torch.set_num_threads(before)
 
 
+INIT_EXTREME = 1e3
+"""Initial weights beyond this (in absolute value) are the cause a divergence names."""
+L2_EXTREME = 1e3
+"""L2 weight decay beyond this is the cause a divergence names."""
+
+
+def _divergence_hint(model: nn.Module, cfg: TrainSpec) -> str:
+    """What to change when training diverges: an extreme initial scale (``sigma_w``,
+    ``qkv.init_std``) or L2 weight decay when those are the cause, else the learning rate."""
+    with torch.no_grad():
+        big = max((float(p.abs().max()) for p in model.parameters() if p.numel()), default=0.0)
+    if not math.isfinite(big) or big > INIT_EXTREME:
+        return (
+            f"the initial weights are extreme (largest |w| {big:.3g}): lower model.sigma_w "
+            "(or qkv.init_std for QKV-Attn)"
+        )
+    if cfg.l2 > L2_EXTREME:
+        return f"the L2 weight decay {cfg.l2:g} (train.l2) is extreme: lower it (paper: 1e-3)"
+    return f"try a lower learning rate than {cfg.lr:g} (--lr)"
+
+
 def _epochs(
     model: nn.Module,
     x: torch.Tensor,
@@ -213,6 +234,7 @@ def _epochs(
     t0 = time.perf_counter()
     model.train()
     start_loss: float | None = None
+    hint = _divergence_hint(model, cfg)  # the cause to name if the loss blows up
     # The first layer's input computed once (2L-ReLU's x/‖x‖, MLP-Attn's Cx̂/‖Cx̂‖) when the
     # model says it does not depend on trainable parameters and no perturbation changes
     # the inputs; each step then only runs the head. Same numbers, up to float rounding.
@@ -241,10 +263,7 @@ def _epochs(
             opt.step()
             lv = float(loss.detach()) * scale  # the mean over the batch's points that count
             if not math.isfinite(lv):
-                raise DivergedError(
-                    f"training diverged at epoch {epoch} (loss={lv}); "
-                    f"try a lower learning rate than {cfg.lr:g} (--lr)"
-                )
+                raise DivergedError(f"training diverged at epoch {epoch} (loss={lv}); {hint}")
             if start_loss is None:
                 start_loss = lv
             if idx.numel():
@@ -257,7 +276,7 @@ def _epochs(
         if mean > limit:
             raise DivergedError(
                 f"training diverged at epoch {epoch} (loss {mean:.3g}, over {DIVERGE_FACTOR:g}× its start "
-                f"{start_loss:.3g}); try a lower learning rate than {cfg.lr:g} (--lr)"
+                f"{start_loss:.3g}); {hint}"
             )
         yield EpochStats(epoch, mean, correct / seen, time.perf_counter() - t0)
     model.eval()

@@ -19,8 +19,72 @@ if TYPE_CHECKING:
     # click as typer._click; typer.Context is a subclass, too narrow for an override)
     from typer._click.core import Context as ClickContext
 
-console = Console()
-err_console = Console(stderr=True)
+
+class SafeStream:
+    """stdout (or stderr) as the CLI's consoles write it: text the stream cannot encode
+    (``LC_ALL=C``, ``PYTHONIOENCODING=ascii``) falls back to ASCII (``text.encodable``), and
+    a stream that fails (its reader gone, a full disk, a file-size limit) is dropped and
+    remembered in ``failed``: printing never costs a run; the command says so at its end.
+    The stream is looked up at each write (tests swap ``sys.stdout``)."""
+
+    def __init__(self, *, stderr: bool = False) -> None:
+        self.stderr = stderr
+        self.failed: OSError | None = None
+
+    @property
+    def target(self) -> Any:
+        import sys
+
+        f = sys.stderr if self.stderr else sys.stdout
+        return getattr(f, "rich_proxied_file", f)  # under a live progress bar: the real one
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.target, "encoding", None) or "utf-8"
+
+    def isatty(self) -> bool:
+        try:
+            return bool(self.target.isatty())
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def fileno(self) -> int:
+        return int(self.target.fileno())
+
+    def write(self, text: str) -> int:
+        if self.failed is None:
+            f = self.target
+            try:
+                try:
+                    f.write(text)
+                except UnicodeEncodeError:
+                    from malleability_tui.text import encodable
+
+                    f.write(encodable(text, getattr(f, "encoding", None)))
+            except OSError as e:
+                self._fail(e)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.failed is None:
+            try:
+                self.target.flush()
+            except OSError as e:
+                self._fail(e)
+
+    def _fail(self, e: OSError) -> None:
+        self.failed = e
+        silence(self.target)
+
+    def reset(self) -> None:
+        """Forget a failure (a test's next command gets a fresh stream)."""
+        self.failed = None
+
+
+out_stream = SafeStream()
+err_stream = SafeStream(stderr=True)
+console = Console(file=out_stream)  # type: ignore[arg-type]
+err_console = Console(file=err_stream, stderr=True)  # type: ignore[arg-type]
 
 
 def die(message: str, code: int = 2) -> NoReturn:
@@ -47,18 +111,43 @@ BROKEN_PIPE_EXIT = 1
 pipe while it parses, this module while a command runs)."""
 
 
-def closed_stdout() -> NoReturn:
-    """Exit quietly when stdout's reader has gone (``malleability ... --help | head``): no
-    message, and no second BrokenPipeError when Python flushes stdout at exit."""
+def silence(stream: Any) -> None:
+    """Point a failed stream's file descriptor at /dev/null, so Python's flush at exit
+    does not fail a second time ("Exception ignored ... BrokenPipeError")."""
     import os
-    import sys
 
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout without a file descriptor (a test's capture)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
         pass
+
+
+def closed_stdout() -> NoReturn:
+    """Exit quietly when stdout's reader has gone (``malleability ... --help | head``): no
+    message, and no second BrokenPipeError when Python flushes stdout at exit."""
+    import sys
+
+    silence(sys.stdout)
     raise SystemExit(BROKEN_PIPE_EXIT)
+
+
+def stdout_failure(code: int) -> int:
+    """After a command: if stdout failed while it ran (``| head``, a full disk, ``ulimit
+    -f``), say so in one line on stderr and return a non-zero exit status; else ``code``."""
+    e = out_stream.failed
+    if e is None:
+        return code
+    out_stream.reset()
+    what = e.strerror or type(e).__name__
+    err_console.print(
+        f"[bold red]error:[/] stdout failed ({escape(what)}): what was printed after that is "
+        "lost; the command itself went on to its end",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code or BROKEN_PIPE_EXIT
 
 
 def plain_type(param: Any, ctx: Any) -> str | None:
@@ -88,22 +177,31 @@ class GuardedGroup(TyperGroup):
     """The top-level command group: every command runs inside the error boundary."""
 
     def invoke(self, ctx: ClickContext) -> Any:
+        out_stream.reset()
         with sigterm_as_interrupt():
             try:
-                return super().invoke(ctx)
-            except (typer.Exit, typer.Abort, typer.TyperException):
-                raise
-            except KeyboardInterrupt:
-                err_console.print("interrupted")
-                raise typer.Exit(130) from None
-            except BrokenPipeError:
-                closed_stdout()
-            except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
-                msg, code = error_line(e)
-                err_console.print(
-                    f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True
-                )
-                raise typer.Exit(code) from None
+                result = self._guarded(ctx)
+            except typer.Exit as e:
+                raise typer.Exit(stdout_failure(e.exit_code)) from None
+            if (code := stdout_failure(0)) != 0:
+                raise typer.Exit(code)
+            return result
+
+    def _guarded(self, ctx: ClickContext) -> Any:
+        """The command, with every exception but an exit turned into one line."""
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except KeyboardInterrupt:
+            err_console.print("interrupted")
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            closed_stdout()
+        except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
+            msg, code = error_line(e)
+            err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code) from None
 
 
 def _parsed(kind: str, text: str | None, option: str) -> Any:
@@ -116,7 +214,9 @@ def _parsed(kind: str, text: str | None, option: str) -> Any:
     try:
         return parse_value(kind, text)
     except OptionError as e:
-        die(f"invalid {option} {text!r}: {e}")
+        from engine.errors import shown
+
+        die(f"invalid {option} {shown(text)}: {e}")
 
 
 def parse_ints(text: str | None, option: str) -> tuple[int, ...] | None:

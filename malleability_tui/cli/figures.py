@@ -280,7 +280,7 @@ def figures_cmd(
 
     with expected_errors():
         path = resolve_run(run, None, reproduce=True)
-        target = check_folder_target(to or path / "figures", "to")
+        target = check_folder_target(to or path / "figures", "to", own=path / "figures")
         files, missing = make_figures(collect(path)[1], target, format)
     for f in files:
         console.print(f"wrote {f}", highlight=False)

@@ -136,6 +136,17 @@ def executor_changes(
     return ch
 
 
+def check_ray_flags(kind: str, ex: dict[str, object]) -> None:
+    """Refuse Ray-only flags (--address, --gpus-per-cell, …) on a run whose executor is
+    local: they would be ignored without a word."""
+    if kind != "local":
+        return
+    given = [k.removeprefix("executor__") for k in ex if k != "executor__kind"]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        die(f"{flag} goes with --executor ray (this run's executor is local)")
+
+
 def execute(
     spec: RunSpec,
     out: Path | None,
@@ -165,9 +176,11 @@ def execute(
                 f"invalid --out {str(out)!r}: a run directory to resume (it has spec.toml); start a new run without --resume"
             )
         spec = read_spec(out / "spec.toml").replace(**(executor or {}))
+        check_ray_flags(spec.executor.kind, executor or {})
     check_executor(spec.executor)
     path = out or default_run_dir(spec)
     store = RunStore(path, spec, resume=resume)  # refused here if another process writes it
+    path = store.path  # normalised (no a/../ left)
     if resume:
         err_console.print(
             f"resuming {out} with its saved spec.toml (other flags than the executor's are ignored)",
@@ -388,6 +401,8 @@ def headless(
             source=source_flags(image_size, mode, image_column, label_column),
             until_converged=until_converged,
         )
+        if not resume:  # a resumed run's executor is its saved one (checked in execute)
+            check_ray_flags(spec.executor.kind, ex)
         tracker = tracker_of(track, tracking_uri)
         from engine.run.paths import check_file_target, check_folder_target
 
@@ -400,7 +415,7 @@ def headless(
         from engine.experiments.registry import select
 
         if out is not None:  # path checks before any work
-            check_folder_target(out, "out")
+            check_folder_target(out, "out", run_writer=True)
         resolve_device(spec.device)
         select(spec.experiment)
         if not resume:
@@ -421,8 +436,10 @@ def check_data(spec: RunSpec) -> None:
     if not st.found:
         where = f" in --data-dir {d}" if d is not None else ""
         raise DatasetError(f"data set {st.name} not found{where}: {st.how_to_get}")
-    from engine.data import is_source
+    from engine.data import canonical_name, is_source
 
+    for extra in (n for n in spec.spectrum.datasets if not is_source(n)):
+        canonical_name(extra)  # an unknown name: one line now, not after the run dir exists
     for extra in (n for n in spec.spectrum.datasets if is_source(n)):  # --datasets sources
         ex = dataset_status(extra, None, spec.data.source_options())
         if not ex.found or ex.problem:
@@ -472,6 +489,7 @@ __all__ = [
     "GpusPerCellOpt",
     "MaxParallelOpt",
     "build_spec",
+    "check_ray_flags",
     "execute",
     "executor_changes",
     "experiments_cmd",

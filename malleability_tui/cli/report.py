@@ -243,7 +243,8 @@ def report_cmd(
 
     with expected_errors():
         path = resolve_run(run, None, reproduce=True)
-        target = check_file_target(to or path / f"report.{format}", "to")
+        own = path / f"report.{format}"
+        target = check_file_target(to or own, "to", own=own)
         blocks = build_report(path)
         text = to_markdown(blocks) if format == "md" else to_html(blocks)
         atomic_write(target, text)

@@ -24,6 +24,7 @@ from malleability_tui.cli.headless import (
     ExecutorOpt,
     GpusPerCellOpt,
     MaxParallelOpt,
+    check_ray_flags,
     execute,
     executor_changes,
 )
@@ -186,6 +187,7 @@ def reproduce(
         from engine.run.executors import check_executor
 
         for part in parts[:1]:  # before any folder exists: Ray missing is one line
+            check_ray_flags(part.spec.executor.kind, ex)
             check_executor(part.spec.executor)
         path = out or runs_root() / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
         if path.exists() and any(path.iterdir()) and not resume and not dry_run:

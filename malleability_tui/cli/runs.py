@@ -47,7 +47,10 @@ def list_cmd(
     from engine.run.paths import runs_root
     from engine.run.runs import list_runs
 
-    rows = list_runs(runs_root(root))
+    where = runs_root(root)
+    if where.exists() and not where.is_dir():
+        die(f"invalid --root {str(where)!r}: a folder of runs (this is a file)")
+    rows = list_runs(where)
     if not rows:
         console.print(f"no runs under {runs_root(root)}", highlight=False)
         return

@@ -27,13 +27,69 @@ RAY_HINT = (
 )
 
 
+CONNECT_TIMEOUT_S = 5.0
+"""How long ``check_executor`` waits for a Ray cluster's address to answer."""
+
+
 def check_executor(es: ExecutorSpec) -> None:
-    """Fail early (before a run directory exists) when the executor cannot run here."""
-    if es.kind == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise ConfigError("executor", "ray", RAY_HINT) from None
+    """Fail early (before a run directory exists) when the executor cannot run here: Ray
+    missing, a cell larger than this machine (a local Ray), a cluster address where nothing
+    answers (Ray itself would retry for minutes). A cluster's own resources are checked
+    once connected (``RayExecutor``)."""
+    if es.kind != "ray":
+        return
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ConfigError("executor", "ray", RAY_HINT) from None
+    if es.address is None:
+        import os
+
+        from engine.run.executors.ray import check_resources
+
+        here = {"CPU": float(os.cpu_count() or 1), "GPU": float(_local_gpus())}
+        check_resources(es, [here], "this machine (a local Ray)")
+    else:
+        _check_reachable(es.address)
+
+
+def _local_gpus() -> int:
+    """The GPUs a local Ray would find (CUDA devices torch sees)."""
+    try:
+        import torch
+
+        return int(torch.cuda.device_count())
+    except Exception:  # noqa: BLE001 - a broken CUDA install: no GPU for Ray either
+        return 0
+
+
+def _check_reachable(address: str) -> None:
+    """A TCP connection to ``host:port`` (or ``ray://host:port``) within CONNECT_TIMEOUT_S."""
+    import socket
+
+    addr = address.strip()
+    if addr in ("auto", "local"):
+        return
+    hostport = addr.split("://", 1)[1] if "://" in addr else addr
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ConfigError(
+            "executor.address", address, "host:port of a Ray head node, ray://host:port or auto"
+        )
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except (OSError, OverflowError) as e:
+        why = (
+            f"no answer within {CONNECT_TIMEOUT_S:g} s"
+            if isinstance(e, TimeoutError)
+            else (getattr(e, "strerror", None) or str(e))
+        )
+        raise ConfigError(
+            "executor.address",
+            address,
+            f"a running Ray cluster ({why}; start one with: ray start --head)",
+        ) from None
 
 
 def make_executor(es: ExecutorSpec) -> Any:

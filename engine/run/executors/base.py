@@ -56,7 +56,8 @@ def run_cells(ctx: RunContext, cells: list[Cell], *, task: str = "sweep") -> Ite
     ``Progress(task, done, total, running=k)`` advances as cells complete; each cell's
     events, then ``CellFinished`` (or ``CellFailed`` with its error), come out in plan
     order. On cancellation (``ctx.cancel`` or Ctrl-C) outstanding cells are cancelled,
-    every cell that finished is still yielded, then ``Cancelled`` is raised.
+    every cell that finished is still yielded, then ``Cancelled`` is raised (Ctrl-C and
+    SIGTERM: the KeyboardInterrupt again, so the run closes "interrupted" as a local one).
     """
     total = len(cells)
     todo = [(i, c) for i, c in enumerate(cells) if not ctx.is_done(c.id)]
@@ -84,9 +85,11 @@ def run_cells(ctx: RunContext, cells: list[Cell], *, task: str = "sweep") -> Ite
             while pos < len(order) and order[pos] in buffered:
                 yield from _emit(cells[order[pos]], buffered.pop(order[pos]))
                 pos += 1
-    except (Cancelled, KeyboardInterrupt):
+    except (Cancelled, KeyboardInterrupt) as e:
         for i in sorted(buffered):  # finished after a cell still running: keep them
             yield from _emit(cells[i], buffered[i])
+        if isinstance(e, KeyboardInterrupt):  # Ctrl-C, SIGTERM: "interrupted", as locally
+            raise
         raise Cancelled(
             f"the run was cancelled; {done} of {total} cells finished and are kept"
         ) from None

@@ -12,14 +12,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import Cancelled
+from engine.errors import Cancelled, ConfigError
 from engine.run.events import Event, Progress
 from engine.run.executors.base import Cell, CellFn, CellOutcome
 
@@ -89,10 +92,21 @@ class RayExecutor:
                 "log_to_driver": False,
                 "logging_level": logging.WARNING,
             }
-            if self.es.address:
-                ray.init(address=self.es.address, **kw)
-            else:
-                ray.init(num_cpus=os.cpu_count() or 1, _system_config=LOCAL_RAY_CONFIG, **kw)
+            with _own_signal_handlers():
+                try:
+                    if self.es.address:
+                        ray.init(address=self.es.address, **kw)
+                    else:
+                        ray.init(
+                            num_cpus=os.cpu_count() or 1, _system_config=LOCAL_RAY_CONFIG, **kw
+                        )
+                except ConnectionError as e:
+                    raise ConfigError(
+                        "executor.address",
+                        self.es.address or "local",
+                        f"a Ray cluster that answers ({_one_line(e)[:120]})",
+                    ) from None
+        check_resources(self.es, _nodes(ray))
         if self._remote is None:
             self._remote = ray.remote(run_cell_remote).options(
                 num_cpus=self.es.cpus_per_cell,
@@ -187,3 +201,51 @@ class RayExecutor:
 def _one_line(e: BaseException) -> str:
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     return (lines[-1] if lines else type(e).__name__)[:300]
+
+
+@contextlib.contextmanager
+def _own_signal_handlers() -> Iterator[None]:
+    """Keep this process's SIGTERM / SIGHUP / SIGINT handlers across ``ray.init``: Ray puts
+    its own in their place (a ``sys.exit`` and a native stack dump "*** SIGTERM received"),
+    so a terminated run would end "failed" instead of closing as "interrupted"."""
+    names = ("SIGTERM", "SIGHUP", "SIGINT")
+    sigs = [getattr(signal, n) for n in names if hasattr(signal, n)]
+    main = threading.current_thread() is threading.main_thread()
+    before = {sig: signal.getsignal(sig) for sig in sigs} if main else {}
+    try:
+        yield
+    except SystemExit as e:  # Ray's handler ran (a signal during ``ray.init``): a stop
+        if e.code in sigs:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        for sig, handler in before.items():
+            if handler is not None:  # None: set outside Python, nothing to restore
+                signal.signal(sig, handler)
+
+
+def _nodes(ray: Any) -> list[dict[str, float]]:
+    """The resources of each live node of the cluster Ray is connected to."""
+    return [dict(n.get("Resources", {})) for n in ray.nodes() if n.get("Alive")]
+
+
+def check_resources(
+    es: ExecutorSpec,
+    nodes: list[dict[str, float]],
+    where: str = "the largest node of the Ray cluster",
+) -> None:
+    """Refuse a cell no node can hold (Ray would queue it forever, without a word)."""
+    if not nodes:
+        return
+    for key, field, want in (
+        ("CPU", "cpus_per_cell", es.cpus_per_cell),
+        ("GPU", "gpus_per_cell", es.gpus_per_cell),
+    ):
+        most = max(float(n.get(key, 0.0)) for n in nodes)
+        if want > most:
+            has = f"{most:g} {key}s" if most else f"no {key}"
+            raise ConfigError(
+                f"executor.{field}",
+                want,
+                f"at most {most:g}: {where} has {has} (a cell needs them on one node)",
+            )
