@@ -275,6 +275,17 @@ class SetupForm(VerticalScroll):
         else:
             hint.update(f"not available here: {c.how_to_get}")
 
+    def watch_has_focus(self, _has_focus: bool) -> None:
+        # Textual restyles a widget and every descendant when its focus changes: here ~100
+        # nodes, 50-190 ms on 2 loaded cores, paid on every switch to and from the Setup
+        # panel (the form takes the focus; benchmarks/bench_tui_pty.py). No rule styles a
+        # descendant by the form's own focus (``SetupForm:focus ...``), so restyling the
+        # form alone gives the same styles.
+        try:
+            self.app.stylesheet.update_nodes([self], animate=True)
+        except Exception:  # noqa: BLE001 - no active app (unmounting): nothing to style
+            pass
+
     def watch_spec(self, spec: RunSpec) -> None:
         """Show a new spec (loaded from TOML, quick preset) in every field."""
         if not self.is_mounted:
