@@ -476,6 +476,20 @@ class MalleabilityApp(App):
     def on_runs_browser_resume_run(self, message: RunsBrowser.ResumeRun) -> None:
         self.resume_run(message.path)
 
+    def on_runs_browser_compare_runs(self, message: RunsBrowser.CompareRuns) -> None:
+        self.compare_runs(message.a, message.b)
+
+    def compare_runs(self, a: str, b: str) -> None:
+        """Open the compare screen on two runs (side by side, differences highlighted)."""
+        from malleability_tui.screens.compare import CompareScreen
+
+        try:
+            states = load_run_state(a), load_run_state(b)
+        except (EngineError, OSError) as e:
+            self.show_error("Could not open the runs", error_text(e))
+            return
+        self.push_screen(CompareScreen(*states))
+
     def resume_run(self, path: str) -> None:
         """Continue a run that did not finish, with its saved spec (``--resume``)."""
         from engine.run.validate import read_spec
