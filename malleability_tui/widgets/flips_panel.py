@@ -12,9 +12,11 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from malleability_tui.format import FLIP_HEADERS, FlipRow, flip_rows, guard_notes, model_color
+from malleability_tui.format import model_color
 from malleability_tui.plots import Axis
 from malleability_tui.state import RunState
+from malleability_tui.views.flips import FLIP_HEADERS, FlipRow, flip_rows
+from malleability_tui.views.guards import guard_notes
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 GRID_HEADERS = ("ridge", "ranking", "attack", "ε", "MLP-Attn", "2L-ReLU", "Attn/ReLU")

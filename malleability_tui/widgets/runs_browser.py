@@ -13,7 +13,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
 from engine.run.runs import RunListing
-from malleability_tui.format import headline_numbers, spec_brief
+from malleability_tui.views.runs import headline_numbers, spec_brief
 
 COLUMNS = ("", "status", "experiment", "data", "name")
 

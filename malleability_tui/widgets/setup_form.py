@@ -17,7 +17,7 @@ from engine.data.sources import is_source
 from engine.data.subset import ClassCounts, subset_problem
 from engine.errors import EngineError
 from engine.run.spec import RunSpec
-from malleability_tui.format import (
+from malleability_tui.spec_form import (
     FORM_FIELDS,
     SELECT_FIELDS,
     SELECT_OPTIONS,
