@@ -7,7 +7,7 @@ in ``views/`` (one module per panel).
 from __future__ import annotations
 
 from engine.errors import EngineError
-from engine.models import MODEL_LABELS
+from engine.kinds import MODEL_LABELS
 
 MODEL_NAMES = MODEL_LABELS
 """Model kind → label (the engine's registry, so a new model such as QKV-Attn shows up)."""
