@@ -49,8 +49,10 @@ def test_the_html_report_renders_its_images_in_a_browser(tmp_path: Path) -> None
     assert "<img" in page
     probe = run / "probe.html"  # beside the report: the same relative image paths
     probe.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    browser = _browser()
+    assert browser is not None
     out = subprocess.run(
-        [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
          "--dump-dom", probe.as_uri()],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
