@@ -91,6 +91,8 @@ class Pane:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            encoding="utf-8",
+            errors="replace",  # a read may cut a character of a redraw in two
             bufsize=1,
         )
         self.command("refresh-client -f no-output")
