@@ -105,3 +105,16 @@ async def test_enter_on_a_claim_opens_its_sub_run_on_its_panel(tmp_path: Path) -
         await pilot.pause()
         assert app.query_one("TabbedContent").active == "claims"
         assert Path(app.state.run_dir) == rep / "digits-multiclass"
+
+
+async def test_claims_without_a_reproduction_says_how_to_open_one(tmp_path: Path) -> None:
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("8")
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "claims"
+        assert not app.query_one("#claims-table").display
+        assert str(app.query_one("#claims-text").render()) == EMPTY
+        await pilot.press("2")  # the panel keys still work from there
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "sweep"
