@@ -18,10 +18,11 @@ from malleability_tui.views.landscape import (
     landscape_surfaces,
     sharpness_rows,
 )
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 
-class LandscapePanel(Vertical):
+class LandscapePanel(RestyleSelfOnFocus, Vertical):
     """``t`` cycles the model whose 2-D surface is shown."""
 
     DEFAULT_CSS = """

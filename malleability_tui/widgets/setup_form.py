@@ -25,6 +25,7 @@ from malleability_tui.spec_form import (
     form_to_spec,
     spec_to_form,
 )
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def _subset_counts(name: str, root: str | None) -> ClassCounts:
     return subset_counts(name, root)
 
 
-class SetupForm(VerticalScroll):
+class SetupForm(RestyleSelfOnFocus, VerticalScroll):
     """Fields of the spec. Posts ``SpecChanged`` whenever the form becomes (in)valid.
 
     "Own data" takes a source (``npz:FILE``, ``folder:DIR``, ``hf:DIR``) in place of the
@@ -274,17 +275,6 @@ class SetupForm(VerticalScroll):
             hint.update(f"found: {c.where}" if c else "")
         else:
             hint.update(f"not available here: {c.how_to_get}")
-
-    def watch_has_focus(self, _has_focus: bool) -> None:
-        # Textual restyles a widget and every descendant when its focus changes: here ~100
-        # nodes, 50-190 ms on 2 loaded cores, paid on every switch to and from the Setup
-        # panel (the form takes the focus; benchmarks/bench_tui_pty.py). No rule styles a
-        # descendant by the form's own focus (``SetupForm:focus ...``), so restyling the
-        # form alone gives the same styles.
-        try:
-            self.app.stylesheet.update_nodes([self], animate=True)
-        except Exception:  # noqa: BLE001 - no active app (unmounting): nothing to style
-            pass
 
     def watch_spec(self, spec: RunSpec) -> None:
         """Show a new spec (loaded from TOML, quick preset) in every field."""

@@ -12,10 +12,11 @@ from engine.results.tables import EigenvalueRow
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
 from malleability_tui.views.spectra import ORDERS_NOTE, spectra_view, spectrum_lines, spectrum_rank
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 
-class SpectraPanel(Horizontal):
+class SpectraPanel(RestyleSelfOnFocus, Horizontal):
     """Left: both spectra; right: condition numbers and thresholds per data set."""
 
     DEFAULT_CSS = """

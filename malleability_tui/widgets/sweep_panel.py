@@ -17,6 +17,7 @@ from malleability_tui.text import number as fmt
 from malleability_tui.views.guards import guard_notes
 from malleability_tui.views.sweep import next_column, sweep_column, sweep_series
 from malleability_tui.views.training import cell_label, metric_series
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 COLORS = MODEL_COLORS  # the legend colours per model (one table, in format.py)
@@ -39,7 +40,7 @@ def paper_line(data: dict, dataset: str) -> str:
     return ("Table 1 · " + " · ".join(parts)) if parts else ""
 
 
-class SweepPanel(Vertical):
+class SweepPanel(RestyleSelfOnFocus, Vertical):
     """Top: the sweep curve per model; bottom: ‖Θ_t − Θ_0‖/‖Θ_0‖ of the cell training now."""
 
     DEFAULT_CSS = """
