@@ -227,12 +227,18 @@ class MalleabilityApp(App):
         pane = self.main_query(f"#{tab}", TabPane)
         if focused is not None and pane in focused.ancestors_with_self:
             return
-        target = {"setup": "#setup-form", "runs": "#runs-table", "flips": "#flip-table"}.get(
-            tab, f"#{tab}-panel"
-        )
+        target = {
+            "setup": "#setup-form",
+            "runs": "#runs-table",
+            "flips": "#flip-table",
+            "claims": "#claims-table",
+        }.get(tab, f"#{tab}-panel")
+        widget = self.main_query(target)
+        if not widget.display:
+            return  # the claims table while no reproduction is open
         # set_focus now, not Widget.focus() (deferred): a panel key handled in between would
         # see this focus land in the pane it just left, which switched back to it.
-        self.screen_stack[0].set_focus(self.main_query(target))
+        self.screen_stack[0].set_focus(widget)
 
     # -- job messages (posted by the runner's thread) ---------------------------------------------------
 
@@ -476,6 +482,20 @@ class MalleabilityApp(App):
     def on_runs_browser_resume_run(self, message: RunsBrowser.ResumeRun) -> None:
         self.resume_run(message.path)
 
+    def on_runs_browser_compare_runs(self, message: RunsBrowser.CompareRuns) -> None:
+        self.compare_runs(message.a, message.b)
+
+    def compare_runs(self, a: str, b: str) -> None:
+        """Open the compare screen on two runs (side by side, differences highlighted)."""
+        from malleability_tui.screens.compare import CompareScreen
+
+        try:
+            states = load_run_state(a), load_run_state(b)
+        except (EngineError, OSError) as e:
+            self.show_error("Could not open the runs", error_text(e))
+            return
+        self.push_screen(CompareScreen(*states))
+
     def resume_run(self, path: str) -> None:
         """Continue a run that did not finish, with its saved spec (``--resume``)."""
         from engine.run.validate import read_spec
@@ -516,19 +536,61 @@ class MalleabilityApp(App):
         self.action_show_tab(tab)
 
     def open_reproduction(self, path: str) -> None:
-        """Show a reproduction folder's claims checklist (its summary.json) on the Claims panel."""
+        """Show a reproduction folder's claims checklist (its summary.json) on the Claims
+        panel; ``enter`` on a claim opens the sub-run behind it (``show_claim``)."""
         from engine.run.runs import collect
+        from engine.run.validate import read_json_object
 
         try:
             summary, _runs = collect(Path(path))
+            parts = read_json_object(Path(path) / "reproduce.json").get("parts") or []
         except (EngineError, OSError) as e:
             self.show_error("Could not open the reproduction", error_text(e))
             return
         self.state = RunState(run_dir=str(path), summary=dict(summary or {}))
         self.state.status = str((summary or {}).get("status") or "finished")
+        self.state.reproduction = {
+            "path": str(path),
+            "summary": dict(summary or {}),
+            "parts": [p for p in parts if isinstance(p, dict)],
+        }
         self._push_state(force=True)
         self.notify(f"opened reproduction {Path(path).name}")
         self.action_show_tab("claims")
+
+    def on_claims_panel_show_claim(self, message: ClaimsPanel.ShowClaim) -> None:
+        self.show_claim(message.item)
+
+    def show_claim(self, item: dict[str, Any]) -> None:
+        """Show the panel behind a checklist item, with the reproduction's sub-run that
+        holds its cells loaded (the checklist stays on the Claims panel)."""
+        from malleability_tui.views.claims import claim_target
+
+        rep = self.state.reproduction
+        tab, key = claim_target(item, list(rep.get("parts") or []))
+        what = f"claim {item.get('claim')} ({item.get('dataset', '')})"
+        sub = Path(str(rep.get("path", ""))) / key if key else None
+        if sub is None or not (sub / "spec.toml").is_file():
+            self.notify(
+                f"{what}: no sub-run of this reproduction holds its cells", severity="warning"
+            )
+            return
+        if self.runner.running:
+            self.notify(
+                "a job is running: cancel it before opening another run", severity="warning"
+            )
+            return
+        if Path(self.state.run_dir) != sub:
+            try:
+                state = load_run_state(sub)
+            except (EngineError, OSError) as e:
+                self.show_error("Could not open the sub-run", error_text(e))
+                return
+            state.reproduction = rep
+            self.state = state
+            self._push_state(force=True)
+        self.notify(f"{what}: {key}")
+        self.action_show_tab(tab)
 
     # -- command palette ------------------------------------------------------------------------------
 

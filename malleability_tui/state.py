@@ -60,6 +60,9 @@ class RunState:
     """Bumped on every change; panels re-render when it moves."""
     damage: list[str] = field(default_factory=list)
     """"damaged run: FILE: what" for each file of a reopened run that could not be read."""
+    reproduction: dict[str, Any] = field(default_factory=dict)
+    """The reproduction this run belongs to (or is): ``path``, ``summary`` (the claims
+    checklist) and ``parts`` (reproduce.json's sub-runs); empty for a run of its own."""
     _weights: list[float] | None = field(default=None, repr=False, compare=False)
 
     def apply(self, ev: Event) -> None:

@@ -7,43 +7,68 @@ say where the files are; ``subset_counts`` / ``subset_problem`` check a subset a
 data set without drawing it; ``engine.data.fetch.fetch`` downloads them.
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from engine.data.dataset import Dataset
-from engine.data.load import (
-    DatasetStatus,
-    dataset_status,
-    image_shape,
-    load_dataset,
-    load_raw,
-    subset_counts,
-)
-from engine.data.raw import RawData, RawSplit
-from engine.data.registry import (
-    DATASETS,
-    ENV_VAR,
-    DatasetInfo,
-    RemoteFile,
-    canonical_name,
-    default_data_home,
-    find_root,
-    get_info,
-)
-from engine.data.sources import SourceOptions, is_source
-from engine.data.subset import ClassCounts, class_counts, subset_problem
-
 if TYPE_CHECKING:
+    from engine.data.dataset import Dataset
+    from engine.data.load import (
+        DatasetStatus,
+        dataset_status,
+        image_shape,
+        load_dataset,
+        load_raw,
+        subset_counts,
+    )
+    from engine.data.raw import RawData, RawSplit
+    from engine.data.registry import (
+        DATASETS,
+        ENV_VAR,
+        DatasetInfo,
+        RemoteFile,
+        canonical_name,
+        default_data_home,
+        find_root,
+        get_info,
+    )
+    from engine.data.sources import SourceOptions, is_source
+    from engine.data.subset import ClassCounts, class_counts, subset_problem
     from engine.data.synthetic import SyntheticData, make_synthetic
+
+_WHERE = {
+    "Dataset": "dataset",
+    **dict.fromkeys(
+        ("DatasetStatus", "dataset_status", "image_shape", "load_dataset", "load_raw",
+         "subset_counts"),
+        "load",
+    ),
+    "RawData": "raw",
+    "RawSplit": "raw",
+    **dict.fromkeys(
+        ("DATASETS", "ENV_VAR", "DatasetInfo", "RemoteFile", "canonical_name",
+         "default_data_home", "find_root", "get_info"),
+        "registry",
+    ),
+    "SourceOptions": "sources",
+    "is_source": "sources",
+    "ClassCounts": "subset",
+    "class_counts": "subset",
+    "subset_problem": "subset",
+    "SyntheticData": "synthetic",
+    "make_synthetic": "synthetic",
+}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
-    """The synthetic generator's names load torch on first use (PEP 562), so finding and
-    counting data sets (``malleability data list``) starts without it."""
-    if name in ("SyntheticData", "make_synthetic"):
-        from engine.data import synthetic
-
-        return getattr(synthetic, name)
-    raise AttributeError(f"module 'engine.data' has no attribute {name!r}")
+    """Each name loads its module on first use (PEP 562): finding and counting data sets
+    (``malleability data list``) starts without numpy, and the synthetic generator's names
+    without torch."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'engine.data' has no attribute {name!r}")
+    value = getattr(import_module(f"engine.data.{where}"), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

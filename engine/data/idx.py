@@ -8,11 +8,12 @@ import math
 import struct
 import zlib
 from pathlib import Path
-from typing import BinaryIO
-
-import numpy as np
+from typing import TYPE_CHECKING, BinaryIO
 
 from engine.errors import DatasetError
+
+if TYPE_CHECKING:  # numpy loads where arrays are read or written: `data list` reads headers only
+    import numpy as np
 
 IMAGES_MAGIC = 2051  # 0x00000803: unsigned bytes, 3 dimensions
 LABELS_MAGIC = 2049  # 0x00000801: unsigned bytes, 1 dimension
@@ -64,6 +65,8 @@ def _read_header(
 def _read_stream(
     f: BinaryIO, path: Path | str, magic: int, dims: tuple[int | None, ...]
 ) -> np.ndarray:
+    import numpy as np
+
     what = "images" if magic == IMAGES_MAGIC else "labels"
     shape, need = _read_header(f, path, magic, dims)
     data = f.read(need + 1)  # bounded by the header: a bomb is cut off after one byte
@@ -129,6 +132,8 @@ def write_idx(path: Path, array: np.ndarray, *, compress: bool | None = None) ->
 
     Used by the tests and by ``sample_data`` tooling; the inverse of :func:`read_idx`.
     """
+    import numpy as np
+
     arr = np.ascontiguousarray(array, dtype=np.uint8)
     header = struct.pack(">BBBB", 0, 0, 0x08, arr.ndim) + struct.pack(
         ">" + "I" * arr.ndim, *arr.shape

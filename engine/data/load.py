@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from engine.data.dataset import Dataset
-from engine.data.raw import RawData
 from engine.data.registry import check_root, find_root, get_info, not_found_error
-from engine.data.sources import SourceOptions, is_source
+from engine.data.sources.base import is_source
 from engine.data.status import DatasetStatus
-from engine.data.subset import ClassCounts, build_dataset, class_counts
 from engine.errors import DatasetError
+
+if TYPE_CHECKING:  # numpy loads with the data, not to find it (`data list`)
+    from engine.data.dataset import Dataset
+    from engine.data.raw import RawData
+    from engine.data.sources import SourceOptions
+    from engine.data.subset import ClassCounts
 
 
 def load_raw(
@@ -76,6 +80,8 @@ def load_dataset(
     ``source`` (``engine.data.sources.SourceOptions``); the same subset rule applies.
     """
     raw = load_raw(name, root, source)
+    from engine.data.subset import build_dataset
+
     return build_dataset(
         raw, classes=classes, n_train=n_train, n_test=n_test, seed=seed, center=center
     )
@@ -87,6 +93,8 @@ def subset_counts(
     """Images per class and split of data set ``name`` (``subset_problem`` checks a subset
     against them with the loader's rule). Reads the data set once; raises DatasetError as
     ``load_dataset`` does when it is missing or damaged."""
+    from engine.data.subset import class_counts
+
     return class_counts(load_raw(name, root, source))
 
 

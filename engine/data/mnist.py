@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from engine.data.idx import IMAGES_MAGIC, LABELS_MAGIC, idx_count, read_idx
-from engine.data.raw import RawData, RawSplit
 from engine.data.registry import get_info
 from engine.errors import DatasetError
+
+if TYPE_CHECKING:
+    from engine.data.raw import RawData
 
 SPLIT_PREFIX = {"train": "train", "test": "t10k"}
 
@@ -82,6 +83,10 @@ def load_idx_dataset(name: str, folder: Path) -> RawData:
     Images [N, 28, 28] uint8, labels [N] int64 in 0..9. Raises DatasetError on a missing
     half of a split, a bad header, a wrong size, a corrupt gzip or out-of-range labels.
     """
+    import numpy as np
+
+    from engine.data.raw import RawData, RawSplit
+
     info = get_info(name)
     rows, cols = info.image_shape
     splits: dict[str, RawSplit] = {}

@@ -75,6 +75,19 @@ def same_rule(label: Any, rule: str | float) -> bool:
     return math.isclose(got, float(rule), rel_tol=1e-9)
 
 
+def protocol_rows(
+    rows: list[dict[str, Any]], ridge: str | float, ranking: str
+) -> list[dict[str, Any]]:
+    """The rows of one protocol (ridge rule ``ridge``, ranking ``ranking``): the dicts
+    themselves, for the guards, which read any table's rows. Rows without a ``ridge``
+    column (runs from before the protocol grid) are of one protocol: all are kept."""
+    if not any("ridge" in r for r in rows):
+        return list(rows)
+    return [
+        d for d, r in zip(rows, typed(rows)) if same_rule(r.ridge, ridge) and r.ranking == ranking
+    ]
+
+
 def pooled(rows: Rows) -> dict[str, Any] | None:
     """Pool rows over seeds: rates in percent, the Wilson interval of Σk/Σn, the split.
 

@@ -165,16 +165,11 @@ def _table1(ds: str, rows: list[dict] | None, reason: str | None) -> list[dict[s
 
 def _default_protocol(rows: list[dict] | None, part: Part) -> list[dict] | None:
     """The rows of the part's default protocol (``flip.ridge``, ``flip.ranking``)."""
-    from engine.experiments.flip_summary import same_rule, typed
+    from engine.experiments.flip_summary import protocol_rows
 
     if rows is None:
         return None
-    f = part.spec.flip
-    return [  # the dicts, for the guards (which read any table's rows)
-        d
-        for d, r in zip(rows, typed(rows))
-        if same_rule(r.ridge, f.ridge) and r.ranking == f.ranking
-    ]
+    return protocol_rows(rows, part.spec.flip.ridge, part.spec.flip.ranking)
 
 
 def _flip_grid(ds: str, task: str, rows: list[dict] | None) -> list[dict[str, Any]]:

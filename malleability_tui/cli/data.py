@@ -7,15 +7,6 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 from rich.table import Table
 
 from malleability_tui.cli.common import console, expected_errors
@@ -102,6 +93,16 @@ def fetch_cmd(
     ] = 60.0,
 ) -> None:
     """Download a data set's original files from its public mirrors and verify their checksums."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     from engine.data import default_data_home, get_info
     from engine.data.fetch import fetch
 

@@ -94,7 +94,7 @@ def make_figures(
         binary = "binary" in label or bool(run["spec"].get("data", {}).get("classes"))
         curves = train_curves(run)
         if curves:
-            from malleability_tui.format import cell_label
+            from malleability_tui.views.training import cell_label
 
             bad = _unconverged(t.get("train", []) + t.get("ntk_distance", []))
             fig, ax = plt.subplots(figsize=(5, 3.5))

@@ -10,8 +10,10 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from malleability_tui.format import fmt, headline_numbers, spec_brief, sweep_series
 from malleability_tui.state import RunState
+from malleability_tui.text import number as fmt
+from malleability_tui.views.runs import headline_numbers, spec_brief
+from malleability_tui.views.sweep import sweep_series
 from malleability_tui.widgets.key_footer import KeyFooter
 
 Row = tuple[str, str, str, str]

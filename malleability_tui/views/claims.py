@@ -226,6 +226,11 @@ def checklist_verdicts(cmp: dict[str, Any]) -> list[str]:
     return out
 
 
+def _short_name(c: dict[str, Any]) -> str:
+    name = SHORT_CLAIM.get(int(c["claim"]), str(c["title"]).split(":", 1)[0])
+    return name + (f" ({c['sweep']})" if c.get("sweep") else "")
+
+
 def checklist_details(cmp: dict[str, Any]) -> list[str]:
     """Per claim and data set (and protocol): ``1 mnist: TITLE. STATISTIC (VERDICT)``
     (wrapped by the printer at word boundaries)."""
@@ -237,3 +242,72 @@ def checklist_details(cmp: dict[str, Any]) -> list[str]:
         + f". {c['statistic']} ({c['verdict']})"
         for c in cmp.get("checklist", [])
     ]
+
+
+def checklist_rows(cmp: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """The checklist as table cells, one row per claim and data set: (mark, claim number,
+    data set, verdict, short name); the same words as ``checklist_lines``."""
+    out = []
+    for c in cmp.get("checklist", []):
+        verdict = str(c["verdict"])
+        short = verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
+        out.append(
+            (
+                verdict_mark(verdict),
+                str(c["claim"]),
+                str(c.get("dataset", "")) + (f" ({c['protocol']})" if c.get("protocol") else ""),
+                short,
+                _short_name(c),
+            )
+        )
+    return out
+
+
+CLAIM_TAB = {
+    1: "sweep",
+    2: "spectra",
+    3: "flips",
+    4: "flips",
+    5: "spectra",
+    6: "landscape",
+    7: "sweep",
+}
+"""The panel that shows a claim's numbers (5, the dual implication: the spectrum sub-run,
+which measures the alignment beside the spectrum)."""
+CLAIM_EXPERIMENTS = {
+    1: ("ntk",),
+    2: ("spectrum",),
+    3: ("flip",),
+    4: ("advtrain", "flip"),
+    5: ("spectrum",),
+    6: ("landscape",),
+    7: ("ntk",),
+}
+"""The experiments whose sub-run holds a claim's cells, the first found wins."""
+
+
+def claim_target(item: dict[str, Any], parts: list[dict[str, Any]]) -> tuple[str, str | None]:
+    """(panel, sub-run key) behind one checklist item: the panel of its claim, and the
+    reproduction's part (``reproduce.json``'s ``parts``) of the item's data set that ran the
+    claim's experiment; for claim 1, the sweep the item names (``Adam, 10-class`` → the
+    multiclass part, ``full-batch GD, binary`` → the GD part). None: no part holds it."""
+    claim = int(item.get("claim", 0))
+    tab = CLAIM_TAB.get(claim, "claims")
+    sweep = str(item.get("sweep") or "")
+    ds = str(item.get("dataset", ""))
+
+    def runs(p: dict[str, Any], exp: str) -> bool:
+        spec = p.get("spec")
+        return isinstance(spec, dict) and exp in str(spec.get("experiment", "")).split(",")
+
+    for exp in CLAIM_EXPERIMENTS.get(claim, ()):
+        found = [p for p in parts if str(p.get("dataset", "")) == ds and runs(p, exp)]
+        found.sort(
+            key=lambda p: (
+                (p.get("role") == "gd") != ("GD" in sweep),
+                (p.get("task") == "binary") != ("binary" in sweep),
+            )
+        )
+        if found:
+            return tab, str(found[0]["key"])
+    return tab, None

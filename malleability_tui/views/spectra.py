@@ -10,6 +10,8 @@ import math
 from typing import Any, NamedTuple
 
 from engine.results import num
+from malleability_tui.text import number as fmt
+from malleability_tui.views.flips import task_of
 
 
 class SpectraView(NamedTuple):
@@ -36,3 +38,63 @@ def spectra_view(eig_g: list[float], eig_g3: list[float], rank: int | None) -> S
     idx = list(range(1, len(eig_g) + 1))
     cut = len(eig_g3) if rank is None else min(rank, len(eig_g3))
     return SpectraView(idx, list(eig_g), list(eig_g3[:cut]), rank)
+
+
+def orders_beyond(m: float, reference: float = 1e12) -> float:
+    return math.log10(m / reference) if m > 0 and math.isfinite(m) else math.nan
+
+
+ORDERS_NOTE = (
+    "orders = log₁₀(width needed / 10¹²): how many powers of ten the width lies beyond "
+    "today's largest models (~10¹² parameters)"
+)
+
+
+def kappa_d_text(row: dict[str, Any]) -> str:
+    """κ_d, or ``∞ (rank r < min(n, d))`` when the truncation still holds a zero eigenvalue."""
+    kd = num(row.get("kappa_d"))
+    n, d, r = num(row.get("n")), num(row.get("d")), num(row.get("rank"))
+    if math.isfinite(kd):
+        return fmt(kd)
+    if math.isfinite(r) and math.isfinite(n) and math.isfinite(d) and r < min(n, d):
+        return f"∞ (rank {int(r)} < min(n, d) = {int(min(n, d))})"
+    return "∞" if math.isinf(kd) else "–"
+
+
+def spectrum_lines(
+    row: dict[str, Any], largest: float = 1e12, classes: Any = None
+) -> list[tuple[str, str]]:
+    """(label, value) pairs of one ``spectrum`` row: ours, then the paper's where it has one.
+
+    Thresholds carry how many orders of magnitude they lie beyond ``largest`` (see
+    ``ORDERS_NOTE``); the paper's κ and bounds come from ``engine.spectral.paper_spectrum``.
+    """
+    from engine.spectral import paper_spectrum
+
+    name = str(row.get("dataset", "?"))
+    paper = paper_spectrum(task_of(name)[0], tuple(classes) if classes else None)
+    out = [
+        ("data set", name),
+        ("n × d, rank", f"{fmt(row.get('n'))} × {fmt(row.get('d'))}, rank {fmt(row.get('rank'))}"),
+        (
+            "κ(G) at rank",
+            fmt(row.get("kappa_G")) + (f"   paper ≈ {fmt(paper.kappa, 2)}" if paper else ""),
+        ),
+        ("κ(G)³", fmt(row.get("kappa_G_cubed"))),
+        ("κ(G³) measured", fmt(row.get("kappa_G3_direct"))),
+        ("κ_d", kappa_d_text(row)),
+    ]
+    # the κ each threshold was computed from, as shown above (engine.spectral.thresholds:
+    # v2 falls back to κ(G) when κ_d is infinite)
+    v2_kappa = "κ_d" if math.isfinite(num(row.get("kappa_d"))) else "κ(G)"
+    for key, label, pv in (
+        ("width_threshold_v1", "m ≥ κ(G)⁶ (v1)", paper.m_v1 if paper else None),
+        ("width_threshold_v2", f"m ≥ {v2_kappa}⁶ n ln n (v2)", paper.m_v2 if paper else None),
+    ):
+        m = num(row.get(key))
+        o = orders_beyond(m, largest)
+        text = fmt(m) + (f"  {o:+.1f} orders" if math.isfinite(o) else "")
+        if pv is not None:
+            text += f"   paper ≫ {fmt(pv, 2)}"
+        out.append((label, text))
+    return out

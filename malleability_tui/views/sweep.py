@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.results import series_over_seeds
+from engine.results.tables import typed_rows
 from malleability_tui.text import MISSING, number
 
 COLUMNS = (
@@ -38,3 +40,14 @@ def next_column(current: str) -> str:
     """The column after ``current`` in ``COLUMNS``."""
     i = COLUMNS.index(current) if current in COLUMNS else -1
     return COLUMNS[(i + 1) % len(COLUMNS)]
+
+
+def sweep_series(
+    rows: list[dict[str, Any]], column: str = "ntk_distance", table: str = "ntk_distance"
+) -> dict[str, tuple[list[int], list[float], list[float], list[int]]]:
+    """model → (widths, mean, sample std, n seeds) of ``column`` over seeds, widths sorted
+    (``engine.results.series_over_seeds`` over ``table``'s typed rows)."""
+    return {
+        m: ([int(w) for w in ser.x], ser.mean, ser.std, ser.n)
+        for m, ser in series_over_seeds(typed_rows(table, rows), "width", column).items()
+    }

@@ -12,9 +12,11 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from malleability_tui.format import FLIP_HEADERS, FlipRow, flip_rows, guard_notes, model_color
+from malleability_tui.format import model_color
 from malleability_tui.plots import Axis
 from malleability_tui.state import RunState
+from malleability_tui.views.flips import FLIP_HEADERS, FlipRow, flip_rows
+from malleability_tui.views.guards import guard_notes
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 GRID_HEADERS = ("ridge", "ranking", "attack", "ε", "MLP-Attn", "2L-ReLU", "Attn/ReLU")
@@ -60,16 +62,14 @@ def check_cells(rows: list[dict], dataset: str = "") -> tuple[list[tuple[str, ..
 
 
 def default_protocol_rows(rows: list[dict], spec: dict) -> list[dict]:
-    """The rows of the spec's default protocol (all rows when they carry no protocol)."""
-    from engine.experiments.flip_summary import same_rule, typed
+    """The rows of the spec's (a stored spec dict's) default protocol, by the engine's rule
+    (``flip_summary.protocol_rows``, as ``reproduce`` keeps them)."""
+    from engine.experiments.flip_summary import protocol_rows
+    from engine.run.spec import FlipSpec
 
-    if not any("ridge" in r for r in rows):
-        return rows
     f = spec.get("flip") or {}
-    ridge, ranking = f.get("ridge", "objective"), f.get("ranking", "abs_signed_mean")
-    return [
-        d for d, r in zip(rows, typed(rows)) if same_rule(r.ridge, ridge) and r.ranking == ranking
-    ]
+    default = FlipSpec()
+    return protocol_rows(rows, f.get("ridge", default.ridge), f.get("ranking", default.ranking))
 
 
 def grid_cells(rows: list[dict]) -> list[tuple[str, ...]]:

@@ -8,20 +8,21 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from malleability_tui.format import (
-    guard_notes,
+from malleability_tui.format import model_color
+from malleability_tui.plots import Axis, Series
+from malleability_tui.state import RunState
+from malleability_tui.views.guards import guard_notes
+from malleability_tui.views.landscape import (
     landscape_axes,
     landscape_curves,
     landscape_surfaces,
-    model_color,
     sharpness_rows,
 )
-from malleability_tui.plots import Axis, Series
-from malleability_tui.state import RunState
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 
-class LandscapePanel(Vertical):
+class LandscapePanel(RestyleSelfOnFocus, Vertical):
     """``t`` cycles the model whose 2-D surface is shown."""
 
     DEFAULT_CSS = """

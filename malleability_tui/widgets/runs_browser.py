@@ -12,10 +12,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from engine.errors import EngineError
 from engine.run.runs import RunListing
-from malleability_tui.dialogs.error_dialog import ErrorDialog
-from malleability_tui.format import error_text, headline_numbers, spec_brief
+from malleability_tui.views.runs import headline_numbers, spec_brief
 
 COLUMNS = ("", "status", "experiment", "data", "name")
 
@@ -81,6 +79,14 @@ class RunsBrowser(Horizontal):
 
     class Refresh(Message):
         pass
+
+    class CompareRuns(Message):
+        """Compare the two marked runs (the app opens the compare screen)."""
+
+        def __init__(self, a: str, b: str) -> None:
+            super().__init__()
+            self.a = a
+            self.b = b
 
     runs: reactive[list[RunListing]] = reactive(list, always_update=True)
 
@@ -187,18 +193,8 @@ class RunsBrowser(Horizontal):
         self.refresh_bindings()
 
     def action_compare(self) -> None:
-        if len(self.marked) != 2:
-            return
-        from malleability_tui.screens.compare import CompareScreen
-        from malleability_tui.state import load_run_state
-
-        a, b = self.marked
-        try:
-            states = load_run_state(a), load_run_state(b)
-        except (EngineError, OSError) as e:
-            self.screen.query_one(ErrorDialog).show("Could not open the runs", error_text(e))
-            return
-        self.app.push_screen(CompareScreen(*states))
+        if len(self.marked) == 2:
+            self.post_message(self.CompareRuns(*self.marked))
 
     def action_refresh_runs(self) -> None:
         self.post_message(self.Refresh())

@@ -17,7 +17,7 @@ from engine.data.sources import is_source
 from engine.data.subset import ClassCounts, subset_problem
 from engine.errors import EngineError
 from engine.run.spec import RunSpec
-from malleability_tui.format import (
+from malleability_tui.spec_form import (
     FORM_FIELDS,
     SELECT_FIELDS,
     SELECT_OPTIONS,
@@ -25,6 +25,7 @@ from malleability_tui.format import (
     form_to_spec,
     spec_to_form,
 )
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def _subset_counts(name: str, root: str | None) -> ClassCounts:
     return subset_counts(name, root)
 
 
-class SetupForm(VerticalScroll):
+class SetupForm(RestyleSelfOnFocus, VerticalScroll):
     """Fields of the spec. Posts ``SpecChanged`` whenever the form becomes (in)valid.
 
     "Own data" takes a source (``npz:FILE``, ``folder:DIR``, ``hf:DIR``) in place of the

@@ -9,16 +9,18 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from engine.results import num
 from engine.results.tables import EigenvalueRow
-from malleability_tui.format import MODEL_COLORS, ORDERS_NOTE, num, spectrum_lines
+from malleability_tui.format import MODEL_COLORS
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
-from malleability_tui.views.spectra import spectra_view, spectrum_rank
+from malleability_tui.views.spectra import ORDERS_NOTE, spectra_view, spectrum_lines, spectrum_rank
 from malleability_tui.views.trainability import trainability_points
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 
-class SpectraPanel(Horizontal):
+class SpectraPanel(RestyleSelfOnFocus, Horizontal):
     """Left: both spectra; right: condition numbers and thresholds per data set."""
 
     DEFAULT_CSS = """

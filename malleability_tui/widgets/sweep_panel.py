@@ -9,19 +9,15 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from malleability_tui.format import (
-    MODEL_COLORS,
-    cell_label,
-    fmt,
-    guard_notes,
-    metric_series,
-    model_color,
-    sweep_series,
-)
+from malleability_tui.format import MODEL_COLORS, model_color
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
 from malleability_tui.text import mean_pm
-from malleability_tui.views.sweep import next_column, sweep_column
+from malleability_tui.text import number as fmt
+from malleability_tui.views.guards import guard_notes
+from malleability_tui.views.sweep import next_column, sweep_column, sweep_series
+from malleability_tui.views.training import cell_label, metric_series
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 COLORS = MODEL_COLORS  # the legend colours per model (one table, in format.py)
@@ -44,7 +40,7 @@ def paper_line(data: dict, dataset: str) -> str:
     return ("Table 1 · " + " · ".join(parts)) if parts else ""
 
 
-class SweepPanel(Vertical):
+class SweepPanel(RestyleSelfOnFocus, Vertical):
     """Top: the sweep curve per model; bottom: ‖Θ_t − Θ_0‖/‖Θ_0‖ of the cell training now."""
 
     DEFAULT_CSS = """

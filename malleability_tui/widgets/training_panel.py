@@ -8,15 +8,16 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import RichLog, Static
 
-from malleability_tui.format import cell_label, metric_series
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
+from malleability_tui.views.training import cell_label, metric_series
+from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
 LEVEL_STYLE = {"warning": "yellow", "error": "bold red", "info": ""}
 
 
-class TrainingPanel(Vertical):
+class TrainingPanel(RestyleSelfOnFocus, Vertical):
     """Curves on top, the log below; the log only appends what is new."""
 
     DEFAULT_CSS = """

@@ -8,7 +8,6 @@ import typer
 from typer.testing import CliRunner
 
 from engine.run.spec import RunSpec
-from malleability_tui import format as F
 from malleability_tui.cli.main import app
 from malleability_tui.options import (
     FORM_OPTIONS,
@@ -17,6 +16,7 @@ from malleability_tui.options import (
     parse_value,
     spec_changes,
 )
+from malleability_tui.spec_form import FORM_FIELDS, form_to_spec, spec_to_form
 
 
 def test_parse_value_known_answers_and_errors():
@@ -104,9 +104,9 @@ def test_the_headless_command_takes_its_flags_and_help_from_the_table():
 
 
 def test_the_form_shows_the_labelled_options_in_order():
-    assert F.FORM_FIELDS == FORM_OPTIONS and all(o.label for o in FORM_OPTIONS)
+    assert FORM_FIELDS == FORM_OPTIONS and all(o.label for o in FORM_OPTIONS)
     assert [o.name for o in FORM_OPTIONS][:4] == ["data_dir", "experiment", "classes", "n_train"]
-    _, errors = F.form_to_spec(RunSpec(), {**F.spec_to_form(RunSpec()), "seeds": "1,1"})
+    _, errors = form_to_spec(RunSpec(), {**spec_to_form(RunSpec()), "seeds": "1,1"})
     assert errors["seeds"] == "Seeds: each value once (1 is repeated)"
 
 
@@ -114,5 +114,5 @@ def test_the_cli_and_the_form_refuse_the_same_text_the_same_way():
     res = CliRunner().invoke(app, ["headless", "--widths", "4,x", "--save-config", "/dev/null"])
     assert res.exit_code == 2
     assert "invalid --widths '4,x': comma-separated integers, e.g. 16,1024" in res.output
-    _, errors = F.form_to_spec(RunSpec(), {**F.spec_to_form(RunSpec()), "widths": "4,x"})
+    _, errors = form_to_spec(RunSpec(), {**spec_to_form(RunSpec()), "widths": "4,x"})
     assert errors["widths"] == "Widths: comma-separated integers, e.g. 16,1024"

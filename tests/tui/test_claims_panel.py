@@ -1,4 +1,5 @@
-"""The Claims panel: `malleability-tui REPRODUCTION` opens on the checklist."""
+"""The Claims panel: `malleability-tui REPRODUCTION` opens on the checklist, a row per claim
+and data set; `enter` on a claim shows the panel and the sub-run behind it."""
 
 from __future__ import annotations
 
@@ -8,25 +9,67 @@ from pathlib import Path
 
 from tui_support import make_test_app
 
-from malleability_tui.widgets.claims_panel import EMPTY, claims_text
+from malleability_tui.views.claims import checklist_rows, claim_target
+from malleability_tui.widgets.claims_panel import EMPTY, details_text
 
 GOLDEN = Path(__file__).resolve().parents[1] / "cli" / "golden" / "reproduce_summary.json"
+NTK_RUN = GOLDEN.parent / "runs" / "20261203-193100-ntk-digits"
+PARTS = [
+    {
+        "key": "digits-multiclass",
+        "dataset": "digits",
+        "task": "multiclass",
+        "role": "main",
+        "spec": {"experiment": "spectrum,landscape,ntk,flip,advtrain"},
+    },
+    {
+        "key": "digits-binary",
+        "dataset": "digits",
+        "task": "binary",
+        "role": "main",
+        "spec": {"experiment": "spectrum,flip"},
+    },
+    {
+        "key": "digits-binary-gd",
+        "dataset": "digits",
+        "task": "binary",
+        "role": "gd",
+        "spec": {"experiment": "ntk"},
+    },
+]
 
 
-def _reproduction(tmp_path: Path) -> Path:
+def _reproduction(tmp_path: Path, parts: list[dict] | None = None) -> Path:
     d = tmp_path / "20261203-193500-reproduce"
     d.mkdir()
-    (d / "reproduce.json").write_text(json.dumps({"parts": []}))
+    (d / "reproduce.json").write_text(json.dumps({"parts": parts or []}))
     shutil.copy(GOLDEN, d / "summary.json")
     return d
 
 
-def test_claims_text_is_the_cli_checklist() -> None:
+def test_checklist_rows_are_the_cli_checklist() -> None:
     summary = json.loads(GOLDEN.read_text())
-    text = claims_text(summary).plain
-    assert "? 1 digits  inconclusive*  NTK non-convergence (Adam, 10-class)" in text
-    assert "✓ 2 digits  holds          κ(G³) = κ(G)³" in text
-    assert claims_text({}).plain == EMPTY
+    rows = checklist_rows(summary)
+    assert len(rows) == len(summary["checklist"])
+    assert rows[0] == ("?", "1", "digits", "inconclusive*", "NTK non-convergence (Adam, 10-class)")
+    assert rows[2] == ("✓", "2", "digits", "holds", "κ(G³) = κ(G)³")
+    assert "1 digits: non-convergence" in details_text(summary).plain
+    assert details_text({}).plain == EMPTY
+
+
+def test_claim_target_picks_the_panel_and_the_sub_run() -> None:
+    summary = json.loads(GOLDEN.read_text())
+    by = {(c["claim"], c.get("sweep")): c for c in summary["checklist"]}
+    assert claim_target(by[1, "Adam, 10-class"], PARTS) == ("sweep", "digits-multiclass")
+    assert claim_target(by[1, "full-batch GD, binary"], PARTS) == ("sweep", "digits-binary-gd")
+    assert claim_target(by[2, None], PARTS) == ("spectra", "digits-multiclass")
+    assert claim_target(by[3, None], PARTS) == ("flips", "digits-multiclass")
+    assert claim_target(by[4, None], PARTS) == ("flips", "digits-multiclass")
+    assert claim_target(by[5, None], PARTS) == ("spectra", "digits-multiclass")
+    assert claim_target(by[6, None], PARTS) == ("landscape", "digits-multiclass")
+    assert claim_target(by[2, None], PARTS[1:2]) == ("spectra", "digits-binary")
+    assert claim_target(by[6, None], PARTS[1:]) == ("landscape", None)
+    assert claim_target({**by[2, None], "dataset": "mnist"}, PARTS) == ("spectra", None)
 
 
 async def test_a_reproduction_opens_on_the_claims_panel(tmp_path: Path) -> None:
@@ -34,5 +77,44 @@ async def test_a_reproduction_opens_on_the_claims_panel(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert app.query_one("TabbedContent").active == "claims"
-        shown = str(app.query_one("#claims-text").render())
-        assert "NTK non-convergence" in shown and "dual implication" in shown
+        table = app.query_one("#claims-table")
+        assert table.row_count == len(json.loads(GOLDEN.read_text())["checklist"])
+        assert app.focused is table
+        names = [str(table.get_row_at(i)[4]) for i in range(table.row_count)]
+        assert "NTK non-convergence (Adam, 10-class)" in names and "dual implication" in names
+        assert "non-convergence" in str(app.query_one("#claims-text").render())
+
+
+async def test_enter_on_a_claim_opens_its_sub_run_on_its_panel(tmp_path: Path) -> None:
+    rep = _reproduction(tmp_path, PARTS)
+    shutil.copytree(NTK_RUN, rep / "digits-multiclass")
+    app = make_test_app(tmp_path, open_run=str(rep))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")  # row 0: claim 1, Adam, 10-class
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "sweep"
+        assert Path(app.state.run_dir) == rep / "digits-multiclass"
+        assert app.state.tables.get("ntk_distance")
+        await pilot.press("8")  # back to the claims: the checklist is still there
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "claims"
+        table = app.query_one("#claims-table")
+        assert table.row_count == len(json.loads(GOLDEN.read_text())["checklist"])
+        await pilot.press("down", "enter")  # claim 1 under GD: its sub-run is absent
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "claims"
+        assert Path(app.state.run_dir) == rep / "digits-multiclass"
+
+
+async def test_claims_without_a_reproduction_says_how_to_open_one(tmp_path: Path) -> None:
+    app = make_test_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("8")
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "claims"
+        assert not app.query_one("#claims-table").display
+        assert str(app.query_one("#claims-text").render()) == EMPTY
+        await pilot.press("2")  # the panel keys still work from there
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "sweep"

@@ -7,20 +7,27 @@ import math
 from tui_support import SPEC, canned_events, write_run
 
 from engine.run.spec import RunSpec
-from malleability_tui import format as F
+from malleability_tui.format import eta
+from malleability_tui.spec_form import form_to_spec, spec_to_form
 from malleability_tui.state import RunState, load_run_state
+from malleability_tui.views.flips import flip_rows, paper_flip
+from malleability_tui.views.guards import guard_notes
+from malleability_tui.views.landscape import landscape_curves, landscape_surfaces
+from malleability_tui.views.spectra import spectrum_lines
+from malleability_tui.views.sweep import sweep_series
+from malleability_tui.views.training import cell_label
 
 
 def test_form_roundtrip_and_errors():
-    vals = F.spec_to_form(SPEC)
-    spec, errors = F.form_to_spec(RunSpec(), vals)
+    vals = spec_to_form(SPEC)
+    spec, errors = form_to_spec(RunSpec(), vals)
     assert errors == {} and spec == SPEC
     vals.update(widths="4,x", seeds="1,1", eps="2", classes="3", lr="-1")
-    spec, errors = F.form_to_spec(RunSpec(), vals)
+    spec, errors = form_to_spec(RunSpec(), vals)
     assert spec is None
     assert set(errors) == {"widths", "seeds", "eps", "classes", "lr"}
     assert "integers" in errors["widths"] and "(0, 1]" in errors["eps"]
-    _, errors = F.form_to_spec(RunSpec(), {**F.spec_to_form(SPEC), "experiment": "bogus"})
+    _, errors = form_to_spec(RunSpec(), {**spec_to_form(SPEC), "experiment": "bogus"})
     assert "experiment" in errors
 
 
@@ -30,7 +37,7 @@ def test_sweep_series_mean_std():
         for s, v in ((0, 1.0), (1, 3.0))
     ]
     rows.append({"model": "A", "width": 4, "seed": 0, "ntk_distance": 5.0})
-    ws, mean, std, n = F.sweep_series(rows)["A"]
+    ws, mean, std, n = sweep_series(rows)["A"]
     assert ws == [4, 16] and mean == [5.0, 2.0] and n == [1, 2]
     assert math.isclose(std[1], math.sqrt(2)) and std[0] == 0.0
 
@@ -52,7 +59,7 @@ def test_flip_rows_ci_ratio_paper():
         for m, fr in (("2L-ReLU", 0.1), ("MLP-Attn", 0.4))
         for s in (0, 1)
     ]
-    out = {r.model: r for r in F.flip_rows(rows)}
+    out = {r.model: r for r in flip_rows(rows)}
     relu, attn = out["2L-ReLU"], out["MLP-Attn"]
     assert math.isclose(relu.flip, 0.11) and math.isclose(attn.ratio, 0.41 / 0.11)
     # 22 flips of 200 pooled over the two seeds: Wilson 95% interval [0.0738, 0.1609]
@@ -60,7 +67,7 @@ def test_flip_rows_ci_ratio_paper():
         relu.hi, 0.16093, abs_tol=1e-4
     )
     assert relu.paper == 3.3 and attn.paper == 28.9  # PAPER.md Table 2, MNIST PGD
-    assert F.paper_flip("mnist:3v8", "MLP-Attn", "fgsm", "standard") == 25.9
+    assert paper_flip("mnist:3v8", "MLP-Attn", "fgsm", "standard") == 25.9
 
 
 def test_landscape_grid_and_curves():
@@ -72,17 +79,17 @@ def test_landscape_grid_and_curves():
         for a in (0, 1)
         for b in (0, 1, 2)
     ]
-    ((alpha, loss),) = F.landscape_curves(rows).values()
+    ((alpha, loss),) = landscape_curves(rows).values()
     assert alpha == [-1, 0, 1] and loss == [1, 0, 1]
-    grid = F.landscape_surfaces(rows)["A"]
+    grid = landscape_surfaces(rows)["A"]
     assert grid == [[0, 1], [10, 11], [20, 21]]
 
 
 def test_small_formatters():
-    assert F.eta(10.0, 1, 5) == 40.0 and F.eta(10.0, 0, 5) is None
-    lines = dict(F.spectrum_lines({"width_threshold_v1": 1e42}))
+    assert eta(10.0, 1, 5) == 40.0 and eta(10.0, 0, 5) is None
+    lines = dict(spectrum_lines({"width_threshold_v1": 1e42}))
     assert "+30.0 orders" in lines["m ≥ κ(G)⁶ (v1)"]
-    assert F.cell_label("train/digits/attn/64/0") == "MLP-Attn m=64 seed 0 (digits)"
+    assert cell_label("train/digits/attn/64/0") == "MLP-Attn m=64 seed 0 (digits)"
 
 
 def test_state_live_equals_reopened(tmp_path):
@@ -108,14 +115,14 @@ def test_guard_notes_from_live_and_csv_rows():
         {"model": "2L-ReLU", "width": 16, "seed": 0, "converged": True, "above_chance": True},
     ]
     disk = [{k: str(v) for k, v in r.items()} for r in live]
-    notes = F.guard_notes(live)
-    assert notes == F.guard_notes(disk) and len(notes) == 1
+    notes = guard_notes(live)
+    assert notes == guard_notes(disk) and len(notes) == 1
     assert (
         "MLP-Attn: not converged in 1 of 2 cells (m=16 seed=0); at chance in 2 of 2 cells"
         in notes[0]
     )
     assert notes[0].startswith("[yellow]⚠") and "their numbers are not results" in notes[0]
-    assert F.guard_notes([{"model": "2L-ReLU", "width": 16}]) == []
+    assert guard_notes([{"model": "2L-ReLU", "width": 16}]) == []
 
 
 def test_run_fraction_weights_experiments_by_planned_work():

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from malleability_tui.format import spectrum_lines
-from malleability_tui.views.spectra import spectra_view, spectrum_rank
+from malleability_tui.views.spectra import spectra_view, spectrum_lines, spectrum_rank
 from malleability_tui.views.sweep import COLUMNS, next_column, sweep_column
 
 

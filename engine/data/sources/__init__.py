@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engine.data.raw import RawData
 from engine.data.sources.base import (
     KINDS,
     Source,
@@ -27,6 +27,9 @@ from engine.data.sources.base import (
     parse_source,
     source_problem,
 )
+
+if TYPE_CHECKING:
+    from engine.data.raw import RawData
 
 
 def load_source(name: str, opts: SourceOptions | None = None) -> RawData:

@@ -134,7 +134,8 @@ def test_spectrum_adds_qkv_entk_and_g3(tmp_path) -> None:
 
 
 def test_tui_names_the_third_model() -> None:
-    from malleability_tui.format import cell_label, sweep_series
+    from malleability_tui.views.sweep import sweep_series
+    from malleability_tui.views.training import cell_label
     from malleability_tui.widgets.sweep_panel import COLORS
 
     rows = [

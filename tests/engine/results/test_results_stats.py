@@ -176,7 +176,7 @@ def test_every_consumer_pools_the_same_counts() -> None:
     """flip_summary.pooled (summaries, reproduce, report) and the TUI's flip rows give the
     interval of pooled_rate over the integer counts: one implementation, one answer."""
     from engine.experiments.flip_summary import grid, pooled
-    from malleability_tui.format import flip_rows
+    from malleability_tui.views.flips import flip_rows
 
     rows = [_flip_row("2L-ReLU", 0, 3, 10), _flip_row("2L-ReLU", 1, 5, 12)]
     rows += [_flip_row("MLP-Attn", 0, 0, 10), _flip_row("MLP-Attn", 1, 0, 12)]

@@ -139,7 +139,7 @@ def test_flip_readers_parse_through_the_row_type() -> None:
     flip_rates through FlipRateRow.from_row: a live row and its CSV text pool the same, and
     a bad cell is the row type's one-line error, not a NaN that drops the row."""
     from engine.experiments.flip_summary import pooled
-    from malleability_tui.format import flip_rows
+    from malleability_tui.views.flips import flip_rows
 
     disk = _csv_round_trip("flip_rates", FLIP)
     assert pooled([FLIP]) == pooled([disk])
