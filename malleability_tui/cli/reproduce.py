@@ -59,12 +59,15 @@ def reproduce(
             help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training)."
         ),
     ] = "1,2,3,4",
-    seeds: Annotated[str | None, typer.Option(help="Seeds (default 0,1,2; --quick: 0).")] = None,
+    seeds: Annotated[
+        str | None,
+        typer.Option(help="Seeds (default 0,1,2, --quick too: claims 3, 4 and 6 need them)."),
+    ] = None,
     quick: Annotated[
         bool,
         typer.Option(
             "--quick",
-            help="Small preset: widths 16,32,64,256,1024, n_train 300, batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: it says so), one seed.",
+            help="Small preset: widths 16,32,64,256,1024, n_train 300, batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: it says so), seeds 0,1,2.",
         ),
     ] = False,
     data_dir: Annotated[

@@ -33,6 +33,8 @@ def repro(tmp_path_factory) -> Path:
             "--dataset",
             "digits",
             "--quick",
+            "--seeds",
+            "0",
             "--widths",
             "8,16,32,64",
             "--epochs",
