@@ -31,7 +31,14 @@ import torch
 from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
-from engine.train.loop import DIVERGE_FACTOR, EpochStats, TrainSpec, data_loss, step_threads
+from engine.train.loop import (
+    DIVERGE_FACTOR,
+    EpochStats,
+    TrainSpec,
+    data_loss,
+    make_optimizer,
+    step_threads,
+)
 
 BATCH_NETWORKS = 64
 """The most networks trained in one chunk by default (``train.batch_networks``). Measured on
@@ -174,9 +181,7 @@ class _Chunk:
         else:
             self.feats, self.shared = x, True
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
-        self.exp_avg = {k: torch.zeros_like(v) for k, v in self.params.items()}
-        self.exp_avg_sq = {k: torch.zeros_like(v) for k, v in self.params.items()}
-        self.step = 0
+        self.opt = make_optimizer(list(self.params.values()), cfg)
         self.grad_fn = self._grad_fn()
 
     def _grad_fn(self) -> Callable[..., Any]:
@@ -279,28 +284,16 @@ class _Chunk:
 
     @torch.no_grad()
     def _update(self, grads: dict[str, torch.Tensor]) -> None:
-        """One optimiser step on every stacked parameter: torch's Adam (coupled weight
-        decay, ``_single_tensor_adam``'s order of operations) or SGD, per network."""
-        cfg = self.cfg
-        self.step += 1
-        if cfg.optimizer == "adam":
-            beta1, beta2, eps = 0.9, 0.999, 1e-8
-            bc1 = 1 - beta1**self.step
-            bc2 = 1 - beta2**self.step
-            step_size = cfg.lr / bc1
-            bc2_sqrt = bc2**0.5
+        """One optimiser step on every stacked parameter. Adam and SGD are element-wise and
+        every network of a chunk has taken the same number of steps, so torch's own
+        optimiser (``loop._optimizer``: fused Adam where there is one, coupled weight
+        decay) over the [B, ...] tensors is, element by element, the update each network's
+        separate optimiser makes."""
         for k, p in self.params.items():
-            g = grads[k]
-            if cfg.l2 != 0:
-                g = g.add(p, alpha=cfg.l2)
-            if cfg.optimizer == "adam":
-                m, v = self.exp_avg[k], self.exp_avg_sq[k]
-                m.lerp_(g, 1 - beta1)
-                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                denom = (v.sqrt() / bc2_sqrt).add_(eps)
-                p.addcdiv_(m, denom, value=-step_size)
-            else:
-                p.add_(g, alpha=-cfg.lr)
+            p.grad = grads[k]
+        self.opt.step()
+        for p in self.params.values():
+            p.grad = None
 
     @torch.no_grad()
     def _retire(self, stopped: list[int]) -> None:
@@ -320,8 +313,16 @@ class _Chunk:
         def pick(d: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
             return {k: v.index_select(0, sel) for k, v in d.items()}
 
+        old = self.params
         self.params, self.fixed = pick(self.params), pick(self.fixed)
-        self.exp_avg, self.exp_avg_sq = pick(self.exp_avg), pick(self.exp_avg_sq)
+        states = [self.opt.state.get(p, {}) for p in old.values()]
+        self.opt = make_optimizer(list(self.params.values()), self.cfg)
+        for p, st in zip(self.params.values(), states):  # the moments of those that go on
+            if st:
+                self.opt.state[p] = {
+                    k: v.index_select(0, sel) if k.startswith("exp_avg") else v
+                    for k, v in st.items()
+                }
         if not self.shared:
             self.feats = self.feats.index_select(0, sel)
         self.excl = self.excl.index_select(0, sel)

@@ -109,24 +109,37 @@ def test_statistics_equal_the_separate_run() -> None:
         assert st.loss == pytest.approx(s.loss, rel=1e-12)
 
 
-def test_early_stop_equals_a_shorter_run_and_leaves_the_others() -> None:
+@pytest.mark.parametrize("kind", ["relu", "attn"])
+def test_early_stop_equals_a_shorter_run_and_leaves_the_others(kind: str) -> None:
+    """Network 1 stops after 2 epochs: it holds a 2-epoch run's weights; the others (Adam
+    moments, batch orders, per-network features kept in step) a full run's."""
     x, y = _data()
     cfg = TrainSpec(lr=1e-2, epochs=5, batch_size=16)
-    gens = lambda: [torch.Generator().manual_seed(o) for o in (5, 6, 7)]  # noqa: E731
-    nets = [TwoLayerNet(D, WIDTH, seed=s, dtype=torch.float64) for s in (1, 2, 3)]
+    seeds, excl, orders = (1, 2, 3), (None, 3, 44), (5, 6, 7)
+    nets = [_build(kind, x, s, 1, e) for s, e in zip(seeds, excl)]
     stopped_at: dict[int, int] = {}
     for ev in train_batched(
-        nets, x, y, cfg, generators=gens(), stop=lambda b, losses: b == 1 and len(losses) == 2
+        nets,
+        x,
+        y,
+        cfg,
+        generators=[torch.Generator().manual_seed(o) for o in orders],
+        excludes=list(excl),
+        stop=lambda b, losses: b == 1 and len(losses) == 2,
     ):
         for b in ev.stopped:
             stopped_at[b] = ev.epoch
     assert stopped_at == {1: 2, 0: 5, 2: 5}
-    for b, (s, o) in enumerate(zip((1, 2, 3), (5, 6, 7))):
-        ref = TwoLayerNet(D, WIDTH, seed=s, dtype=torch.float64)
-        epochs = 2 if b == 1 else 5
-        run = TrainSpec(lr=1e-2, epochs=epochs, batch_size=16)
-        list(train(ref, x, y, run, generator=torch.Generator().manual_seed(o)))
-        _close(nets[b].weight.detach(), ref.weight.detach())
+    for b, (s, e, o) in enumerate(zip(seeds, excl, orders)):
+        ref = _build(kind, x, s, 1, e)
+        run = TrainSpec(lr=1e-2, epochs=2 if b == 1 else 5, batch_size=16)
+        list(train(ref, x, y, run, generator=torch.Generator().manual_seed(o), exclude=e))
+        _close(nets[b].head.weight.detach(), ref.head.weight.detach())
+    # and a 2-epoch run is not a 5-epoch one: the comparison can fail
+    ref = _build(kind, x, seeds[1], 1, excl[1])
+    list(train(ref, x, y, cfg, generator=torch.Generator().manual_seed(orders[1]), exclude=excl[1]))
+    with pytest.raises(AssertionError):
+        _close(nets[1].head.weight.detach(), ref.head.weight.detach())
 
 
 def test_a_different_generator_gives_different_weights() -> None:
