@@ -100,7 +100,11 @@ def _num(v: str) -> float:
 
 
 def part_influence(seeds: str) -> None:
-    runs = [("separate, 2 threads", 1, 2), ("separate, 1 thread", 1, 1), ("batched, 2 threads", 64, 2)]
+    runs = [
+        ("separate, 2 threads", 1, 2),
+        ("separate, 1 thread", 1, 1),
+        ("batched, 2 threads", 64, 2),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         res = {}
         for label, bn, th in runs:
@@ -136,7 +140,9 @@ def part_flops(widths: list[int], networks: int, repeat: int) -> None:
     x, y = ds.x_train_raw.to(torch.float32), ds.y_train.to(torch.float32)
     cfg = TrainSpec(epochs=5)
     n, d, bs = ds.n_train, ds.d, cfg.batch_size
-    print(f"\ntraining FLOP rate, {networks} networks, MNIST n {n}, d {d}, Adam, batch {bs}, 5 epochs")
+    print(
+        f"\ntraining FLOP rate, {networks} networks, MNIST n {n}, d {d}, Adam, batch {bs}, 5 epochs"
+    )
     print(
         f"{'width':>6} {'separate s':>10} {'batched s':>10} {'speed-up':>9} {'probe GF/s':>10} "
         f"{'sep/probe':>9} {'bat/probe':>9}"
@@ -144,13 +150,13 @@ def part_flops(widths: list[int], networks: int, repeat: int) -> None:
     for m in widths:
         sep, bat, probe = [], [], []
         for _ in range(repeat):
-            nets = [build_model("relu", ds.x_train, m, 1, seed=s) for s in range(networks)]
+            nets = [build_model("relu", ds.x_train, m, 1, seed=k) for k in range(networks)]
             t0 = time.perf_counter()
-            for s, net in enumerate(nets):
-                list(train(net, x, y, cfg, generator=torch.Generator().manual_seed(s)))
+            for k, net in enumerate(nets):
+                list(train(net, x, y, cfg, generator=torch.Generator().manual_seed(k)))
             sep.append(time.perf_counter() - t0)
-            nets = [build_model("relu", ds.x_train, m, 1, seed=s) for s in range(networks)]
-            gens = [torch.Generator().manual_seed(s) for s in range(networks)]
+            nets = [build_model("relu", ds.x_train, m, 1, seed=k) for k in range(networks)]
+            gens = [torch.Generator().manual_seed(k) for k in range(networks)]
             t0 = time.perf_counter()
             list(train_batched(nets, x, y, cfg, generators=gens))
             bat.append(time.perf_counter() - t0)
@@ -168,7 +174,9 @@ def part_chunks(sizes: list[int], epochs: int) -> None:
     x, y = ds.x_train_raw.to(torch.float32), ds.y_train.to(torch.float32)
     cfg = TrainSpec(epochs=epochs)
     total = max(sizes)
-    print(f"\nchunk size, {total} networks of influence_check's shape (n 200, width 256), {epochs} epochs")
+    print(
+        f"\nchunk size, {total} networks of influence_check's shape (n 200, width 256), {epochs} epochs"
+    )
     print(f"{'chunk':>6} {'2L-ReLU ms/net-epoch':>21} {'MLP-Attn refit':>15}")
     for size in sizes:
         cols = []
@@ -182,7 +190,11 @@ def part_chunks(sizes: list[int], epochs: int) -> None:
                     list(train(net, x, y, cfg, generator=g, exclude=i))
             else:
                 ex = list(range(total))
-                list(train_batched(nets, x, y, cfg, generators=gens, excludes=ex, batch_networks=size))
+                list(
+                    train_batched(
+                        nets, x, y, cfg, generators=gens, excludes=ex, batch_networks=size
+                    )
+                )
             cols.append(1e3 * (time.perf_counter() - t0) / (total * epochs))
         print(f"{size:>6} {cols[0]:>21.2f} {cols[1]:>15.2f}")
 
