@@ -124,6 +124,7 @@ def train_batched(
         raise ConfigError("models", "mixed", "networks of one class and one parameter shape")
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
     size = chunk_size(nets, n, bs, batch_networks)
+    size = -(-len(nets) // -(-len(nets) // size))  # even chunks: 82 at 64 → 41 + 41
     for lo in range(0, len(nets), size):
         hi = min(lo + size, len(nets))
         chunk = _Chunk(nets[lo:hi], x, y, cfg, bs, list(generators[lo:hi]), excl[lo:hi], lo)
