@@ -115,18 +115,33 @@ def part_influence(seeds: str, keep: str | None) -> None:
             out = base / label.replace(", ", "-").replace(" ", "")
             res[label] = (influence_run(seeds, bn, th, out), read_rows(out))
             print(f"{label}: {res[label][0]:.0f} s ({out})", flush=True)
-        ref_t, ref_rows = res[ref]
-        print(f"\ninfluence_check, MNIST 3 vs 8, defaults, seeds {seeds}")
-        print(f"{'trainer':<22} {'wall':>8} {'ref/this':>8}  max |Δ| vs {ref}, per column")
-        print(f"{'':<22} {'':>8} {'':>8}  " + "  ".join(f"{c:>14}" for c in NUMERIC))
-        for label, _, _ in runs:
-            t, rows = res[label]
-            d = drift(ref_rows, rows)
-            print(
-                f"{label:<22} {t / 60:>6.1f}mn {ref_t / t:>8.2f}  "
-                + "  ".join(f"{d[c]:>14.3g}" for c in NUMERIC)
-            )
-        print(f"rows compared: {len(ref_rows)}", flush=True)
+        report(res, runs, ref, seeds)
+
+
+def run_seconds(out: Path) -> float:
+    """Wall seconds of a finished run from its env.json (start and end time)."""
+    import json
+    from datetime import datetime
+
+    env = json.loads((out / "env.json").read_text())
+    t0, t1 = (datetime.fromisoformat(env[k]) for k in ("start_time", "end_time"))
+    return (t1 - t0).total_seconds()
+
+
+def report(res: dict, runs: list, ref: str, seeds: str) -> None:
+    """The table: wall time and, per column, the largest difference from ``ref``'s rows."""
+    ref_t, ref_rows = res[ref]
+    print(f"\ninfluence_check, MNIST 3 vs 8, defaults, seeds {seeds}")
+    print(f"{'trainer':<22} {'wall':>8} {'ref/this':>8}  max |Δ| vs {ref}, per column")
+    print(f"{'':<22} {'':>8} {'':>8}  " + "  ".join(f"{c:>14}" for c in NUMERIC))
+    for label, _, _ in runs:
+        t, rows = res[label]
+        d = drift(ref_rows, rows)
+        print(
+            f"{label:<22} {t / 60:>6.1f}mn {ref_t / t:>8.2f}  "
+            + "  ".join(f"{d[c]:>14.3g}" for c in NUMERIC)
+        )
+    print(f"rows compared: {len(ref_rows)}", flush=True)
 
 
 def probe_seconds(n: int, d: int, m: int, bs: int, epochs: int) -> float:
@@ -215,9 +230,21 @@ def main() -> None:
     ap.add_argument("--chunk-sizes", default="1,4,8,16,32,64,128")
     ap.add_argument("--chunk-epochs", type=int, default=10)
     ap.add_argument("--keep", default=None, help="keep the influence runs in this folder")
+    ap.add_argument(
+        "--report", default=None, help="only print the influence table of the runs kept there"
+    )
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     parts = a.parts.split(",")
+    if a.report:  # runs kept by --keep (or started by hand with the same names)
+        runs = [("batched, 2 threads", 64, 2), ("separate, 2 threads", 1, 2)]
+        runs.append(("separate, 1 thread", 1, 1))
+        res = {}
+        for label, _, _ in runs:
+            out = Path(a.report) / label.replace(", ", "-").replace(" ", "")
+            res[label] = (run_seconds(out), read_rows(out))
+        report(res, runs, runs[1][0], a.seeds)
+        return
     if "chunks" in parts:
         part_chunks([int(s) for s in a.chunk_sizes.split(",")], a.chunk_epochs)
     if "flops" in parts:
