@@ -10,8 +10,9 @@ normalisation), its fixed features (MLP-Attn with C refit without a point), its 
 moments (or SGD / full-batch GD), its L2, its per-epoch statistics and divergence guard,
 and its stop: a stopped network no longer updates while the others go on. In float64 every
 network's weights and epoch losses equal the separate run's to ~1e-12
-(``tests/engine/train/test_batched.py``); in float32 a batched matmul rounds differently
-from a single one (``benchmarks/bench_batched.py`` measures how far rows move).
+(``tests/engine/train/test_batched.py``). In float32 a batched matmul may round differently
+from a single one; on this project's 2-core CPU the influence_check rows and true effects
+came out bitwise equal to the separate trainer's (``benchmarks/bench_batched.py``).
 
 Models whose ``fixed_features`` is True (2L-ReLU, MLP-Attn) take the fast path: features
 computed once per network, each step runs only ``forward_features`` over the parameters
@@ -42,8 +43,11 @@ from engine.train.loop import (
 
 BATCH_NETWORKS = 64
 """The most networks trained in one chunk by default (``train.batch_networks``). Measured on
-2 cores (``benchmarks/bench_batched.py --chunks``, MNIST 3 vs 8, n 200, width 256, Adam):
-seconds per network-epoch fall steeply up to 16-32 networks a chunk and are flat beyond."""
+2 cores under load 7–12 from other jobs (``benchmarks/bench_batched.py --parts chunks``: 64
+networks of influence_check's shape, n 200, width 256): chunks of 8 to 64 took 11–17 ms a
+network-epoch, indistinguishable within that load's noise; 64 keeps one influence_check
+cell (2 × 41 networks) to two even chunks at about 5 MB a network (weights, gradient, Adam
+moments, features), far under ``MEMORY_BUDGET``."""
 
 MEMORY_BUDGET = 1 << 30
 """Bytes one chunk may hold (parameters, gradients, Adam moments, per-network features and

@@ -192,3 +192,9 @@ def test_bad_arguments() -> None:
     with pytest.raises(ConfigError, match="batch_networks"):
         chunk_size(nets, N, 16, 0)
     assert chunk_size(nets, N, 16, 7) == 7
+
+
+def test_the_spec_default_is_the_trainer_default() -> None:
+    from engine.train.batched import BATCH_NETWORKS
+
+    assert TrainSpec().batch_networks == BATCH_NETWORKS
