@@ -291,7 +291,7 @@ class _Chunk:
     def _update(self, grads: dict[str, torch.Tensor]) -> None:
         """One optimiser step on every stacked parameter. Adam and SGD are element-wise and
         every network of a chunk has taken the same number of steps, so torch's own
-        optimiser (``loop._optimizer``: fused Adam where there is one, coupled weight
+        optimiser (``loop.make_optimizer``: fused Adam where there is one, coupled weight
         decay) over the [B, ...] tensors is, element by element, the update each network's
         separate optimiser makes."""
         for k, p in self.params.items():
