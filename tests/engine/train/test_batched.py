@@ -198,3 +198,31 @@ def test_the_spec_default_is_the_trainer_default() -> None:
     from engine.train.batched import BATCH_NETWORKS
 
     assert TrainSpec().batch_networks == BATCH_NETWORKS
+
+
+class _Whole(torch.nn.Module):
+    """MLP-Attn without the ``fixed_features`` flag: the generic path runs the whole module,
+    with each network's own C (a buffer that differs between networks, stacked)."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def test_generic_path_with_per_network_buffers() -> None:
+    x, y = _data()
+    cfg = TrainSpec(lr=1e-2, epochs=3, batch_size=16)
+    excl, orders = (None, 3, 44), (5, 6, 7)
+    sep = []
+    for e, o in zip(excl, orders):
+        m = _build("attn", x, 1, 1, e)
+        list(train(m, x, y, cfg, generator=torch.Generator().manual_seed(o), exclude=e))
+        sep.append(m)
+    wrapped = [_Whole(_build("attn", x, 1, 1, e)) for e in excl]
+    gens = [torch.Generator().manual_seed(o) for o in orders]
+    list(train_batched(wrapped, x, y, cfg, generators=gens, excludes=list(excl)))
+    for w, m in zip(wrapped, sep):
+        _close(w.inner.head.weight.detach(), m.head.weight.detach())
