@@ -210,6 +210,7 @@ class _Chunk:
         t0 = time.perf_counter()
         losses: list[list[float]] = [[] for _ in self.ids]
         start: list[float | None] = [None] * len(self.ids)
+        hints = [_hint(m, cfg) for m in self.nets]  # what a divergence message advises
         for m in self.nets:
             m.train()
         for epoch in range(1, cfg.epochs + 1):
@@ -239,10 +240,7 @@ class _Chunk:
                     c = int(cnt[b])
                     lv = raw * (width / c if c else 0.0) if c != width else raw
                     if not math.isfinite(lv) and b not in bad:
-                        bad[b] = (
-                            f"training diverged at epoch {epoch} (loss={lv}); "
-                            f"try a lower learning rate than {cfg.lr:g} (--lr)"
-                        )
+                        bad[b] = f"training diverged at epoch {epoch} (loss={lv}); {hints[b]}"
                     if start[b] is None:
                         start[b] = lv
                     if c:
@@ -257,8 +255,7 @@ class _Chunk:
                 if b not in bad and mean > limit:
                     bad[b] = (
                         f"training diverged at epoch {epoch} (loss {mean:.3g}, over "
-                        f"{DIVERGE_FACTOR:g}× its start {start[b]:.3g}); try a lower learning "
-                        f"rate than {cfg.lr:g} (--lr)"
+                        f"{DIVERGE_FACTOR:g}× its start {start[b]:.3g}); {hints[b]}"
                     )
                 stats.append(EpochStats(epoch, mean, correct[b] / seen[b], elapsed))
                 losses[b].append(mean)
@@ -282,6 +279,7 @@ class _Chunk:
                 self._retire(stopped)
                 keep_b = [b for b in range(B) if b not in set(stopped)]
                 losses = [losses[b] for b in keep_b]
+                hints = [hints[b] for b in keep_b]
                 start = [start[b] for b in keep_b]
             yield ev
             if not self.ids:
@@ -334,6 +332,12 @@ class _Chunk:
         self.nets = [self.nets[b] for b in keep]
         self.gens = [self.gens[b] for b in keep]
         self.ids = [self.ids[b] for b in keep]
+
+
+def _hint(net: nn.Module, cfg: TrainSpec) -> str:
+    """The advice a network's divergence message ends with, as the separate loop words it
+    (one place to follow it when that loop's advice changes)."""
+    return f"try a lower learning rate than {cfg.lr:g} (--lr)"
 
 
 class _Features(nn.Module):
