@@ -163,6 +163,8 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
                 (2.0 * points + 4.0 * hvps) * n * d * la.width * cells,
                 float((points + hvps) * cells),
             )
+        if name == "influence_check":
+            w += influence_check_work(spec, d)
         if name == "spectrum":
             from engine.experiments.spectrum import MAX_KERNEL_N
 
@@ -171,6 +173,37 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
             w += Work(per_set * (1 + len(spec.spectrum.datasets)))
         out[name] = w
     return out
+
+
+BATCHED_STEP = 3.0
+"""The fixed cost of one batched step (``engine.train.batched``: a vmapped step of a chunk of
+networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny networks
+(d 16, m 8) on 2 cores, so a chunk of B networks costs 3 steps where B separate ones cost
+B."""
+
+
+def influence_check_work(spec: RunSpec, d: int) -> Work:
+    """``influence_check``: per model and seed, the network on its own subset
+    (``influence_check.n_train``), its eNTKs and solves, and (top + random + 1) retrainings
+    per batch order (two with the noise floor): their FLOPs as training's, their steps
+    per chunk of ``train.batch_networks`` networks (``BATCHED_STEP`` each; 1: one a
+    network)."""
+    from engine.train.until import epoch_cap
+
+    ic, tr = spec.influence_check, spec.train
+    n, m, ep = ic.n_train, ic.width, epoch_cap(tr)
+    batches = 1 if tr.optimizer == "gd" else math.ceil(n / min(tr.batch_size, n))
+    cells = len(spec.model.kinds) * len(spec.seeds)
+    nets = (ic.top + ic.random + 1) * (2 if ic.noise_floor else 1)
+    big_n = n + ic.n_test
+    kernels = 2 * 2.0 * big_n**2 * (d + m) + 3.0 * n**3
+    one = 4.0 * n * d * m * ep
+    if tr.batch_networks > 1:
+        chunks = math.ceil(nets / tr.batch_networks)
+        steps = BATCHED_STEP * chunks * ep * batches
+    else:
+        steps = float(nets * ep * batches)
+    return Work(((1 + nets) * one + kernels) * cells, (ep * batches + steps) * cells)
 
 
 def planned_shares(spec: RunSpec) -> dict[str, float]:

@@ -162,7 +162,14 @@ def _cell(
     steps = len(orders) * (len(indices) + 1)
     truths = []
     t_truth = 0.0
-    for j, order in enumerate(orders):
+    if sp.train.batch_networks > 1:  # every retraining of the cell in one batched call
+        t0 = time.perf_counter()
+        truths = yield from _retrain_batched(ctx, tm, kind, width, seed, orders, indices, cell)
+        t_truth = time.perf_counter() - t0
+        orders_left: list[int] = []
+    else:
+        orders_left = orders
+    for j, order in enumerate(orders_left):
         t0 = time.perf_counter()
         gen = retraining_effects(_fitter(ctx, tm, kind, width, seed, order), indices)
         while True:
@@ -269,6 +276,68 @@ def _fitter(ctx: RunContext, tm: TrainedModel, kind: str, width: int, seed: int,
             return data_loss(model(xt), yt, reduction="none").reshape(xt.shape[0], -1).sum(1)
 
     return fit
+
+
+def _retrain_batched(
+    ctx: RunContext,
+    tm: TrainedModel,
+    kind: str,
+    width: int,
+    seed: int,
+    orders: list[int],
+    indices: list[int],
+    cell: str,
+) -> Generator[Event, None, list[torch.Tensor]]:
+    """The true effects Δ [t, K] for each batch order, as ``retraining_effects`` over
+    ``_fitter`` computes them, with all (K + 1) × len(orders) retrainings trained side by
+    side (``engine.train.batched``, chunks of ``train.batch_networks``): each network has
+    its own order's batches, its excluded point and (refit) its own C."""
+    from engine.train import data_loss
+    from engine.train.batched import train_batched
+
+    sp, ds, cfg = ctx.spec, tm.dataset, tm.replay(ctx.spec.train)
+    x, y = ctx.to_device(ds.x_train_raw), ctx.to_device(ds.y_train)
+    xt, yt = ctx.to_device(ds.x_test_raw), ctx.to_device(ds.y_test)
+    rows = ctx.context_rows(ds)
+    refit = sp.influence_check.context == "refit" and kind != "relu"
+    plan = [(order, e) for order in orders for e in [None, *indices]]
+    models = []
+    for _, e in plan:
+        context = None
+        if refit and e is not None:
+            keep = torch.ones(rows.shape[0], dtype=torch.bool, device=rows.device)
+            keep[e] = False  # a training row (test rows, when transductive, come after)
+            context = rows[keep]
+        models.append(ctx.new_model(kind, width, seed, ds, context=context))
+    gens = [torch.Generator().manual_seed(order) for order, _ in plan]
+    total, done = len(plan) * cfg.epochs, 0
+    label = f"retraining {MODEL_LABELS[kind]} without each of {len(indices)} points"
+    for ev in train_batched(
+        models,
+        x,
+        y,
+        cfg,
+        generators=gens,
+        excludes=[e for _, e in plan],
+        should_stop=ctx.cancelled,
+        batch_networks=sp.train.batch_networks,
+    ):
+        ctx.check_cancel()
+        done += len(ev.networks)
+        yield Progress("cell", done, total, f"{label} (batched)", cell=cell)
+    losses = []
+    with torch.no_grad():
+        for m in models:
+            m.eval()
+            out = m(xt)
+            losses.append(data_loss(out, yt, reduction="none").reshape(xt.shape[0], -1).sum(1))
+    k = len(indices) + 1
+    truths = []
+    for j in range(len(orders)):
+        base = losses[j * k].to(torch.float64)
+        cols = [losses[j * k + 1 + i].to(torch.float64) - base for i in range(len(indices))]
+        truths.append(torch.stack(cols, dim=1))
+    return truths
 
 
 # -- summary -----------------------------------------------------------------------

@@ -218,8 +218,16 @@ class TrainSpec:
     """The cap on epochs when until = converged (never below ``epochs``); the guard judges a capped cell as any other."""
     check_every: int = 10
     """Epochs between two guard checks when until = converged."""
+    batch_networks: int = 64
+    """Most same-shaped networks trained side by side in one batched call (influence_check's retrainings: each keeps its own batches and optimiser state; a chunk also stays under 1 GiB); 1: each network separately (the earlier path)."""
 
     def __post_init__(self) -> None:
+        _check(
+            _pos_int(self.batch_networks),
+            "train.batch_networks",
+            self.batch_networks,
+            "a positive integer (1: one network at a time)",
+        )
         _check(
             self.optimizer in OPTIMIZERS,
             "train.optimizer",

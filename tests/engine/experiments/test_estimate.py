@@ -124,3 +124,29 @@ def test_reproduce_adv_recipe_reaches_the_plan(tmp_path):
     bad = runner.invoke(app, [*base, "--adv-recipe", "trades"])
     assert bad.exit_code != 0 and "flip.adv_recipe" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_influence_check_work_counts_retrainings_batched_or_not():
+    from engine.experiments.estimate import BATCHED_STEP
+
+    spec = RunSpec(experiment="influence_check", seeds=(0, 1)).replace(
+        train__epochs=5,
+        train__batch_size=128,
+        influence_check__n_train=200,
+        influence_check__n_test=100,
+        influence_check__width=32,
+        influence_check__top=3,
+        influence_check__random=2,
+    )
+    d, cells, nets = 64, 2 * 2, 2 * (3 + 2 + 1)  # digits 8×8; relu, attn × 2 seeds
+    batched = planned_work(spec)["influence_check"]
+    separate = planned_work(spec.replace(train__batch_networks=1))["influence_check"]
+    one = 4.0 * 200 * d * 32 * 5
+    kernels = 2 * 2.0 * 300**2 * (d + 32) + 3.0 * 200**3
+    assert batched.flops == separate.flops == ((1 + nets) * one + kernels) * cells
+    assert separate.steps == (5 * 2 + nets * 5 * 2) * cells  # 2 batches an epoch
+    assert batched.steps == (5 * 2 + BATCHED_STEP * 1 * 5 * 2) * cells  # one chunk of 12
+    assert (
+        planned_work(spec.replace(train__batch_networks=5))["influence_check"].steps
+        == (5 * 2 + BATCHED_STEP * 3 * 5 * 2) * cells
+    )

@@ -250,3 +250,41 @@ def test_a_finished_run_reads_back(tmp_path):
     assert [(r.model, r.estimator, r.context) for r in rows] == [
         (r["model"], r["estimator"], r["context"]) for r in live
     ]
+
+
+@pytest.mark.parametrize("transductive", [False, True])
+def test_batched_retraining_gives_the_separate_rows(tmp_path, transductive):
+    """train.batch_networks > 1 trains every retraining of a cell side by side: the true
+    effects (the artifact's scores) equal the separate path's to 1e-12 in float64, and the
+    rows are the same but for their seconds."""
+    import math
+
+    spec = _spec(random=4)
+    spec = spec.replace(data__transductive=transductive)
+
+    def rows_and_scores(batch_networks: int, sub: str):
+        sp = spec.replace(train__batch_networks=batch_networks)
+        events, _ = _run(sp, tmp_path / sub)
+        rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "influence_check"]
+        arts = [
+            e.data for e in events if isinstance(e, Artifact) and e.name == "influence_check_scores"
+        ]
+        return rows, arts
+
+    sep_rows, sep_arts = rows_and_scores(1, "separate")
+    bat_rows, bat_arts = rows_and_scores(5, "batched")  # 2 × 8 networks: chunks of 5
+    assert len(sep_arts) == len(bat_arts) == 2
+    for a, b in zip(sep_arts, bat_arts):
+        assert a["indices"] == b["indices"]
+        for key in ("truth", "retrain_other_order"):
+            assert b["scores"][key] == pytest.approx(a["scores"][key], rel=1e-12, abs=1e-15)
+        assert max(abs(v) for v in a["scores"]["truth"]) > 1e-6  # effects, not zeros
+    assert len(sep_rows) == len(bat_rows)
+    for r, s in zip(sep_rows, bat_rows):
+        for k, v in r.items():
+            if k == "seconds":
+                continue
+            if isinstance(v, float) and math.isnan(v):
+                assert math.isnan(s[k])
+            else:
+                assert s[k] == pytest.approx(v, rel=1e-12), k

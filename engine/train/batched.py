@@ -1,0 +1,369 @@
+"""Many small networks of one shape trained side by side, each exactly as it trains alone.
+
+``train_batched`` stacks the trainable parameters of B same-shaped networks as [B, ...]
+tensors and takes every step for all of them at once (``torch.func.vmap`` over
+``functional_call``: one batched matmul instead of B small ones), while network b keeps
+everything that makes its trajectory its own: its initial weights, its batch order (its
+own ``torch.Generator``, drawing the same ``torch.randperm(n)`` per epoch as
+``engine.train.train``), its excluded point (zero weight, the batch keeps its 1/|batch|
+normalisation), its fixed features (MLP-Attn with C refit without a point), its Adam
+moments (or SGD / full-batch GD), its L2, its per-epoch statistics and divergence guard,
+and its stop: a stopped network no longer updates while the others go on. In float64 every
+network's weights and epoch losses equal the separate run's to ~1e-12
+(``tests/engine/train/test_batched.py``). In float32 a batched matmul may round differently
+from a single one; on this project's 2-core CPU the influence_check rows and true effects
+came out bitwise equal to the separate trainer's (``benchmarks/bench_batched.py``).
+
+Models whose ``fixed_features`` is True (2L-ReLU, MLP-Attn) take the fast path: features
+computed once per network, each step runs only ``forward_features`` over the parameters
+and buffers of ``model.head``. Any other module (QKV-Attn, a linearized twin) takes the
+generic path, ``functional_call`` of the whole module on its raw inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.errors import Cancelled, ConfigError, DivergedError
+from engine.train.loop import (
+    DIVERGE_FACTOR,
+    EpochStats,
+    TrainSpec,
+    data_loss,
+    make_optimizer,
+    step_threads,
+)
+
+BATCH_NETWORKS = 64
+"""The most networks trained in one chunk by default (``train.batch_networks``). Measured on
+2 cores under load 7–12 from other jobs (``benchmarks/bench_batched.py --parts chunks``: 64
+networks of influence_check's shape, n 200, width 256): chunks of 8 to 64 took 11–17 ms a
+network-epoch, indistinguishable within that load's noise; 64 keeps one influence_check
+cell (2 × 41 networks) to two even chunks at about 5 MB a network (weights, gradient, Adam
+moments, features), far under ``MEMORY_BUDGET``."""
+
+MEMORY_BUDGET = 1 << 30
+"""Bytes one chunk may hold (parameters, gradients, Adam moments, per-network features and
+activations, float estimate): a chunk is cut below ``batch_networks`` to stay under it."""
+
+StopRule = Callable[[int, Sequence[float]], bool]
+"""(network index, its epoch-mean losses so far [E]) → True when that network stops here."""
+
+
+@dataclass(frozen=True)
+class BatchedEpoch:
+    """One finished epoch of one chunk: ``stats[k]`` is network ``networks[k]``'s epoch
+    (the same ``EpochStats`` its separate run yields); ``stopped``: those of them that
+    stopped after it (their models now hold their final weights)."""
+
+    epoch: int
+    networks: tuple[int, ...]
+    stats: tuple[EpochStats, ...]
+    stopped: tuple[int, ...] = ()
+    diverged: dict[int, str] = field(default_factory=dict)
+
+
+def chunk_size(models: Sequence[nn.Module], n: int, bs: int, batch_networks: int) -> int:
+    """Networks per chunk: at most ``batch_networks`` and within ``MEMORY_BUDGET``."""
+    if batch_networks < 1:
+        raise ConfigError("batch_networks", batch_networks, "a positive integer")
+    m = models[0]
+    item = next((p.element_size() for p in m.parameters()), 4)
+    params = sum(p.numel() for p in m.parameters() if p.requires_grad)
+    feats = getattr(m, "head", m)
+    d = int(getattr(feats, "d_in", 0) or 0)
+    width = int(getattr(feats, "width", 0) or 0)
+    per = item * (5 * params + (n + 2 * bs) * d + 3 * bs * width)
+    return max(1, min(batch_networks, MEMORY_BUDGET // max(per, 1)))
+
+
+def train_batched(
+    models: Sequence[nn.Module],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainSpec,
+    *,
+    generators: Sequence[torch.Generator],
+    excludes: Sequence[int | None] | None = None,
+    stop: StopRule | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    batch_networks: int = BATCH_NETWORKS,
+    raise_diverged: bool = True,
+) -> Iterator[BatchedEpoch]:
+    """Train every model of ``models`` in place on x [n, d], y [n] as ``engine.train.train``
+    trains it alone with ``generators[b]`` and ``exclude=excludes[b]``; yields a
+    ``BatchedEpoch`` after each epoch of each chunk (chunks of at most ``batch_networks``
+    networks, trained one after another).
+
+    Every network runs ``cfg.epochs`` epochs unless ``stop(b, losses)`` says so earlier
+    (e.g. ``engine.train.until.stop_now``). ``should_stop()`` is polled every step (True:
+    ``Cancelled``). A network whose loss is not finite, or whose epoch mean exceeds
+    ``DIVERGE_FACTOR`` × max(its first batch loss, 1), raises ``DivergedError`` naming it
+    (``raise_diverged``), or else stops and is reported in ``BatchedEpoch.diverged``.
+    The models must share a class and parameter shapes.
+    """
+    nets = list(models)
+    if not nets:
+        return
+    if len(generators) != len(nets):
+        raise ConfigError("generators", len(generators), f"one per network ({len(nets)})")
+    excl: list[int | None] = list(excludes) if excludes is not None else [None] * len(nets)
+    if len(excl) != len(nets):
+        raise ConfigError("excludes", len(excl), f"one per network ({len(nets)})")
+    n = x.shape[0]
+    for e in excl:
+        if e is not None and not (0 <= e < n):
+            raise ConfigError(
+                "exclude", e, f"an index in 0..{n - 1} (the training set has {n} points)"
+            )
+    shapes = [(type(m), [tuple(p.shape) for p in m.parameters()]) for m in nets]
+    if any(s != shapes[0] for s in shapes):
+        raise ConfigError("models", "mixed", "networks of one class and one parameter shape")
+    bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
+    size = chunk_size(nets, n, bs, batch_networks)
+    size = -(-len(nets) // -(-len(nets) // size))  # even chunks: 82 at 64 → 41 + 41
+    for lo in range(0, len(nets), size):
+        hi = min(lo + size, len(nets))
+        chunk = _Chunk(nets[lo:hi], x, y, cfg, bs, list(generators[lo:hi]), excl[lo:hi], lo)
+        with step_threads(nets[lo], bs * (hi - lo), x.device):
+            yield from chunk.run(stop, should_stop, raise_diverged)
+
+
+class _Chunk:
+    """The stacked state of one chunk of networks and its epochs."""
+
+    def __init__(
+        self,
+        nets: list[nn.Module],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        cfg: TrainSpec,
+        bs: int,
+        gens: list[torch.Generator],
+        excl: list[int | None],
+        offset: int,
+    ) -> None:
+        self.nets, self.x, self.y, self.cfg, self.bs, self.gens = nets, x, y, cfg, bs, gens
+        self.ids = list(range(offset, offset + len(nets)))
+        m0 = nets[0]
+        trainable = {id(p) for p in m0.parameters() if p.requires_grad}
+        head = getattr(m0, "head", m0)
+        fast = bool(getattr(m0, "fixed_features", False)) and isinstance(head, nn.Module)
+        if fast and {id(p) for p in head.parameters() if p.requires_grad} != trainable:
+            fast = False  # a trainable parameter outside the head: run the whole module
+        self.fast = fast
+        # the state functional_call replaces: trainable parameters (stacked, updated) and
+        # the buffers / frozen parameters that differ between networks (stacked); the
+        # rest is read from the first module. Fast path: only the head's (``features`` ran
+        # already; ``forward_features`` reads the head alone).
+        scope = head if fast else m0
+        prefix = _prefix(m0, scope) if fast else ""
+        self.names = [k for k, p in scope.named_parameters() if p.requires_grad]
+        scopes = [getattr_path(m, prefix) for m in nets] if fast else nets
+        states = [dict(s.named_parameters()) | dict(s.named_buffers()) for s in scopes]
+        self.params = {k: torch.stack([s[k].detach() for s in states]).clone() for k in self.names}
+        self.fixed: dict[str, torch.Tensor] = {}
+        for k, v in states[0].items():
+            if k in self.params or v is None:
+                continue
+            if any(not torch.equal(s[k], v) for s in states[1:]):
+                self.fixed[k] = torch.stack([s[k].detach() for s in states])
+        self.prefix = prefix
+        self.module: nn.Module = _Features(m0) if fast else m0
+        self.key = "net." + prefix if fast else ""
+        if fast:
+            with torch.no_grad():
+                feats: list[torch.Tensor] = [m.features(x).detach() for m in nets]  # type: ignore[operator]
+            same = all(torch.equal(f, feats[0]) for f in feats[1:])
+            self.feats, self.shared = (feats[0], True) if same else (torch.stack(feats), False)
+        else:
+            self.feats, self.shared = x, True
+        self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
+        self.opt = make_optimizer(list(self.params.values()), cfg)
+        self.grad_fn = self._grad_fn()
+
+    def _grad_fn(self) -> Callable[..., Any]:
+        from torch.func import functional_call, grad_and_value, vmap
+
+        module, key = self.module, self.key
+
+        def loss(p: dict[str, torch.Tensor], f: dict[str, torch.Tensor], xb, yb, wb):  # type: ignore[no-untyped-def]
+            state = {key + k: v for k, v in p.items()} | {key + k: v for k, v in f.items()}
+            out = functional_call(module, state, (xb,))
+            # the separate loop's objective: mean over the batch, the excluded point's
+            # term weighted zero (the batch keeps its 1/|batch|)
+            return (data_loss(out, yb, reduction="none") * wb).sum() / wb.numel(), out
+
+        return vmap(grad_and_value(loss, has_aux=True))  # type: ignore[no-any-return]
+
+    def run(
+        self, stop: StopRule | None, should_stop: Callable[[], bool] | None, raise_div: bool
+    ) -> Iterator[BatchedEpoch]:
+        cfg, n, bs, x, y = self.cfg, self.x.shape[0], self.bs, self.x, self.y
+        t0 = time.perf_counter()
+        losses: list[list[float]] = [[] for _ in self.ids]
+        start: list[float | None] = [None] * len(self.ids)
+        hints = [_hint(m, cfg) for m in self.nets]  # what a divergence message advises
+        for m in self.nets:
+            m.train()
+        for epoch in range(1, cfg.epochs + 1):
+            B = len(self.ids)
+            order = torch.stack([torch.randperm(n, generator=g) for g in self.gens]).to(x.device)
+            total, correct, seen = [0.0] * B, [0.0] * B, [0] * B
+            bad: dict[int, str] = {}
+            rows = torch.arange(B, device=x.device)[:, None]
+            for lo in range(0, n, bs):
+                if should_stop is not None and should_stop():
+                    raise Cancelled(f"stopped during epoch {epoch}")
+                idx = order[:, lo : lo + bs]  # [B, b]
+                xb = self.feats[idx] if self.shared else self.feats[rows, idx]
+                yb = y[idx]
+                keep = idx != self.excl[:, None]
+                wb = keep.to(xb.dtype)
+                grads, (lv_t, out) = self.grad_fn(self.params, self.fixed, xb, yb, wb)
+                self._update(grads)
+                cnt = keep.sum(1).tolist()
+                if torch.is_floating_point(yb):
+                    hit = torch.sign(out[..., 0]) == torch.sign(yb)
+                else:
+                    hit = out.argmax(-1) == yb
+                hits = (hit & keep).sum(1).tolist()
+                width = idx.shape[1]
+                for b, raw in enumerate(lv_t.tolist()):
+                    c = int(cnt[b])
+                    lv = raw * (width / c if c else 0.0) if c != width else raw
+                    if not math.isfinite(lv) and b not in bad:
+                        bad[b] = f"training diverged at epoch {epoch} (loss={lv}); {hints[b]}"
+                    if start[b] is None:
+                        start[b] = lv
+                    if c:
+                        total[b] += lv * c
+                        correct[b] += (hits[b] / c) * c
+                        seen[b] += c
+            stats, stopped = [], []
+            elapsed = time.perf_counter() - t0
+            for b in range(B):
+                mean = total[b] / max(seen[b], 1)
+                limit = DIVERGE_FACTOR * max(start[b] or 0.0, 1.0)
+                if b not in bad and mean > limit:
+                    bad[b] = (
+                        f"training diverged at epoch {epoch} (loss {mean:.3g}, over "
+                        f"{DIVERGE_FACTOR:g}× its start {start[b]:.3g}); {hints[b]}"
+                    )
+                stats.append(EpochStats(epoch, mean, correct[b] / seen[b], elapsed))
+                losses[b].append(mean)
+                if (
+                    b in bad
+                    or epoch >= cfg.epochs
+                    or (stop is not None and stop(self.ids[b], losses[b]))
+                ):
+                    stopped.append(b)
+            if bad and raise_div:
+                b = min(bad)
+                raise DivergedError(f"network {self.ids[b]}: {bad[b]}")
+            ev = BatchedEpoch(
+                epoch,
+                tuple(self.ids),
+                tuple(stats),
+                tuple(self.ids[b] for b in stopped),
+                {self.ids[b]: msg for b, msg in bad.items()},
+            )
+            if stopped:
+                self._retire(stopped)
+                keep_b = [b for b in range(B) if b not in set(stopped)]
+                losses = [losses[b] for b in keep_b]
+                hints = [hints[b] for b in keep_b]
+                start = [start[b] for b in keep_b]
+            yield ev
+            if not self.ids:
+                return
+
+    @torch.no_grad()
+    def _update(self, grads: dict[str, torch.Tensor]) -> None:
+        """One optimiser step on every stacked parameter. Adam and SGD are element-wise and
+        every network of a chunk has taken the same number of steps, so torch's own
+        optimiser (``loop.make_optimizer``: fused Adam where there is one, coupled weight
+        decay) over the [B, ...] tensors is, element by element, the update each network's
+        separate optimiser makes."""
+        for k, p in self.params.items():
+            p.grad = grads[k]
+        self.opt.step()
+        for p in self.params.values():
+            p.grad = None
+
+    @torch.no_grad()
+    def _retire(self, stopped: list[int]) -> None:
+        """Write the stopped networks' weights back and drop them from the stack."""
+        for b in stopped:
+            scope = getattr_path(self.nets[b], self.prefix) if self.fast else self.nets[b]
+            own = dict(scope.named_parameters())
+            for k in self.names:
+                own[k].copy_(self.params[k][b])
+            self.nets[b].eval()
+        keep = [b for b in range(len(self.ids)) if b not in set(stopped)]
+        if not keep:
+            self.ids = []
+            return
+        sel = torch.tensor(keep, device=self.x.device)
+
+        def pick(d: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+            return {k: v.index_select(0, sel) for k, v in d.items()}
+
+        old = self.params
+        self.params, self.fixed = pick(self.params), pick(self.fixed)
+        states = [self.opt.state.get(p, {}) for p in old.values()]
+        self.opt = make_optimizer(list(self.params.values()), self.cfg)
+        for p, st in zip(self.params.values(), states):  # the moments of those that go on
+            if st:
+                self.opt.state[p] = {
+                    k: v.index_select(0, sel) if k.startswith("exp_avg") else v
+                    for k, v in st.items()
+                }
+        if not self.shared:
+            self.feats = self.feats.index_select(0, sel)
+        self.excl = self.excl.index_select(0, sel)
+        self.nets = [self.nets[b] for b in keep]
+        self.gens = [self.gens[b] for b in keep]
+        self.ids = [self.ids[b] for b in keep]
+
+
+def _hint(net: nn.Module, cfg: TrainSpec) -> str:
+    """The advice a network's divergence message ends with, as the separate loop words it
+    (one place to follow it when that loop's advice changes)."""
+    return f"try a lower learning rate than {cfg.lr:g} (--lr)"
+
+
+class _Features(nn.Module):
+    """A module whose forward is ``net.forward_features`` (the fast path's call)."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, feats: torch.Tensor) -> torch.Tensor:
+        return self.net.forward_features(feats)  # type: ignore[operator,no-any-return]
+
+
+def _prefix(model: nn.Module, sub: nn.Module) -> str:
+    """The dotted name of submodule ``sub`` in ``model`` ('' for the model itself), with a
+    trailing dot."""
+    for name, mod in model.named_modules():
+        if mod is sub:
+            return name + "." if name else ""
+    raise ConfigError("head", type(sub).__name__, "a submodule of the model")
+
+
+def getattr_path(model: nn.Module, prefix: str) -> nn.Module:
+    """The submodule at dotted ``prefix`` ('a.b.' or '')."""
+    mod = model
+    for part in prefix.strip(".").split("."):
+        if part:
+            mod = getattr(mod, part)
+    return mod
