@@ -36,6 +36,7 @@ from engine.train.loop import (
     DIVERGE_FACTOR,
     EpochStats,
     TrainSpec,
+    _divergence_hint,
     data_loss,
     make_optimizer,
     step_threads,
@@ -210,7 +211,7 @@ class _Chunk:
         t0 = time.perf_counter()
         losses: list[list[float]] = [[] for _ in self.ids]
         start: list[float | None] = [None] * len(self.ids)
-        hints = [_hint(m, cfg) for m in self.nets]  # what a divergence message advises
+        hints = [_divergence_hint(m, cfg) for m in self.nets]  # what a divergence message advises
         for m in self.nets:
             m.train()
         for epoch in range(1, cfg.epochs + 1):
@@ -332,12 +333,6 @@ class _Chunk:
         self.nets = [self.nets[b] for b in keep]
         self.gens = [self.gens[b] for b in keep]
         self.ids = [self.ids[b] for b in keep]
-
-
-def _hint(net: nn.Module, cfg: TrainSpec) -> str:
-    """The advice a network's divergence message ends with, as the separate loop words it
-    (one place to follow it when that loop's advice changes)."""
-    return f"try a lower learning rate than {cfg.lr:g} (--lr)"
 
 
 class _Features(nn.Module):
