@@ -248,13 +248,8 @@ class SubprocessRunner(JobRunner):
         )
         assert p.stdin and p.stdout and p.stderr
         threading.Thread(target=self._read_stderr, args=(p.stderr,), daemon=True).start()
-        req = {
-            "spec": spec.to_dict(),
-            "done_cells": sorted(resume.done_cells),
-            "previous_rows": resume.previous_rows,
-            "previous_artifacts": resume.previous_artifacts,
-        }
-        p.stdin.write(json.dumps(to_jsonable(req)) + "\n")
+        req = {"spec": to_jsonable(spec.to_dict()), **resume.to_json()}  # Resume.from_json
+        p.stdin.write(json.dumps(req) + "\n")
         p.stdin.flush()
         if self._cancel.is_set():
             self.cancel()
