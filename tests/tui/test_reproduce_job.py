@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tui_support import canned_events, make_test_app
+from tui_support import canned_events, make_test_app, screen_text
 
 from engine.reproduce.plan import plan
 from engine.reproduce.presets import apply_quick
 from engine.run.spec import RunSpec
 from malleability_tui.app import reproduction_plan
+from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
 from malleability_tui.runner import NOT_RUN, ReplayRunner, ThreadRunner
 
 TINY = {
@@ -92,3 +93,15 @@ async def test_cancel_stops_the_part_and_the_parts_after_it(tmp_path: Path) -> N
         assert not (out / "summary.json").exists()
         assert (out / "digits-multiclass").is_dir() and not (out / "digits-binary").exists()
         assert not app.check_action("cancel_job", ())
+
+
+async def test_the_palette_action_asks_before_hours_of_the_paper_preset(tmp_path: Path) -> None:
+    app = make_test_app(tmp_path)  # the form: digits, not the quick preset
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.action_reproduce()
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        assert "reproduction is estimated" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not app.busy and not (tmp_path / "runs").exists()
