@@ -122,6 +122,13 @@ ACTIONS: tuple[AppAction, ...] = (
         palette_help="Run the spec of the Setup panel (r)",
     ),
     AppAction(
+        "reproduce",
+        "Reproduce",
+        palette_title="Reproduce the paper",
+        palette_help="Tables 1-4 and the claims for the form's data set (--quick with the "
+        "quick preset); the Claims panel fills in as each run ends",
+    ),
+    AppAction(
         "cancel_job",
         "Cancel",
         key="c",

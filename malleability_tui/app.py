@@ -24,7 +24,17 @@ from malleability_tui.actions import TAB_TITLES, TABS
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
 from malleability_tui.dialogs.error_dialog import ErrorDialog
 from malleability_tui.format import error_text
-from malleability_tui.runner import JobEnded, JobProgress, JobPulse, JobRunner, default_runner
+from malleability_tui.runner import (
+    JobEnded,
+    JobProgress,
+    JobPulse,
+    JobRunner,
+    PartDone,
+    PartStarted,
+    ReproductionEnded,
+    ReproductionJob,
+    default_runner,
+)
 from malleability_tui.screens.help import HelpScreen
 from malleability_tui.state import RunState, load_run_state
 from malleability_tui.text import duration
@@ -114,6 +124,7 @@ class MalleabilityApp(App):
             self.animation_level = "none"
         self.settings = settings or Settings()
         self.runner = runner or default_runner()
+        self.reproduction = ReproductionJob(self.runner)
         self.state = RunState()
         self._shown_revision = -1
         self._panel_shown: dict[str, tuple[RunState, int]] = {}
@@ -190,7 +201,7 @@ class MalleabilityApp(App):
             return  # shutting down
         if self.state.revision != self._shown_revision:
             self._push_state()
-        elif self.runner.running:
+        elif self.busy:
             self._update_status()
 
     def _update_status(self) -> None:
@@ -240,6 +251,11 @@ class MalleabilityApp(App):
         # see this focus land in the pane it just left, which switched back to it.
         self.screen_stack[0].set_focus(widget)
 
+    @property
+    def busy(self) -> bool:
+        """A job runs: a run, or a reproduction (also between two of its parts)."""
+        return self.runner.running or self.reproduction.running
+
     # -- job messages (posted by the runner's thread) ---------------------------------------------------
 
     def on_job_pulse(self, message: JobPulse) -> None:
@@ -265,7 +281,9 @@ class MalleabilityApp(App):
         if self._quitting:
             self.exit()
             return
-        if message.status == "finished":
+        if message.status == "finished" and self.reproduction.running:
+            self.state.log(f"part finished: {message.run_dir}")
+        elif message.status == "finished":
             self.notify(f"run finished: {message.run_dir}", title="done")
         elif message.status == "cancelled":
             self.notify(f"cancelled; finished cells kept in {message.run_dir}", severity="warning")
@@ -293,7 +311,7 @@ class MalleabilityApp(App):
         typing = isinstance(screen.focused, (Input, TextArea))
         if parameters[:1] == ("field",):
             return typing  # the ctrl+/F-key twin of a key: shown (and used) while typing
-        if action == "cancel_job" and not self.runner.running:
+        if action == "cancel_job" and not self.busy:
             return False  # nothing to cancel: not offered (the footer fits 80 columns)
         if typing and action in self.PLAIN_KEY_ACTIONS:
             return False
@@ -331,7 +349,7 @@ class MalleabilityApp(App):
         self.valid_spec = message.spec
 
     def action_run_job(self, _where: str = "") -> None:
-        if self.runner.running:
+        if self.busy:
             self.notify("a job is already running (c cancels it)", severity="warning")
             return
         form = self.main_query(SetupForm)
@@ -402,18 +420,117 @@ class MalleabilityApp(App):
         self._job_t0 = time.monotonic()
         self._push_state(force=True)
 
+    def action_reproduce(self, _where: str = "") -> None:
+        """The paper's reproduction (``malleability reproduce``) for the form's data set,
+        with ``--quick`` when the form holds the quick preset; the checklist fills in live."""
+        from engine.experiments.estimate import estimate_seconds, probe_flops
+
+        if self.busy:
+            self.notify("a job is already running (c cancels it)", severity="warning")
+            return
+        spec, errors = self.main_query(SetupForm).validate()
+        if spec is None:
+            self.action_show_tab("setup")
+            first = next(iter(errors.items()))
+            self.notify(f"fix the form first: {first[0]}: {first[1]}", severity="error")
+            return
+        try:
+            parts = reproduction_plan(spec)
+            self._flops = self._flops or self.settings.flops_per_s or probe_flops()
+            est = estimate_seconds([p.spec for p in parts], flops_per_s=self._flops)
+        except (EngineError, KeyError, ValueError) as e:
+            self.show_error("Could not plan the reproduction", error_text(e))
+            return
+        meta = {"datasets": [spec.data.name], "tables": [1, 2, 3, 4], "quick": spec.quick}
+        if est > CONFIRM_SECONDS:
+            self.push_screen(
+                ConfirmDialog(
+                    f"This reproduction is estimated at ≈ {duration(est)} on this machine.",
+                    f"{len(parts)} runs: " + ", ".join(p.key for p in parts) + ". F4 in the "
+                    "form applies the quick preset (the reproduction's --quick).",
+                    "Start it",
+                ),
+                lambda ok: (
+                    self.start_reproduction(parts, estimated_seconds=est, **meta) if ok else None
+                ),
+            )
+            return
+        self.start_reproduction(parts, estimated_seconds=est, **meta)
+
+    def start_reproduction(self, parts: list[Any], path: Path | None = None, **meta: Any) -> None:
+        """Run a reproduction's ``parts`` (``engine.reproduce.plan.plan``) into ``path``
+        (default: a new ``<time>-reproduce`` folder under the runs root); ``meta``:
+        datasets, tables, quick, estimated_seconds (as reproduce.json records them)."""
+        if path is None:
+            path = self.settings.runs_root / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
+        meta = {"datasets": [], "tables": [], "quick": False, "estimated_seconds": 0.0, **meta}
+        try:
+            if path.exists() and any(path.iterdir()):
+                raise EngineError(f"{path} is not empty: a reproduction starts a new folder")
+            self.reproduction.start(self, path, parts, **meta)
+        except (EngineError, OSError, RuntimeError) as e:
+            self.show_error("Could not start the reproduction", error_text(e))
+            return
+        self._job_t0 = time.monotonic()
+        self.refresh_bindings()
+        self.notify(f"reproduction: {len(parts)} runs into {path}")
+
+    def on_part_started(self, message: PartStarted) -> None:
+        rep = dict(self.state.reproduction) if self.state.reproduction else {}
+        rep.update(path=str(message.path), parts=list(message.parts))
+        rep.setdefault("summary", {})
+        self.state = RunState(
+            run_dir=str(message.run_dir), spec=message.spec.to_dict(), status="running"
+        )
+        self.state.reproduction = rep
+        self.state.log(f"reproduction part {message.key} → {message.run_dir}")
+        self._push_state(force=True)
+        self.refresh_runs()
+        self.refresh_bindings()
+
+    def on_part_done(self, message: PartDone) -> None:
+        rep = dict(self.state.reproduction)
+        rep["summary"] = message.comparison
+        self.state.reproduction = rep
+        self.state.log(f"reproduction part {message.key} done: checklist updated")
+        self._push_state(force=True)
+
+    def on_reproduction_ended(self, message: ReproductionEnded) -> None:
+        if not self.screen_stack:
+            return  # shutting down
+        self.refresh_bindings()
+        self.refresh_runs()
+        if self._quitting:
+            self.exit()
+        elif message.status == "finished":
+            self.open_reproduction(str(message.path))
+        elif message.status == "cancelled":
+            self.notify(
+                f"reproduction cancelled; finished parts kept in {message.path}",
+                severity="warning",
+            )
+        else:  # a failed part showed its error when it ended
+            self.notify(f"reproduction stopped: {message.error}", severity="error")
+
     def action_cancel_job(self) -> None:
-        if not self.runner.running:
+        if not self.busy:
             self.notify("no job is running", severity="warning")
             return
-        self.runner.cancel()
+        self.cancel_jobs()
         self.state.log("cancelling… (stops after the current step)", "warning")
         self.notify("cancelling: stops between steps, finished cells are kept")
 
-    async def action_quit(self, _where: str = "") -> None:
-        if self.runner.running and not self._quitting:
-            self._quitting = True
+    def cancel_jobs(self) -> None:
+        """Cancel the running job (a reproduction: its part, and the parts after it)."""
+        if self.reproduction.running:
+            self.reproduction.cancel()
+        else:
             self.runner.cancel()
+
+    async def action_quit(self, _where: str = "") -> None:
+        if self.busy and not self._quitting:
+            self._quitting = True
+            self.cancel_jobs()
             self.notify("cancelling the job before quitting…")
             self.set_timer(15, self._force_quit)
             return
@@ -500,7 +617,7 @@ class MalleabilityApp(App):
         """Continue a run that did not finish, with its saved spec (``--resume``)."""
         from engine.run.validate import read_spec
 
-        if self.runner.running:
+        if self.busy:
             self.notify(
                 "a job is running: cancel it (c) before resuming another run", severity="warning"
             )
@@ -514,7 +631,7 @@ class MalleabilityApp(App):
 
     def open_run(self, path: str) -> None:
         """Fill every panel from a run directory on disk (a reproduction: the Claims panel)."""
-        if self.runner.running:
+        if self.busy:
             self.notify(
                 "a job is running: cancel it before opening another run", severity="warning"
             )
@@ -575,7 +692,7 @@ class MalleabilityApp(App):
                 f"{what}: no sub-run of this reproduction holds its cells", severity="warning"
             )
             return
-        if self.runner.running:
+        if self.busy:
             self.notify(
                 "a job is running: cancel it before opening another run", severity="warning"
             )
@@ -597,6 +714,21 @@ class MalleabilityApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield from actions.system_commands(self)
+
+
+def reproduction_plan(spec: RunSpec) -> list[Any]:
+    """The parts of the paper's reproduction (all four tables) for ``spec``'s data set, as
+    ``malleability reproduce --dataset NAME [--quick]`` plans them: --quick when ``spec``
+    holds the quick preset, and the form's data folder, device and seeds."""
+    from engine.reproduce.plan import plan
+
+    return plan(
+        (spec.data.name,),
+        quick=spec.quick,
+        seeds=spec.seeds,
+        data_dir=spec.data.data_dir,
+        device=spec.device,
+    )
 
 
 def _first_spec(runs_root: Path) -> RunSpec:
@@ -708,8 +840,8 @@ def main() -> None:
         msg, code = error_line(e)
         print(f"error: {msg}", file=sys.stderr)
         sys.exit(code)
-    if app.runner.running:  # quit by a signal while a job ran: let it close its run
-        app.runner.cancel()
+    if app.busy:  # quit by a signal while a job ran: let it close its run
+        app.cancel_jobs()
         app.runner.wait(timeout=20)
     if app.return_code:
         if app.return_code == 130:

@@ -106,9 +106,21 @@ def save_spec(app: FileHost) -> None:
             return
         try:
             spec.save(path)
-        except OSError as e:
+        except (EngineError, OSError) as e:
             app.show_error("Could not save the spec", error_text(e))
             return
         app.notify(f"saved {path}")
 
-    app.push_screen(PathDialog("Save the run spec as TOML:", "run.toml"), done)
+    app.push_screen(PathDialog("Save the run spec as TOML:", "run.toml", _writable_file), done)
+
+
+def _writable_file(path: str) -> str | None:
+    """Why ``path`` cannot take a file (into a run directory, a folder, ...), or None: the
+    check the CLI's --save-config and report --to make (``engine.run.paths``)."""
+    from engine.run.paths import check_file_target
+
+    try:
+        check_file_target(path, "path")
+    except EngineError as e:
+        return error_text(e)
+    return None

@@ -75,6 +75,8 @@ class JobRunner:
         self._thread: threading.Thread | None = None
         self.run_dir: Path | None = None
         self.store: RunStore | None = None
+        self.status: str | None = None
+        """The last job's ``JobEnded`` status (None while one runs or before any)."""
 
     # -- used by the app (main thread) ------------------------------------------------
 
@@ -99,6 +101,7 @@ class JobRunner:
             raise RuntimeError("a job is already running")
         self._cancel = threading.Event()
         self.queue.clear()
+        self.status = None
         self.run_dir = Path(run_dir)
         # Opened here so a bad folder or a live writer is refused in the UI, not the thread.
         self.store = RunStore(self.run_dir, spec, resume=resume)
@@ -183,6 +186,7 @@ class JobRunner:
             outcome.update(status="failed", error=(type(e).__name__, str(e)))
             self.queue.append(Failed(type(e).__name__, str(e)))
         finally:
+            self.status = outcome["status"]
             app.post_message(JobPulse())
             app.post_message(JobEnded(outcome["status"], str(self.run_dir), outcome["error"]))
 
@@ -244,13 +248,8 @@ class SubprocessRunner(JobRunner):
         )
         assert p.stdin and p.stdout and p.stderr
         threading.Thread(target=self._read_stderr, args=(p.stderr,), daemon=True).start()
-        req = {
-            "spec": spec.to_dict(),
-            "done_cells": sorted(resume.done_cells),
-            "previous_rows": resume.previous_rows,
-            "previous_artifacts": resume.previous_artifacts,
-        }
-        p.stdin.write(json.dumps(to_jsonable(req)) + "\n")
+        req = {"spec": to_jsonable(spec.to_dict()), **resume.to_json()}  # Resume.from_json
+        p.stdin.write(json.dumps(req) + "\n")
         p.stdin.flush()
         if self._cancel.is_set():
             self.cancel()
@@ -320,6 +319,111 @@ class ReplayRunner(JobRunner):
             if self.delay:
                 time.sleep(self.delay)
             yield ev
+
+
+class PartStarted(Message):
+    """A reproduction's part begins: its run directory, and the reproduction's plan."""
+
+    def __init__(self, path: Path, key: str, run_dir: Path, spec: RunSpec, parts: list) -> None:
+        super().__init__()
+        self.path, self.key, self.run_dir, self.spec, self.parts = path, key, run_dir, spec, parts
+
+
+class PartDone(Message):
+    """A reproduction's part is over: the comparison of the parts finished so far (the
+    others read "no data: not run yet")."""
+
+    def __init__(self, key: str, comparison: dict[str, Any]) -> None:
+        super().__init__()
+        self.key, self.comparison = key, comparison
+
+
+class ReproductionEnded(Message):
+    """The reproduction is over: ``status`` finished / cancelled / failed (``error``)."""
+
+    def __init__(self, status: str, path: Path, error: str = "") -> None:
+        super().__init__()
+        self.status, self.path, self.error = status, path, error
+
+
+NOT_RUN = "not run yet"
+
+
+class ReproductionJob:
+    """The paper's reproduction (``engine.reproduce.driver.reproduce_parts``) on a thread:
+    each part is an ordinary run of ``runner`` (in-process or the worker), one after the
+    other, into ``path/<part>``; after each, a ``PartDone`` with the partial comparison."""
+
+    def __init__(self, runner: JobRunner) -> None:
+        self.runner = runner
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def cancel(self) -> None:
+        """Stop the running part (as a headless job's cancel) and run no further part."""
+        self._cancel.set()
+        self.runner.cancel()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+    def start(self, app: App, path: Path, parts: list, **meta: Any) -> None:
+        """Run ``parts`` (``engine.reproduce.plan.plan``) into the new folder ``path``;
+        ``meta``: ``reproduce_parts``'s datasets, tables, quick, estimated_seconds."""
+        if self.running or self.runner.running:
+            raise RuntimeError("a job is already running")
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(
+            target=self._work, args=(app, Path(path), parts, meta), daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, app: App, path: Path, parts: list, meta: dict[str, Any]) -> None:
+        from engine.errors import Cancelled
+        from engine.reproduce.compare import compare
+        from engine.reproduce.driver import reproduce_parts
+        from engine.reproduce.record import META
+        from engine.run.runs import read_run
+        from engine.run.validate import read_json_object
+
+        runs: dict[str, dict[str, Any]] = {p.key: {"missing": NOT_RUN} for p in parts}
+
+        def done(key: str) -> None:
+            app.post_message(PartDone(key, compare(runs, parts)))
+
+        def run_part(part: Any, sub: Path, again: bool) -> None:
+            if self._cancel.is_set():
+                raise Cancelled("the reproduction was cancelled; finished parts are kept")
+            plan = read_json_object(path / META).get("parts") or []
+            app.post_message(PartStarted(path, part.key, sub, part.spec, plan))
+            self.runner.start(app, part.spec, sub, resume=again)
+            self.runner.wait()
+            if self.runner.status != "finished":
+                raise Cancelled(f"{part.key}: {self.runner.status}")
+            runs[part.key] = read_run(sub)
+            done(part.key)
+
+        def on_missing(part: Any, reason: str) -> None:
+            runs[part.key] = {"missing": reason}
+            done(part.key)
+
+        try:
+            reproduce_parts(
+                path, parts, run_part=run_part, on_missing=on_missing, resume=False, **meta
+            )
+        except Cancelled as e:
+            status = "cancelled" if self._cancel.is_set() else "failed"
+            app.post_message(ReproductionEnded(status, path, str(e)))
+        except Exception as e:  # noqa: BLE001 - a bug in a job must not kill the app
+            app.post_message(ReproductionEnded("failed", path, f"{type(e).__name__}: {e}"))
+        else:
+            app.post_message(ReproductionEnded("finished", path))
 
 
 def default_runner() -> JobRunner:

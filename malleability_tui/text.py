@@ -11,18 +11,10 @@ import math
 from typing import Any
 
 from engine.kinds import MODEL_LABELS
+from engine.results.rows import num
 
 MISSING = "–"
 """What a missing value prints as."""
-
-
-def _as_float(v: Any) -> float:
-    if isinstance(v, (int, float)):
-        return float(v)
-    try:
-        return float(str(v))
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _is_integer_text(v: Any) -> bool:
@@ -44,7 +36,7 @@ def number(v: Any, digits: int = 3) -> str:
         return str(v)
     if _is_integer_text(v):
         return str(int(v))
-    x = _as_float(v)
+    x = num(v)
     if math.isnan(x):
         return MISSING if isinstance(v, float) or str(v).lower() == "nan" else str(v)
     if math.isinf(x):

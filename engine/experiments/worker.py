@@ -44,22 +44,18 @@ def main() -> int:
         except (OSError, ValueError, AttributeError):  # not on this platform / not allowed
             pass
     first = sys.stdin.readline()
+    cancel = threading.Event()
     try:
         req = json.loads(first)
         spec = RunSpec.from_dict(req["spec"])
-        done = frozenset(req.get("done_cells", ()))
-        previous = {
-            str(t): [dict(r) for r in rows] for t, rows in (req.get("previous_rows") or {}).items()
-        }
-        artifacts = {str(k): list(v) for k, v in (req.get("previous_artifacts") or {}).items()}
+        resume = Resume.from_json(req, cancel=cancel)
     except Exception as e:  # noqa: BLE001 - reported on the protocol, not raised
         out.write(json.dumps(Failed(type(e).__name__, f"bad worker request: {e}").to_json()) + "\n")
         out.flush()
         return 2
-    cancel = threading.Event()
     threading.Thread(target=_watch_stdin, args=(sys.stdin, cancel), daemon=True).start()
     try:
-        for ev in run(spec, resume=Resume(frozenset(done), cancel, previous, artifacts)):
+        for ev in run(spec, resume=resume):
             out.write(json.dumps(ev.to_json()) + "\n")
             out.flush()
     except Exception as e:  # noqa: BLE001 - a bug: keep the stream well-formed

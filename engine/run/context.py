@@ -101,6 +101,32 @@ class Resume:
     previous_artifacts: Mapping[str, list[Any]] = field(default_factory=dict)
     """artifact name → data of those cells' artifacts (summaries that need more than rows)."""
 
+    def to_json(self) -> dict[str, Any]:
+        """The wire form (the worker's request, a JSON object): done cells, previous rows
+        and artifacts. The cancel flag stays behind: the worker has its own."""
+        from engine.run.events import to_jsonable
+
+        out: dict[str, Any] = to_jsonable(
+            {
+                "done_cells": sorted(self.done_cells),
+                "previous_rows": dict(self.previous_rows),
+                "previous_artifacts": dict(self.previous_artifacts),
+            }
+        )
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], *, cancel: threading.Event | None = None) -> Resume:
+        """``to_json``'s object back (missing keys: nothing to resume), with ``cancel``."""
+        rows = obj.get("previous_rows") or {}
+        artifacts = obj.get("previous_artifacts") or {}
+        return cls(
+            frozenset(str(c) for c in obj.get("done_cells") or ()),
+            cancel,
+            {str(t): [dict(r) for r in rs] for t, rs in rows.items()},
+            {str(k): list(v) for k, v in artifacts.items()},
+        )
+
 
 class RunContext:
     """What an experiment function sees: the spec, the device, data, trained models."""

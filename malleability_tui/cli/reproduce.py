@@ -145,7 +145,7 @@ def reproduce(
     from engine.reproduce.driver import reproduce_parts
     from engine.reproduce.plan import plan
     from engine.reproduce.presets import known_failure, quick_departures
-    from engine.run.paths import runs_root
+    from engine.run.paths import check_outside_runs, runs_root
 
     with expected_errors():
         tracker = tracker_of(track, tracking_uri)
@@ -193,6 +193,9 @@ def reproduce(
             check_ray_flags(part.spec.executor.kind, ex)
             check_executor(part.spec.executor)
         path = out or runs_root() / f"{time.strftime('%Y%m%d-%H%M%S')}-reproduce"
+        # Not into another run (or reproduction); --resume continues this one's own folder.
+        mine = resume and (path / "reproduce.json").is_file()
+        check_outside_runs(path, "out", own=path if mine else None)
         if path.exists() and any(path.iterdir()) and not resume and not dry_run:
             die(
                 f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"

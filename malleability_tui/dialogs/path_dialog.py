@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -10,7 +12,8 @@ from textual.widgets import Input, Label
 
 
 class PathDialog(ModalScreen[str | None]):
-    """Dismisses with the path typed (Enter) or None (Escape)."""
+    """Dismisses with the path typed (Enter) or None (Escape). ``check(path)``: the one-line
+    reason a path is refused (the dialog stays open and shows it), or None."""
 
     DEFAULT_CSS = """
     PathDialog { align: center middle; }
@@ -18,27 +21,39 @@ class PathDialog(ModalScreen[str | None]):
         background: $surface; padding: 1 2; }
     PathDialog #prompt { text-style: bold; }
     PathDialog #keys { color: $text-muted; }
+    PathDialog #error { color: $error; display: none; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     AUTO_FOCUS = "#path"
     """Focused by the screen itself once composed (an ``on_mount`` query could run before
     the input exists when the app is already closing: the ``qe`` burst)."""
 
-    def __init__(self, prompt: str, initial: str = "") -> None:
+    def __init__(
+        self, prompt: str, initial: str = "", check: Callable[[str], str | None] | None = None
+    ) -> None:
         super().__init__()
         self.prompt = prompt
         self.initial = initial
+        self.check = check
         self._answered = False
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self.prompt, id="prompt")
             yield Input(self.initial, id="path")
+            yield Label("", id="error")
             yield Label("enter: OK · escape: cancel", id="keys")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self._close(event.value.strip() or None)
+        value = event.value.strip() or None
+        refused = self.check(value) if value and self.check else None
+        if refused:
+            error = self.query_one("#error", Label)
+            error.update(refused)
+            error.display = True
+            return
+        self._close(value)
 
     def action_cancel(self) -> None:
         self._close(None)

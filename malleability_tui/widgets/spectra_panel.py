@@ -46,7 +46,9 @@ class SpectraPanel(RestyleSelfOnFocus, Horizontal):
         label = ""
         art = st.artifact("eigenvalues")
         if isinstance(art, dict) and art.get("eig_G") is not None:
-            eig_g, eig_g3 = list(art["eig_G"]), list(art.get("eig_G3") or [])
+            # In-process jobs hand numpy arrays, the worker's JSON lists: no truth test.
+            g3 = art.get("eig_G3")
+            eig_g, eig_g3 = list(art["eig_G"]), [] if g3 is None else list(g3)
             label = str(art.get("dataset", ""))
         elif st.tables.get("eigenvalues"):
             rows = sorted(

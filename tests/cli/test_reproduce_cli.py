@@ -179,3 +179,14 @@ def test_bad_tables_option(tmp_path: Path) -> None:
         app, ["reproduce", "--dataset", "digits", "--tables", "5", "--out", str(tmp_path / "r")]
     )
     assert res.exit_code != 0 and "--tables" in res.output and "Traceback" not in res.output
+
+
+def test_out_inside_another_run_is_refused(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "events.jsonl").write_text("")
+    res = runner.invoke(
+        app, ["reproduce", "--dataset", "digits", "--quick", "--out", str(run / "rep")]
+    )
+    assert res.exit_code != 0 and "outside the run directory" in res.output, res.output
+    assert "Traceback" not in res.output and not (run / "rep").exists()
