@@ -189,48 +189,32 @@ def _cell(
         t_truth += time.perf_counter() - t0
     truth = truths[0]
 
-    base = {
-        "model": MODEL_LABELS[kind],
-        "dataset": ds.name,
-        "seed": seed,
-        "width": width,
-        "n_train": n,
-        "context": ic.context if kind != "relu" else "none",
-        **tm.guards(),
-    }
-    rows = []
+    def row(estimator: str, ridge: str, a: Any, secs: float) -> InfluenceCheckRow:
+        return InfluenceCheckRow(
+            model=MODEL_LABELS[kind],
+            dataset=ds.name,
+            seed=seed,
+            width=width,
+            n_train=n,
+            context=ic.context if kind != "relu" else "none",
+            estimator=estimator,
+            ridge=ridge,
+            spearman=a.spearman,
+            spearman_p=a.spearman_p,
+            sign_agreement=a.sign_agreement,
+            n_points=a.n_points,
+            seconds=round(secs, 4),
+            **tm.guards(),
+        )
+
+    rows: list[InfluenceCheckRow] = []
     scores: dict[str, list[float]] = {"truth": point_scores(truth).tolist()}
     for key, est in estimates.items():
-        a = agreement(est, truth)
-        method, rule = key
-        label = ridges[key]
-        rows.append(
-            {
-                **base,
-                "estimator": method,
-                "ridge": label,
-                "spearman": a.spearman,
-                "spearman_p": a.spearman_p,
-                "sign_agreement": a.sign_agreement,
-                "n_points": a.n_points,
-                "seconds": round(seconds[key], 4),
-            }
-        )
-        scores[f"{method} {label}"] = point_scores(est).tolist()
+        method, _ = key
+        rows.append(row(method, ridges[key], agreement(est, truth), seconds[key]))
+        scores[f"{method} {ridges[key]}"] = point_scores(est).tolist()
     if ic.noise_floor:
-        a = agreement(truths[1], truth)
-        rows.append(
-            {
-                **base,
-                "estimator": NOISE,
-                "ridge": "",
-                "spearman": a.spearman,
-                "spearman_p": a.spearman_p,
-                "sign_agreement": a.sign_agreement,
-                "n_points": a.n_points,
-                "seconds": round(t_truth / len(orders), 4),
-            }
-        )
+        rows.append(row(NOISE, "", agreement(truths[1], truth), t_truth / len(orders)))
         scores[NOISE] = point_scores(truths[1]).tolist()
     yield Artifact(
         "influence_check_scores",
@@ -246,8 +230,8 @@ def _cell(
         cell=cell,
     )
     for r in rows:
-        yield TableRow("influence_check", r, cell=cell)
-    return rows
+        yield TableRow.of(r, cell=cell)
+    return [r.to_row() for r in rows]
 
 
 def _fitter(ctx: RunContext, tm: TrainedModel, kind: str, width: int, seed: int, order: int):
