@@ -148,17 +148,17 @@ def checklist(stats: dict[Any, dict[str, Any]]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for key, s in stats.items():
         ds, proto = key if isinstance(key, tuple) else (key, None)
-        first = len(items)
-        _items(items, ds, s)
-        for item in items[first:]:
-            if proto is not None:
+        mine = _items(ds, s)
+        if proto is not None:
+            for item in mine:
                 item["protocol"] = proto
+        items += mine
     return items
 
 
-def _items(items: list[dict[str, Any]], ds: str, s: dict[str, Any]) -> None:
-    """Append the checklist's items for one data set's statistics ``s``."""
-    items.append(_claim1(ds, s.get("ntk"), "Adam, 10-class" if "ntk_gd" in s else ""))
+def _items(ds: str, s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checklist's items for one data set's statistics ``s``."""
+    items = [_claim1(ds, s.get("ntk"), "Adam, 10-class" if "ntk_gd" in s else "")]
     if "ntk_gd" in s:
         items.append(_claim1(ds, s.get("ntk_gd"), "full-batch GD, binary"))
     items.append(_claim2(ds, s.get("spectrum")))
@@ -167,6 +167,7 @@ def _items(items: list[dict[str, Any]], ds: str, s: dict[str, Any]) -> None:
     items.append(_claim5(ds, s.get("alignment")))
     items.append(_claim6(ds, s.get("sharpness")))
     items.append(_claim_v2(ds, s.get("ntk")))
+    return items
 
 
 def _claim1(ds: str, rows: list[dict] | None, sweep: str = "") -> dict[str, Any]:
