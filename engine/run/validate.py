@@ -153,7 +153,7 @@ def read_csv_table(path: Path, row_type: type[Row] | None) -> list[dict[str, str
 
 
 def read_spec(path: Path) -> Any:
-    """spec.toml as a RunSpec (strictly typed, see spec.py)."""
+    """spec.toml as a RunSpec (strictly typed, see engine.run.spec.codec)."""
     from engine.run.spec import RunSpec
 
     if not path.is_file():

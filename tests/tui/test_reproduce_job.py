@@ -60,9 +60,14 @@ async def test_the_checklist_fills_in_after_each_part(tmp_path: Path) -> None:
 
     async with app.run_test(size=(100, 30)) as pilot:
         app.start_reproduction(parts, out, datasets=["digits"], tables=[1, 3])
-        await _until(pilot, lambda: bool(live()) or not app.busy, 60)
+        second = str(out / "digits-binary")
+        # the first part's comparison arrives before the second part opens its run: wait
+        # for both (the second part takes seconds, the poll 0.1 s)
+        await _until(
+            pilot, lambda: (bool(live()) and app.state.run_dir == second) or not app.busy, 60
+        )
         partial = live()  # the first part done, the second running
-        assert app.state.run_dir == str(out / "digits-binary")
+        assert app.state.run_dir == second
         assert partial["checklist"] and partial["table1"]
         assert any(NOT_RUN in str(c.get("reason")) for c in partial["table3"])
         table = app.main_query("#claims-table")
