@@ -193,22 +193,20 @@ def checklist_lines(cmp: dict[str, Any]) -> list[str]:
     out = []
     if protocols:
         out.append(f"# {'data':<{wd}} " + "".join(f"{p:<16}" for p in protocols) + "claim")
-    for (claim, ds, sweep), by in _rows(cmp):
-        name = SHORT_CLAIM.get(int(claim), str(next(iter(by.values()))["title"]).split(":")[0])
+    for (claim, ds, _), by in _rows(cmp):
+        first = by[""] if "" in by else next(iter(by.values()))
         if not protocols:
-            c = by[""] if "" in by else next(iter(by.values()))
-            verdict = str(c["verdict"])
-            short = verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
-            name += f" ({sweep})" if sweep else ""
-            out.append(f"{verdict_mark(verdict)} {claim} {ds:<{wd}} {short:<14} {name}".rstrip())
+            verdict = str(first["verdict"])
+            out.append(
+                f"{verdict_mark(verdict)} {claim} {ds:<{wd}} {_short_verdict(verdict):<14} "
+                f"{_short_name(first)}".rstrip()
+            )
             continue
         cols = ""
         for p in protocols:
             verdict = str(by[p]["verdict"]) if p in by else NO_DATA
-            short = verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
-            cols += f"{verdict_mark(verdict)} {short:<14}"
-        name += f" ({SHORT_SWEEP.get(sweep, sweep)})" if sweep else ""
-        out.append(f"{claim} {ds:<{wd}} {cols}{name}".rstrip())
+            cols += f"{verdict_mark(verdict)} {_short_verdict(verdict):<14}"
+        out.append(f"{claim} {ds:<{wd}} {cols}{_short_name(first, SHORT_SWEEP)}".rstrip())
     return out
 
 
@@ -226,9 +224,16 @@ def checklist_verdicts(cmp: dict[str, Any]) -> list[str]:
     return out
 
 
-def _short_name(c: dict[str, Any]) -> str:
+def _short_name(c: dict[str, Any], sweeps: dict[str, str] | None = None) -> str:
+    """A claim's name in one line, with its sweep (shortened by ``sweeps`` when given)."""
     name = SHORT_CLAIM.get(int(c["claim"]), str(c["title"]).split(":", 1)[0])
-    return name + (f" ({c['sweep']})" if c.get("sweep") else "")
+    sweep = str(c.get("sweep") or "")
+    return name + (f" ({(sweeps or {}).get(sweep, sweep)})" if sweep else "")
+
+
+def _short_verdict(verdict: str) -> str:
+    """``inconclusive: models not converged`` → ``inconclusive*`` (the details say why)."""
+    return verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
 
 
 def checklist_details(cmp: dict[str, Any]) -> list[str]:
@@ -250,13 +255,12 @@ def checklist_rows(cmp: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     out = []
     for c in cmp.get("checklist", []):
         verdict = str(c["verdict"])
-        short = verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
         out.append(
             (
                 verdict_mark(verdict),
                 str(c["claim"]),
                 str(c.get("dataset", "")) + (f" ({c['protocol']})" if c.get("protocol") else ""),
-                short,
+                _short_verdict(verdict),
                 _short_name(c),
             )
         )
