@@ -36,8 +36,8 @@ from engine.train.loop import (
     DIVERGE_FACTOR,
     EpochStats,
     TrainSpec,
-    _divergence_hint,
     data_loss,
+    divergence_hint,
     make_optimizer,
     step_threads,
 )
@@ -211,7 +211,7 @@ class _Chunk:
         t0 = time.perf_counter()
         losses: list[list[float]] = [[] for _ in self.ids]
         start: list[float | None] = [None] * len(self.ids)
-        hints = [_divergence_hint(m, cfg) for m in self.nets]  # what a divergence message advises
+        hints = [divergence_hint(m, cfg) for m in self.nets]  # what a divergence message advises
         for m in self.nets:
             m.train()
         for epoch in range(1, cfg.epochs + 1):

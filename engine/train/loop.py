@@ -207,7 +207,7 @@ L2_EXTREME = 1e3
 """L2 weight decay beyond this is the cause a divergence names."""
 
 
-def _divergence_hint(model: nn.Module, cfg: TrainSpec) -> str:
+def divergence_hint(model: nn.Module, cfg: TrainSpec) -> str:
     """What to change when training diverges: an extreme initial scale (``sigma_w``,
     ``qkv.init_std``) or L2 weight decay when those are the cause, else the learning rate."""
     with torch.no_grad():
@@ -239,7 +239,7 @@ def _epochs(
     t0 = time.perf_counter()
     model.train()
     start_loss: float | None = None
-    hint = _divergence_hint(model, cfg)  # the cause to name if the loss blows up
+    hint = divergence_hint(model, cfg)  # the cause to name if the loss blows up
     # The first layer's input computed once (2L-ReLU's x/‖x‖, MLP-Attn's Cx̂/‖Cx̂‖) when the
     # model says it does not depend on trainable parameters and no perturbation changes
     # the inputs; each step then only runs the head. Same numbers, up to float rounding.

@@ -15,7 +15,7 @@ from engine.errors import ConfigError, DatasetError, shown
 from engine.models import TwoLayerNet
 from engine.run.spec import TrainSpec
 from engine.spectral.alignment import eigen_target_set
-from engine.train.loop import _divergence_hint
+from engine.train.loop import divergence_hint
 
 
 @pytest.mark.parametrize(
@@ -83,10 +83,10 @@ def test_zero_images_name_the_data_not_k() -> None:
 
 def test_divergence_names_an_extreme_init_or_l2() -> None:
     huge = TwoLayerNet(4, 8, sigma_w=1e300)
-    assert "sigma_w" in _divergence_hint(huge, TrainSpec())
+    assert "sigma_w" in divergence_hint(huge, TrainSpec())
     net = TwoLayerNet(4, 8)
-    assert "train.l2" in _divergence_hint(net, TrainSpec(l2=1e300))
-    assert "lower learning rate" in _divergence_hint(net, TrainSpec(lr=10.0))
+    assert "train.l2" in divergence_hint(net, TrainSpec(l2=1e300))
+    assert "lower learning rate" in divergence_hint(net, TrainSpec(lr=10.0))
 
 
 def test_ray_only_flags_on_resume_are_checked_against_the_saved_spec(run_copy: Path) -> None:
