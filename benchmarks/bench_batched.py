@@ -2,6 +2,7 @@
 
     python benchmarks/bench_batched.py [--parts influence,flops,chunks] [--seeds 0,1,2]
                                        [--widths 16,64,256,1024] [--networks 8] [--threads 2]
+                                       [--device cpu|cuda] [--runs batched,separate,separate1]
 
 Every part runs the separate path and the batched one side by side in the same run, so
 load hits both alike; speeds are ratios against the reference measured here, with the
@@ -14,7 +15,9 @@ absolute figures beside them.
   batched trainer (the default) on 2 threads. Prints wall times, and per column of
   ``influence_check.csv`` the largest difference from the reference over matching rows
   (model, seed, estimator, ridge): 1 vs 2 threads is a change that should not matter, so
-  it is the float32 noise floor the batched rows are judged by.
+  it is the float32 noise floor the batched rows are judged by. ``--runs`` picks which of
+  the three run (``benchmarks/gpu_check.sh`` runs batched and separate on CUDA, where
+  threads do not apply).
 * ``flops``: ``--networks`` networks of width m (MNIST 3 vs 8, n 500, 2L-ReLU, Adam, batch
   128, 5 epochs) trained one by one (``engine.train.train``) and batched
   (``engine.train.batched.train_batched``); the achieved training FLOP rate (forward and
@@ -55,6 +58,16 @@ DATA = ROOT / ".." / "shared" / "data" / "mnist"
 NUMERIC = ("spearman", "spearman_p", "sign_agreement", "n_points", "converged", "above_chance")
 
 
+DEVICE = torch.device("cpu")
+"""Where the ``flops`` part trains and the ``influence`` runs run (``--device``)."""
+
+
+def sync() -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously; a timer needs this)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def influence_run(seeds: str, batch_networks: int, threads: int, out: Path) -> float:
     """Wall seconds of one headless influence_check run; its CSV lands in ``out``."""
     cfg = out.with_suffix(".toml")
@@ -63,10 +76,10 @@ def influence_run(seeds: str, batch_networks: int, threads: int, out: Path) -> f
         sys.executable, "-c", "from malleability_tui.cli.main import main; main()", "headless",
         "--dataset", "mnist", "--data-dir", str(DATA), "--classes", "3,8",
         "--experiment", "influence_check", "--seeds", seeds,
-        "--config", str(cfg), "--out", str(out), "-q",
+        "--config", str(cfg), "--out", str(out), "-q", "--device", DEVICE.type,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, env=env, cwd=ROOT)
     return time.perf_counter() - t0
@@ -99,14 +112,18 @@ def _num(v: str) -> float:
     return float(v) if v not in ("", "nan") else math.nan
 
 
-def part_influence(seeds: str, keep: str | None) -> None:
+RUNS = {
+    "batched": ("batched, 2 threads", 64, 2),
+    "separate": ("separate, 2 threads", 1, 2),
+    "separate1": ("separate, 1 thread", 1, 1),
+}
+"""The influence runs by ``--runs`` name: (label, train.batch_networks, torch threads)."""
+
+
+def part_influence(seeds: str, keep: str | None, names: list[str]) -> None:
     # batched first: its time is in even when the separate runs are cut short
-    runs = [
-        ("batched, 2 threads", 64, 2),
-        ("separate, 2 threads", 1, 2),
-        ("separate, 1 thread", 1, 1),
-    ]
-    ref = runs[1][0]
+    runs = [RUNS[k] for k in names]
+    ref = RUNS["separate"][0] if "separate" in names else runs[0][0]
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(keep) if keep else Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
@@ -146,18 +163,20 @@ def report(res: dict, runs: list, ref: str, seeds: str) -> None:
 
 def probe_seconds(n: int, d: int, m: int, bs: int, epochs: int) -> float:
     """``bench_train.py``'s probe: one network's forward and weight-gradient matmuls."""
-    xb, w, g = torch.randn(bs, d), torch.randn(m, d), torch.randn(bs, m)
+    xb, w, g = (torch.randn(*s, device=DEVICE) for s in ((bs, d), (m, d), (bs, m)))
+    sync()
     t0 = time.perf_counter()
     for _ in range(epochs * -(-n // bs)):
         h = xb @ w.T
         gw = g.T @ xb
+    sync()
     del h, gw
     return time.perf_counter() - t0
 
 
 def part_flops(widths: list[int], networks: int, repeat: int) -> None:
     ds = load_dataset("mnist", root=DATA, classes=(3, 8), n_train=500, n_test=100, seed=0)
-    x, y = ds.x_train_raw.to(torch.float32), ds.y_train.to(torch.float32)
+    x, y = (t.to(DEVICE, torch.float32) for t in (ds.x_train_raw, ds.y_train))
     cfg = TrainSpec(epochs=5)
     n, d, bs = ds.n_train, ds.d, cfg.batch_size
     print(
@@ -167,18 +186,30 @@ def part_flops(widths: list[int], networks: int, repeat: int) -> None:
         f"{'width':>6} {'separate s':>10} {'batched s':>10} {'speed-up':>9} {'probe GF/s':>10} "
         f"{'sep/probe':>9} {'bat/probe':>9}"
     )
+    # warm-up (not timed): the first call pays for kernel loading and, on CUDA, the context
+    warm = [build_model("relu", ds.x_train, widths[0], 1, seed=k).to(DEVICE) for k in range(2)]
+    one = TrainSpec(epochs=1)
+    list(train(warm[0], x, y, one, generator=torch.Generator().manual_seed(0)))
+    list(train_batched(warm, x, y, one, generators=[torch.Generator() for _ in warm]))
+    probe_seconds(n, d, widths[0], bs, 1)
     for m in widths:
         sep, bat, probe = [], [], []
         for _ in range(repeat):
             nets = [build_model("relu", ds.x_train, m, 1, seed=k) for k in range(networks)]
+            nets = [net.to(DEVICE) for net in nets]
+            sync()
             t0 = time.perf_counter()
             for k, net in enumerate(nets):
                 list(train(net, x, y, cfg, generator=torch.Generator().manual_seed(k)))
+            sync()
             sep.append(time.perf_counter() - t0)
             nets = [build_model("relu", ds.x_train, m, 1, seed=k) for k in range(networks)]
+            nets = [net.to(DEVICE) for net in nets]
             gens = [torch.Generator().manual_seed(k) for k in range(networks)]
+            sync()
             t0 = time.perf_counter()
             list(train_batched(nets, x, y, cfg, generators=gens))
+            sync()
             bat.append(time.perf_counter() - t0)
             probe.append(networks * probe_seconds(n, d, m, bs, cfg.epochs))
         s, b, p = statistics.median(sep), statistics.median(bat), statistics.median(probe)
@@ -229,11 +260,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--chunk-sizes", default="1,4,8,16,32,64,128")
     ap.add_argument("--chunk-epochs", type=int, default=10)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (flops and influence parts)")
+    ap.add_argument(
+        "--runs", default="batched,separate,separate1", help="influence runs: " + ",".join(RUNS)
+    )
     ap.add_argument("--keep", default=None, help="keep the influence runs in this folder")
     ap.add_argument(
         "--report", default=None, help="only print the influence table of the runs kept there"
     )
     a = ap.parse_args()
+    global DEVICE
+    DEVICE = torch.device(a.device)
+    if DEVICE.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("bench_batched: --device cuda but torch.cuda.is_available() is False")
+    names = a.runs.split(",")
+    if unknown := [k for k in names if k not in RUNS]:
+        sys.exit(f"bench_batched: unknown --runs {','.join(unknown)} (allowed: {','.join(RUNS)})")
     torch.set_num_threads(a.threads)
     parts = a.parts.split(",")
     if a.report:  # runs kept by --keep (or started by hand with the same names)
@@ -250,7 +292,7 @@ def main() -> None:
     if "flops" in parts:
         part_flops([int(w) for w in a.widths.split(",")], a.networks, a.repeat)
     if "influence" in parts:
-        part_influence(a.seeds, a.keep)
+        part_influence(a.seeds, a.keep, names)
 
 
 if __name__ == "__main__":

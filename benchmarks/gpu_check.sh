@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# GPU check (issue #16, part 5): the CUDA-marked tests, then the kernel, influence, attack
-# and training benchmarks at GPU scale, one table each; about 5 minutes on one modern GPU.
+# GPU check (issue #16, part 5; #27): the CUDA-marked tests, then the kernel, influence,
+# attack and training benchmarks at GPU scale, and the batched trainer (#27): its FLOP rate
+# against a matmul probe, influence_check at its defaults over 3 seeds, and one seed
+# separate vs batched (wall time and the largest change per column). One table each.
 #
 #   bash benchmarks/gpu_check.sh            # needs CUDA; exits 3 with one line without it
 #   bash benchmarks/gpu_check.sh --cpu-smoke  # the same steps at toy sizes on the CPU (checks the script)
+#   STEPS=tests,batched bash benchmarks/gpu_check.sh   # only these steps (default: all of
+#                                       # tests,ntk,influence,attacks,sweep,batched)
 #
 # Needs the project installed with a CUDA build of torch (pip install -e ".[dev]").
 # Data: MNIST from $MALLEABILITY_DATA_DIR (default ../shared/data/mnist); without it the
@@ -15,6 +19,8 @@ OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 smoke=0
 [ "${1:-}" = "--cpu-smoke" ] && smoke=1
+STEPS=${STEPS:-tests,ntk,influence,attacks,sweep,batched}
+want() { [[ ",$STEPS," == *",$1,"* ]]; }
 status=0
 step() {  # step SECONDS TITLE CMD...: one timed step; a failure is reported and the rest go on
   local limit=$1 title=$2
@@ -41,12 +47,27 @@ else
 fi
 python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
 
-if [ $smoke -eq 0 ]; then
-  step 90 "CUDA-marked tests" python -m pytest -q -m gpu tests
+if [ $smoke -eq 0 ] && want tests; then
+  step 90 "CUDA-marked tests" python -m pytest -q -p no:cacheprovider -m gpu tests/engine/test_device.py
 fi
-step 90 "NTK kernels ($dev)" python benchmarks/bench_ntk.py --device "$dev" "${ntk_args[@]}"
-step 60 "influence ($dev)" python benchmarks/bench_influence.py --device "$dev" "${inf_args[@]}"
-step 60 "attacks ($dev)" python benchmarks/bench_attacks.py --device "$dev" "${att_args[@]}"
+if want batched; then
+  if [ $smoke -eq 0 ]; then
+    flop_args=(--widths 16,64,256,1024,4096 --networks 64 --repeat 1)
+  else
+    flop_args=(--widths 16 --networks 2 --repeat 1)
+  fi
+  step 90 "batched trainer: FLOP rate vs the matmul probe ($dev)" \
+    python benchmarks/bench_batched.py --device "$dev" --parts flops "${flop_args[@]}"
+  if [ $smoke -eq 0 ]; then  # influence_check at its defaults: minutes on a CPU, skipped in the smoke
+    step 150 "batched trainer: influence_check, MNIST 3 vs 8, seeds 0,1,2 ($dev)" \
+      python benchmarks/bench_batched.py --device "$dev" --parts influence --seeds 0,1,2 --runs batched
+    step 240 "batched trainer: influence_check seed 0, separate vs batched ($dev)" \
+      python benchmarks/bench_batched.py --device "$dev" --parts influence --seeds 0 --runs batched,separate
+  fi
+fi
+want ntk && step 90 "NTK kernels ($dev)" python benchmarks/bench_ntk.py --device "$dev" "${ntk_args[@]}"
+want influence && step 60 "influence ($dev)" python benchmarks/bench_influence.py --device "$dev" "${inf_args[@]}"
+want attacks && step 60 "attacks ($dev)" python benchmarks/bench_attacks.py --device "$dev" "${att_args[@]}"
 data=${MALLEABILITY_DATA_DIR:-../shared/data/mnist}
 if [ -d "$data" ]; then
   sweep=(--dataset mnist --data-dir "$data")
@@ -54,6 +75,7 @@ else
   echo "note: no MNIST at $data; the training sweep uses the embedded digits"
   sweep=(--dataset digits)
 fi
+want sweep || exit $status
 rm -rf "$OUT/sweep"
 step 150 "training sweep: widths $widths, $epochs epochs, n $n ($dev)" \
   malleability headless "${sweep[@]}" --experiment train --widths "$widths" --seeds 0 \

@@ -87,3 +87,44 @@ def test_headless_run_on_cuda(tmp_path) -> None:
     )
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "r" / "env.json").read_text())["device"].startswith("cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["relu", "attn"])
+def test_batched_trainer_matches_separate_on_cuda(kind: str) -> None:
+    """On CUDA, too, the batched trainer follows each network's separate trajectory
+    (float64; own batch order, own excluded point, Adam), and both match the CPU's."""
+    from engine.models import MLPAttn, TwoLayerNet
+    from engine.run.spec import TrainSpec
+    from engine.train import train
+    from engine.train.batched import train_batched
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(45, 8, generator=g, dtype=torch.float64) - 0.3
+    y = torch.sign(torch.randn(45, generator=g, dtype=torch.float64))
+    cfg = TrainSpec(epochs=6, batch_size=16)
+    excludes = [None, 3, 44]
+
+    def build(dev: str, e: int | None):
+        if kind == "relu":
+            m = TwoLayerNet(8, 16, 1, seed=1, dtype=torch.float64)
+        else:
+            ctx = x if e is None else torch.cat([x[:e], x[e + 1 :]])
+            m = MLPAttn(ctx, 16, 1, seed=1, dtype=torch.float64)
+        return m.to(dev)
+
+    weights = {}
+    for dev in ("cpu", "cuda"):
+        xd, yd = x.to(dev), y.to(dev)
+        sep = [build(dev, e) for e in excludes]
+        for b, (m, e) in enumerate(zip(sep, excludes)):
+            list(train(m, xd, yd, cfg, generator=torch.Generator().manual_seed(b), exclude=e))
+        bat = [build(dev, e) for e in excludes]
+        gens = [torch.Generator().manual_seed(b) for b in range(len(bat))]
+        list(train_batched(bat, xd, yd, cfg, generators=gens, excludes=excludes))
+        for s, b in zip(sep, bat):
+            for ps, pb in zip(s.parameters(), b.parameters()):
+                torch.testing.assert_close(pb, ps, rtol=1e-10, atol=1e-12)
+        weights[dev] = [torch.cat([p.detach().flatten() for p in m.parameters()]) for m in bat]
+    for wc, wg in zip(weights["cpu"], weights["cuda"]):
+        torch.testing.assert_close(wg.cpu(), wc, rtol=1e-8, atol=1e-10)
