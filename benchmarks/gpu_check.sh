@@ -7,7 +7,7 @@
 #   bash benchmarks/gpu_check.sh            # needs CUDA; exits 3 with one line without it
 #   bash benchmarks/gpu_check.sh --cpu-smoke  # the same steps at toy sizes on the CPU (checks the script)
 #   STEPS=tests,batched bash benchmarks/gpu_check.sh   # only these steps (default: all of
-#                                       # tests,ntk,influence,attacks,sweep,batched)
+#                           # tests,batched,ntk,influence,attacks,sweep,separate)
 #
 # Needs the project installed with a CUDA build of torch (pip install -e ".[dev]").
 # Data: MNIST from $MALLEABILITY_DATA_DIR (default ../shared/data/mnist); without it the
@@ -19,7 +19,7 @@ OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 smoke=0
 [ "${1:-}" = "--cpu-smoke" ] && smoke=1
-STEPS=${STEPS:-tests,ntk,influence,attacks,sweep,batched}
+STEPS=${STEPS:-tests,batched,ntk,influence,attacks,sweep,separate}
 want() { [[ ",$STEPS," == *",$1,"* ]]; }
 status=0
 step() {  # step SECONDS TITLE CMD...: one timed step; a failure is reported and the rest go on
@@ -61,8 +61,6 @@ if want batched; then
   if [ $smoke -eq 0 ]; then  # influence_check at its defaults: minutes on a CPU, skipped in the smoke
     step 150 "batched trainer: influence_check, MNIST 3 vs 8, seeds 0,1,2 ($dev)" \
       python benchmarks/bench_batched.py --device "$dev" --parts influence --seeds 0,1,2 --runs batched
-    step 240 "batched trainer: influence_check seed 0, separate vs batched ($dev)" \
-      python benchmarks/bench_batched.py --device "$dev" --parts influence --seeds 0 --runs batched,separate
   fi
 fi
 want ntk && step 90 "NTK kernels ($dev)" python benchmarks/bench_ntk.py --device "$dev" "${ntk_args[@]}"
@@ -75,9 +73,14 @@ else
   echo "note: no MNIST at $data; the training sweep uses the embedded digits"
   sweep=(--dataset digits)
 fi
-want sweep || exit $status
-rm -rf "$OUT/sweep"
-step 150 "training sweep: widths $widths, $epochs epochs, n $n ($dev)" \
-  malleability headless "${sweep[@]}" --experiment train --widths "$widths" --seeds 0 \
-  --epochs "$epochs" --n-train "$n" --n-test 200 --device "$dev" --out "$OUT/sweep"
+if want sweep; then
+  rm -rf "$OUT/sweep"
+  step 150 "training sweep: widths $widths, $epochs epochs, n $n ($dev)" \
+    malleability headless "${sweep[@]}" --experiment train --widths "$widths" --seeds 0 \
+    --epochs "$epochs" --n-train "$n" --n-test 200 --device "$dev" --out "$OUT/sweep"
+fi
+if [ $smoke -eq 0 ] && want separate; then  # last: the separate trainer is the slow one
+  step 240 "batched trainer: influence_check seed 0, separate vs batched ($dev)" \
+    python benchmarks/bench_batched.py --device "$dev" --parts influence --seeds 0 --runs batched,separate
+fi
 exit $status
