@@ -87,6 +87,15 @@ def _noise_bound(losses: Sequence[float], base: float | None, checks: list[int])
     return prev - last + noise <= TOL * (losses[0] - last)
 
 
+def _min_epochs(n: int) -> Rule:
+    def rule(losses: Sequence[float], base: float | None, checks: list[int]) -> bool:
+        """The guard, and again with windows of at least ``n`` epochs."""
+        frac = max(WINDOW, n / len(losses))
+        return converged(losses, baseline=base) and converged(losses, baseline=base, window=frac)
+
+    return rule
+
+
 def _settled(losses: Sequence[float], base: float | None, checks: list[int]) -> bool:
     return settled(losses, base)
 
@@ -96,11 +105,13 @@ RULES: dict[str, Rule] = {
     "2 chk": _k_checks(2),
     "3 chk": _k_checks(3),
     "noise": _noise_bound,
+    ">=50 ep": _min_epochs(50),
     "20 %": _window(0.2),
     "10+20%": _settled,
 }
 """The guard at one check (the rule before), at 2 and 3 consecutive checks, with the
-window's decrease at its upper 2·SE bound, on a 20 % window alone, and on both the
+window's decrease at its upper 2·SE bound, also with windows of at least 50 epochs, on a
+20 % window alone, and on both the
 10 % and the 20 % window (``engine.train.until.settled``, the rule now)."""
 
 
@@ -153,7 +164,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("runs", nargs="+", help="run directories; RUN@200: first check at 200")
     a = ap.parse_args()
-    print(f"{'cell':<13}{'E':>5}{'L_cap':>6}" + "".join(f"{n:>9}" for n in RULES))
+    print(f"{'cell':<11}{'E':>5}{'L_cap':>6}" + "".join(f"{n:>8}" for n in RULES))
     gaps: dict[str, list[float]] = {n: [] for n in RULES}
     extra: dict[str, list[int]] = {n: [0, 0] for n in RULES}  # [crawl cells, the others]
     for arg in a.runs:
@@ -171,21 +182,21 @@ def main() -> None:
                 e = stop_epoch(rule, h, base, first)
                 extra[n][0 if crawl else 1] += (e or len(h)) - ref
                 if e is None:
-                    cols.append(f"{'-':>9}")
+                    cols.append(f"{'-':>8}")
                     continue
                 g = (last_window(h[:e]) - lcap) / (l1 - lcap)
                 gaps[n].append(g)
-                cols.append(f"{e:>5}{100 * g:>3.0f}%")
-            name = f"{kind} {width} s{seed}"
-            print(f"{name:<13}{len(h):>5}{lcap:>6.3f}" + "".join(cols))
+                cols.append(f"{e:>4}{100 * g:>3.0f}%")
+            name = f"{kind} {width} {seed}"
+            print(f"{name:<11}{len(h):>5}{lcap:>6.3f}" + "".join(cols))
     print(f"over all cells ({CRAWL:.0%}: the gap that marks a crawl under 'once'):")
     rows = [
-        ("largest gap", [f"{100 * max(gaps[n], default=math.nan):>8.0f}%" for n in RULES]),
-        ("extra ep. crawl", [f"{extra[n][0]:>9}" for n in RULES]),
-        ("extra ep. other", [f"{extra[n][1]:>9}" for n in RULES]),
+        ("largest gap", [f"{100 * max(gaps[n], default=math.nan):>7.0f}%" for n in RULES]),
+        ("extra ep. crawl", [f"{extra[n][0]:>8}" for n in RULES]),
+        ("extra ep. other", [f"{extra[n][1]:>8}" for n in RULES]),
     ]
     for label, cols in rows:
-        print(f"{label:<24}" + "".join(cols))
+        print(f"{label:<22}" + "".join(cols))
 
 
 if __name__ == "__main__":
