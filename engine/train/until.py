@@ -12,8 +12,11 @@ Why the second window (``python benchmarks/bench_until_rules.py``, the measureme
 its docstring): on uncentred MNIST MLP-Attn crawls down under batch noise, and the guard
 alone held at a noisy early check (epochs 100-140), leaving 4-13 % of the decrease the
 1000-epoch cap makes; holding at two or three consecutive checks left 2-14 %. With the
-20 % window too it stops at 220-430 and leaves at most 3 %; cells that settle cleanly
-(2L-ReLU, centred) stop where the guard alone stopped them.
+20 % window too it stops at 220-430 and leaves at most 3 %. Cells flat by the first
+check (2L-ReLU, centred MNIST and CIFAR-10) stop where the guard alone stopped them (one
+centred CIFAR-10 MLP-Attn cell 10 epochs later); cells still settling there pay about
+1.5x the epochs (an exponential approach: the guard alone holds at ≈ 4.2 time constants,
+with the 20 % window at ≈ 6.2; the quick preset's narrow digits cells: 260-550 -> 430-830).
 
 A run stopped at epoch E has exactly the weights of a fixed run of E epochs (same seed,
 same batch order, same optimiser state): the loop is simply left early.
