@@ -53,7 +53,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.results.guards import TOL, WINDOW, converged, convergence
-from engine.train.until import settled
+from engine.train.until import may_stop
 
 Rule = Callable[[Sequence[float], float | None, list[int]], bool]
 """(losses so far, baseline, the check epochs so far) -> stop here."""
@@ -105,8 +105,8 @@ def _min_epochs(n: int) -> Rule:
     return rule
 
 
-def _settled(losses: Sequence[float], base: float | None, checks: list[int]) -> bool:
-    return settled(losses, base)
+def _may_stop(losses: Sequence[float], base: float | None, checks: list[int]) -> bool:
+    return may_stop(losses, base)
 
 
 RULES: dict[str, Rule] = {
@@ -116,12 +116,12 @@ RULES: dict[str, Rule] = {
     "noise": _noise_bound,
     ">=50 ep": _min_epochs(50),
     "20 %": _window(0.2),
-    "10+20%": _settled,
+    "10+20%": _may_stop,
 }
 """The guard at one check (the rule before), at 2 and 3 consecutive checks, with the
 window's decrease at its upper 2·SE bound, also with windows of at least 50 epochs, on a
 20 % window alone, and on both the
-10 % and the 20 % window (``engine.train.until.settled``, the rule now)."""
+10 % and the 20 % window (``engine.train.until.may_stop``, the rule now)."""
 
 
 CRAWL = 0.03

@@ -2,7 +2,7 @@
 
 A cell trains ``epochs`` epochs, then after every ``check_every`` more the rule reads the
 epoch losses so far, and the cell stops at the first check where it holds, or at
-``max_epochs``. The rule (``settled``) is the convergence guard
+``max_epochs``. The rule (``may_stop``) is the convergence guard
 (``engine.results.guards.convergence``, one implementation) read twice: on its own window
 (the last 10 % of the epochs against the 10 % before) and on a window twice as long
 (``STOP_WINDOW``: the last 20 % against the 20 % before), each making at most ``TOL``
@@ -58,7 +58,7 @@ def is_check(cfg: UntilSpec, epoch: int) -> bool:
     return epoch >= cfg.epochs and (epoch - cfg.epochs) % cfg.check_every == 0
 
 
-def settled(losses: Sequence[float], baseline: float | None) -> bool:
+def may_stop(losses: Sequence[float], baseline: float | None) -> bool:
     """Whether a cell whose epoch-mean losses so far are ``losses`` [E] may stop: the guard
     holds on its own window and on ``STOP_WINDOW`` (``baseline``: the constant predictor's
     loss, as the guard takes it)."""
@@ -69,11 +69,11 @@ def settled(losses: Sequence[float], baseline: float | None) -> bool:
 
 def stop_now(cfg: UntilSpec, losses: Sequence[float], baseline: float | None) -> bool:
     """True when a cell of ``cfg`` whose epoch-mean losses so far are ``losses`` [E] stops
-    here: always at the cap; under until = converged also at a check where ``settled``
+    here: always at the cap; under until = converged also at a check where ``may_stop``
     holds."""
     e = len(losses)
     if e >= epoch_cap(cfg):
         return True
     if cfg.until != "converged" or not is_check(cfg, e):
         return False
-    return settled(losses, baseline)
+    return may_stop(losses, baseline)

@@ -215,7 +215,7 @@ class TrainSpec:
     max_epochs: int = 2000
     """The cap on epochs when until = converged (never below ``epochs``); the guard judges a capped cell as any other."""
     check_every: int = 10
-    """Epochs between two checks of the stopping rule when until = converged (the guard on 10 % and on 20 % windows: ``engine.train.until.settled``)."""
+    """Epochs between two checks of the stopping rule when until = converged (the guard on 10 % and on 20 % windows: ``engine.train.until.may_stop``)."""
     batch_networks: int = 64
     """Most same-shaped networks trained side by side in one batched call (influence_check's retrainings: each keeps its own batches and optimiser state; a chunk also stays under 1 GiB); 1: each network separately (the earlier path)."""
 

@@ -13,7 +13,7 @@ from engine.results import constant_loss, converged
 from engine.run.context import RunContext
 from engine.run.events import Progress
 from engine.run.spec import RunSpec, TrainSpec
-from engine.train.until import epoch_cap, is_check, settled, stop_now
+from engine.train.until import epoch_cap, is_check, may_stop, stop_now
 
 BASE = RunSpec(experiment="train", seeds=(0,), device="cpu", dtype="float64").replace(
     data__classes=(3, 8), data__n_train=60, data__n_test=30, train__batch_size=16
@@ -40,7 +40,7 @@ def test_stop_now_is_the_rule_at_checks_and_the_cap() -> None:
     decay = [1.0 + math.exp(-e / 3.0) for e in range(60)]  # settles by ~epoch 20
     flat = [1.0] * 60  # never leaves its start
     got = [e for e in range(1, 61) if stop_now(cfg, decay[:e], None)]
-    want = [e for e in range(10, 61, 5) if settled(decay[:e], None)]
+    want = [e for e in range(10, 61, 5) if may_stop(decay[:e], None)]
     assert got[0] == want[0] and 10 < got[0] < 60
     assert converged(decay[: got[0]])  # a stopped cell passes the guard its table reports
     assert [e for e in range(1, 61) if stop_now(cfg, flat[:e], None)] == [60]  # the cap only
@@ -78,7 +78,7 @@ def test_a_slow_crawl_is_not_stopped_at_a_noisy_early_check(seed: int) -> None:
     crawl = _crawl(seed)
     once = _first(lambda v: converged(v, baseline=1.0), crawl)
     assert once is not None and once <= 110 and _gap(crawl, once) > 0.08
-    stop = _first(lambda v: settled(v, 1.0), crawl)
+    stop = _first(lambda v: may_stop(v, 1.0), crawl)
     assert stop is not None and stop >= 250 and _gap(crawl, stop) < 0.04
 
 
@@ -90,7 +90,7 @@ def test_a_clean_approach_costs_at_most_half_again_the_guards_epochs(tau: float)
     clean = [0.1 + 0.9 * math.exp(-t / tau) + r.gauss(0, 0.002) for t in range(2000)]
     for start in (10, 100):
         once = _first(lambda v: converged(v, baseline=1.0), clean, start)
-        stop = _first(lambda v: settled(v, 1.0), clean, start)
+        stop = _first(lambda v: may_stop(v, 1.0), clean, start)
         assert once is not None and stop is not None and once <= stop <= 1.5 * once
         assert stop == once or tau > 10 or start < 100
         assert _gap(clean, stop) < 0.01
@@ -118,7 +118,7 @@ def test_a_cell_stops_where_the_rule_first_holds_with_a_fixed_runs_weights() -> 
     assert tm.converged and 20 <= e < 600 and (e - 20) % 10 == 0
     losses = [h["loss"] for h in tm.history]
     base = constant_loss(tm.dataset.y_train)
-    assert settled(losses, base) and not any(settled(losses[:k], base) for k in range(20, e, 10))
+    assert may_stop(losses, base) and not any(may_stop(losses[:k], base) for k in range(20, e, 10))
     assert [ev.total for ev in events if isinstance(ev, Progress)][0] == 600  # the cap
     fixed, _ = _drain(
         RunContext(spec.replace(train__until="fixed", train__epochs=e)).train_model("relu", 32, 0)
