@@ -38,7 +38,7 @@ Norm = Literal["linf", "l2"]
 NORMS: tuple[Norm, ...] = get_args(Norm)
 
 Until = Literal["fixed", "converged"]
-"""How long a cell trains: ``train.epochs``, or until the convergence guard holds (cap
+"""How long a cell trains: ``train.epochs``, or until it settles (``engine.train.until``; cap
 ``train.max_epochs``)."""
 UNTIL: tuple[Until, ...] = get_args(Until)
 

@@ -38,9 +38,11 @@ QUICK = {
 one-split data set has, ``cap_sizes``), widths 16/32/64/256/1024 (five: four widths
 cannot reach p < 0.05 in claim 1's exact Spearman test with one seed), at least 200 epochs at
 batch 32 (10 Adam steps an epoch; the paper's lr 1e-3 and L2) and then until converged
-(``train.until``, checked every 10 epochs, cap 900: the slowest cell measured stopped at
-550, the added m = 32 at 410 (2L-ReLU) and 390 (MLP-Attn) on 10-class digits
-(``malleability headless --dataset digits --experiment train --quick``), and 900 keeps the estimate of `--quick --experiment all` under the 10 min that asks
+(``train.until``, checked every 10 epochs, cap 900: on 10-class digits
+(``malleability headless --dataset digits --experiment train --quick``) the slowest cells
+stop at 830 (MLP-Attn m = 16) and 810 (2L-ReLU m = 16), m = 32 at 640, m = 64 at
+450 / 430, m ≥ 256 at 200-220 (the guard alone, before ``engine.train.until`` also read
+a 20 % window, stopped them at 500 / 550, 390 / 410, 260 / 270 and 200), and 900 keeps the estimate of `--quick --experiment all` under the 10 min that asks
 to confirm), per-pixel centring (``data.center``,
 not the paper's: ``quick_departures`` says so before a run), one seed, width 256 for flip
 and landscape, PGD 10 steps (α = 2.5·ε/10), MIM 5 steps, coarser landscape grids;
@@ -61,8 +63,8 @@ per task × model, best test accuracy; 2 shared CPU cores at load 2–4):
   best test accuracy 2L-ReLU / MLP-Attn: digits 0.99 / 0.94 and 1.00 / 1.00, MNIST
   0.88 / 0.74 and 0.96 / 0.94, Fashion 0.71 / 0.57 and 0.81 / 0.81, CIFAR-10 0.29 / 0.21
   and 0.89 / 0.77. One cell is at chance: CIFAR-10 10-class MLP-Attn m = 16 (test 0.14
-  of 100; ``KNOWN_FAILURES`` says so before such a run). The guard stopped most cells at
-  the first check (200 epochs); the narrow ones later (digits 10-class 2L-ReLU m = 16 at
+  of 100; ``KNOWN_FAILURES`` says so before such a run). The guard (alone, the rule
+  then) stopped most cells at the first check (200 epochs); the narrow ones later (digits 10-class 2L-ReLU m = 16 at
   550, m = 64 at 270; MLP-Attn 500 and 260; MNIST 10-class m = 16 at 280 / 260).
 * centred at a fixed 200 epochs (``--presets center``, digits): 3 vs 8 converges
   everywhere, 10-class only at m = 256, 1024 for both models: the budget, not the widths,

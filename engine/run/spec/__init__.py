@@ -211,11 +211,11 @@ class TrainSpec:
     l2: float = 1e-3
     """L2 penalty λ, added to the loss as (λ/2)‖θ‖² (paper: λ = 1e-3)."""
     until: str = "fixed"
-    """fixed: exactly ``epochs``; converged: from ``epochs`` on, check the convergence guard every ``check_every`` epochs and stop when it holds or at ``max_epochs`` (ours)."""
+    """fixed: exactly ``epochs``; converged: from ``epochs`` on, every ``check_every`` epochs read the convergence guard on the last 10 % and on the last 20 % of the epochs, and stop when both hold or at ``max_epochs`` (ours; ``engine.train.until``)."""
     max_epochs: int = 2000
     """The cap on epochs when until = converged (never below ``epochs``); the guard judges a capped cell as any other."""
     check_every: int = 10
-    """Epochs between two guard checks when until = converged."""
+    """Epochs between two checks of the stopping rule when until = converged (the guard on 10 % and on 20 % windows: ``engine.train.until.may_stop``)."""
     batch_networks: int = 64
     """Most same-shaped networks trained side by side in one batched call (influence_check's retrainings: each keeps its own batches and optimiser state; a chunk also stays under 1 GiB); 1: each network separately (the earlier path)."""
 
