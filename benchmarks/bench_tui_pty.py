@@ -21,10 +21,21 @@ tab bar (the two top rows) differs from the screen before the key: the first fra
 shows the key. **settled**: the last read that changed anything (the status bar's clock
 row aside) before the screen stayed unchanged for ``--quiet`` ms. A live chart redraw
 (the running job's, every 0.5 s) landing in that window counts as settling too.
-Between presses the harness waits 0.1-0.3 s (a person's pace).
+Between presses the harness waits 0.1-0.3 s (a person's pace). Every send and every read
+waits for tmux's reply to it, so a read shows the pane as it is after the send.
+
+Where the time goes, per press (both apps run with a light trace: two wrapped functions,
+``--no-trace`` drops it): **app** is key → the frame that first showed it handed to the
+terminal (the app's input thread reads the key, the event loop switches the panel, lays
+out and renders the screen, the writer thread writes it); **cpu** is the main thread's
+CPU time over that span (the app's own work, whatever the load); **terminal** is the rest
+of the first change (tmux reads and parses the frame, the next ``capture-pane``). A
+``--poll`` floor is measured first: a raw program that repaints at each key (no job).
 
 Goal (issue #26): median first change ≤ 1.5× the bare app's and ≤ 60 ms while the job
 runs; p90 ≤ 150 ms.
+
+The bare app runs without animations, as ``malleability-tui`` does by default.
 
 ``--profile FILE``: the TUI scenario runs the app under cProfile (written to FILE on exit;
 read it with ``python -m pstats``), to find where a panel switch spends its time.
@@ -60,6 +71,10 @@ def bare_app() -> None:
     class BareApp(App):
         BINDINGS = [Binding(str(i + 1), f"show('{t}')", t) for i, t in enumerate(TITLES)]
 
+        def __init__(self) -> None:
+            super().__init__()
+            self.animation_level = "none"  # as malleability-tui (the tabs' underline slide)
+
         def compose(self) -> ComposeResult:
             with TabbedContent(id="tabs"):
                 for i, t in enumerate(TITLES):
@@ -71,6 +86,85 @@ def bare_app() -> None:
             self.query_one(TabbedContent).active = tab
 
     BareApp().run()
+
+
+def trace_to(path: str) -> None:
+    """Record, in this (the app's) process, when each key is read and handled and when each
+    frame is written, with the main thread's CPU time; written to ``path`` at exit."""
+    import atexit
+    import json
+
+    from textual import events
+    from textual._xterm_parser import XTermParser
+    from textual.app import App
+    from textual.drivers import _writer_thread
+
+    log: list[tuple[str, float, float]] = []
+    clock, cpu = time.perf_counter, time.thread_time
+    feed, on_event, display = XTermParser.feed, App.on_event, App._display
+
+    def traced_feed(self: Any, data: str) -> Any:
+        if data:
+            log.append(("read", clock(), 0.0))
+        return feed(self, data)
+
+    async def traced_on_event(self: Any, event: Any) -> None:
+        if isinstance(event, events.Key):
+            log.append(("key", clock(), cpu()))
+        await on_event(self, event)
+
+    def traced_display(self: Any, screen: Any, renderable: Any) -> None:
+        display(self, screen, renderable)
+        log.append(("frame", clock(), cpu()))
+
+    class File:
+        def __init__(self, f: Any) -> None:
+            self.f, self.write, self.fileno = f, f.write, f.fileno
+
+        def flush(self) -> None:
+            self.f.flush()
+            log.append(("written", clock(), 0.0))
+
+    init = _writer_thread.WriterThread.__init__
+
+    def traced_init(self: Any, file: Any) -> None:
+        init(self, File(file))
+
+    XTermParser.feed = traced_feed  # type: ignore[method-assign]
+    App.on_event = traced_on_event  # type: ignore[method-assign]
+    App._display = traced_display  # type: ignore[method-assign]
+    _writer_thread.WriterThread.__init__ = traced_init  # type: ignore[method-assign]
+    atexit.register(lambda: Path(path).write_text(json.dumps(log), encoding="utf-8"))
+
+
+def split(log: list[list[Any]], sent: list[float], first: list[float]) -> dict[str, list[float]]:
+    """Per press (sent at ``sent[i]``, first seen ``first[i]`` later): app (key → the last
+    frame written before the change was seen), cpu (main thread, key handled → that
+    frame), terminal (the rest)."""
+    out: dict[str, list[float]] = {"app": [], "cpu": [], "terminal": []}
+    for t0, f in zip(sent, first):
+        seen = t0 + f
+        key = next((e for e in log if e[0] == "key" and t0 <= e[1] <= seen), None)
+        written = [e[1] for e in log if e[0] == "written" and t0 <= e[1] <= seen]
+        if key is None or not written:
+            continue
+        frames = [e for e in log if e[0] == "frame" and key[1] <= e[1] <= written[-1]]
+        if not frames:
+            continue
+        out["app"].append(written[-1] - t0)
+        out["cpu"].append(frames[-1][2] - key[2])
+        out["terminal"].append(seen - written[-1])
+    return out
+
+
+def echo_app() -> None:
+    """The harness's floor: a raw-mode program that repaints the top 3 rows at each key."""
+    import tty
+
+    tty.setraw(0)
+    os.write(1, b"\x1b[2J\x1b[H1 setup: echo")
+    while (c := os.read(0, 1)) not in (b"", b"q"):
+        os.write(1, b"\x1b[H" + c * 240)
 
 
 class Pane:
@@ -95,13 +189,28 @@ class Pane:
             errors="replace",  # a read may cut a character of a redraw in two
             bufsize=1,
         )
-        self.command("refresh-client -f no-output")
+        # Every command gets one %begin…%end reply, attach-session's own included: read
+        # up to a marker so that each later reply answers the command just sent. (Replies
+        # left unread put every screen read one reply behind, one more per key sent: the
+        # latencies grew by a poll per press, ~60 ms of median on 24 presses.)
+        self.write("refresh-client -f no-output")
+        self.write("display-message -p bench-sync")
+        while "bench-sync" not in self.reply():
+            pass
 
-    def command(self, line: str) -> list[str]:
-        """Run one tmux command through the control client; its output lines."""
-        assert self.ctl.stdin and self.ctl.stdout
+    def write(self, line: str) -> None:
+        assert self.ctl.stdin
         self.ctl.stdin.write(line + "\n")
         self.ctl.stdin.flush()
+
+    def command(self, line: str) -> list[str]:
+        """Run one tmux command through the control client; its output lines (its reply)."""
+        self.write(line)
+        return self.reply()
+
+    def reply(self) -> list[str]:
+        """The next reply block's lines."""
+        assert self.ctl.stdout
         out: list[str] = []
         inside = False
         for raw in self.ctl.stdout:
@@ -118,9 +227,8 @@ class Pane:
         return self.command("capture-pane -p -t b")
 
     def send(self, key: str) -> None:
-        assert self.ctl.stdin
-        self.ctl.stdin.write(f"send-keys -t b {key}\n")
-        self.ctl.stdin.flush()
+        """Send ``key``; returns once tmux has written it to the program's terminal."""
+        self.command(f"send-keys -t b {key}")
 
     def wait_for(self, text: str, timeout: float) -> bool:
         end = time.perf_counter() + timeout
@@ -151,12 +259,14 @@ def masked(screen: list[str]) -> list[str]:
     return [row for row in screen if "●" not in row and "⏱" not in row]
 
 
-def press(pane: Pane, key: str, poll: float, quiet: float) -> tuple[float, float]:
-    """(first change, settled) in seconds after sending ``key``."""
+def press(pane: Pane, key: str, poll: float, quiet: float) -> tuple[float, ...]:
+    """(sent at, first change, panel, settled): the clock when ``key`` was sent, then
+    seconds to the first read with the tab bar changed, with the panel below it changed,
+    and to the last change."""
     before = pane.screen()
     t0 = time.perf_counter()
     pane.send(key)
-    first = settled = None
+    first = panel = settled = None
     last = masked(before)
     t_last = t0
     while True:
@@ -166,23 +276,33 @@ def press(pane: Pane, key: str, poll: float, quiet: float) -> tuple[float, float
         if first is None and s[:2] != before[:2]:
             first = now - t0
         m = masked(s)
+        if panel is None and m[2:] != masked(before)[2:]:
+            panel = now - t0
         if m != last:
             last, t_last = m, now
             settled = now - t0
-        elif first is not None and now - t_last >= quiet:
-            return first, settled if settled is not None else first
+        elif first is not None and panel is not None and now - t_last >= quiet:
+            return t0, first, panel, settled if settled is not None else first
         if now - t0 > 5.0:
-            return (first if first is not None else 5.0), 5.0
+            return t0, first or 5.0, panel or 5.0, 5.0
 
 
 def presses(pane: Pane, n: int, poll: float, quiet: float, going: Any) -> dict[str, list[float]]:
-    res: dict[str, list[float]] = {"first": [], "settled": [], **{f"key{k}": [] for k in KEYS}}
+    res: dict[str, list[float]] = {
+        "sent": [],
+        "first": [],
+        "panel": [],
+        "settled": [],
+        **{f"key{k}": [] for k in KEYS},
+    }
     rng = random.Random(0)
     for i in range(n):
         if not going():
             break
-        f, s = press(pane, KEYS[i % len(KEYS)], poll, quiet)
+        t0, f, p, s = press(pane, KEYS[i % len(KEYS)], poll, quiet)
+        res["sent"].append(t0)
         res["first"].append(f)
+        res["panel"].append(p)
         res[f"key{KEYS[i % len(KEYS)]}"].append(f)
         res["settled"].append(s)
         time.sleep(rng.uniform(0.1, 0.3))
@@ -194,35 +314,50 @@ def child_env() -> dict[str, str]:
     return {"PYTHONPATH": path, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
 
 
+def app_cmd(a: argparse.Namespace, tmp: Path, *args: str) -> list[str]:
+    """This script as the pane's program: ``args`` (the app), traced unless --no-trace."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    trace = [] if a.no_trace else ["--trace-to", str(tmp / "trace.json")]
+    return [sys.executable, __file__, *trace, *args]
+
+
+def with_trace(res: dict[str, list[float]], tmp: Path) -> dict[str, list[float]]:
+    """``res`` and, when the app left a trace, the split of each press (``split``)."""
+    import json
+
+    f = tmp / "trace.json"
+    if f.is_file():
+        res.update(split(json.loads(f.read_text(encoding="utf-8")), res["sent"], res["first"]))
+    return res
+
+
 def run_bare(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list[float]]:
     job = subprocess.Popen(
         ["nice", "-n", "5", sys.executable, "-m", "malleability_tui.cli.main", "headless",
          "--config", str(spec_file), "--out", str(tmp / "beside-bare"), "--quiet"],
         env=dict(os.environ, **child_env()), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    pane = Pane([sys.executable, __file__, "--bare-app"], child_env())
+    pane = Pane(app_cmd(a, tmp, "--bare-app"), child_env())
     try:
         if not pane.wait_for("1 setup", 60):
             sys.exit("error: the bare app did not start:\n" + "\n".join(pane.screen()))
         time.sleep(max(0.0, 5.0 - (time.perf_counter() - a.t_started)))
         res = presses(pane, a.presses, a.poll / 1000, a.quiet / 1000, lambda: job.poll() is None)
         res["ended_early"] = [float(job.poll() is not None)]
-        return res
+        pane.send("C-q")
+        pane.wait_exit(10)  # the app exits (and writes its trace)
     finally:
         pane.close()
         job.terminate()
         job.wait()
+    return with_trace(res, tmp)
 
 
 def run_tui(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list[float]]:
     env = dict(child_env(), MALLEABILITY_RUNS=str(tmp / "runs"))
-    cmd = [sys.executable, "-c", "from malleability_tui.app import main; main()", str(spec_file)]
+    cmd = app_cmd(a, tmp, "--tui-app", str(spec_file))
     if a.profile:
-        script = tmp / "tui_main.py"
-        script.parent.mkdir(parents=True, exist_ok=True)
-        script.write_text("from malleability_tui.app import main\nmain()\n", encoding="utf-8")
-        cmd = [sys.executable, "-m", "cProfile", "-o", str(Path(a.profile).resolve()),
-               str(script), str(spec_file)]  # fmt: skip
+        cmd = [sys.executable, "-m", "cProfile", "-o", str(Path(a.profile).resolve()), *cmd[1:]]
     pane = Pane(cmd, env)
     try:
         if not pane.wait_for("1 Setup", 60):
@@ -240,8 +375,10 @@ def run_tui(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list
             sys.exit("error: r did not start the sweep:\n" + "\n".join(pane.screen()))
         pane.send("2")
         # trains once the worker has imported torch and loaded the data (the chart has rows)
-        pane.wait_for("ntk_distance vs width", 10)
+        pane.wait_for(" vs width", 10)
         time.sleep(4.0)
+        pane.send("1")  # back to the first tab: the first press (2) switches, as in bare
+        time.sleep(0.5)
 
         def going() -> bool:
             return any("● running" in row for row in pane.screen())
@@ -251,10 +388,10 @@ def run_tui(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list
         pane.send("c")
         pane.wait_for("cancelled", 20)
         pane.send("q")
-        pane.wait_exit(15)  # the app exits (and writes the profile)
-        return res
+        pane.wait_exit(15)  # the app exits (and writes its trace, its profile)
     finally:
         pane.close()
+    return with_trace(res, tmp)
 
 
 def stats(xs: list[float]) -> tuple[float, float]:
@@ -272,10 +409,26 @@ def main() -> None:
     ap.add_argument("--poll", type=float, default=4.0, help="ms between screen reads")
     ap.add_argument("--quiet", type=float, default=250.0, help="ms without change = settled")
     ap.add_argument("--profile", help="run the TUI under cProfile, writing this file")
+    ap.add_argument("--no-trace", action="store_true", help="run the apps without the trace")
     ap.add_argument("--bare-app", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--echo-app", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tui-app", help=argparse.SUPPRESS)
+    ap.add_argument("--trace-to", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.trace_to:
+        trace_to(a.trace_to)
+    if a.tui_app:
+        sys.path.insert(0, str(ROOT))
+        from malleability_tui.app import main as tui_main
+
+        sys.argv = [sys.argv[0], a.tui_app]
+        tui_main()
+        return
     if a.bare_app:
         bare_app()
+        return
+    if a.echo_app:
+        echo_app()
         return
     if shutil.which("tmux") is None:
         sys.exit("error: tmux is needed (apt-get install tmux)")
@@ -294,30 +447,54 @@ def main() -> None:
     print(f"load average before: {load} on {os.cpu_count()} cores; 80×24 tmux pane; "
           f"{a.presses} presses × {a.rounds} rounds per app; keys {', '.join(KEYS)}")  # fmt: skip
     out: dict[str, dict[str, list[float]]] = {
-        name: {"first": [], "settled": [], "ended_early": [], **{f"key{k}": [] for k in KEYS}}
+        name: {"first": [], "panel": [], "settled": [], "ended_early": [], "app": [], "cpu": [],
+               "terminal": [], **{f"key{k}": [] for k in KEYS}}
         for name in ("bare", "tui")
-    }
+    }  # fmt: skip
+    pane = Pane([sys.executable, __file__, "--echo-app"], child_env())
+    try:
+        if not pane.wait_for("1 setup", 20):
+            sys.exit("error: the echo program did not start")
+        echo = presses(pane, 16, a.poll / 1000, a.quiet / 1000, lambda: True)["first"]
+    finally:
+        pane.close()
+    e_med, e_p90 = stats(echo)
+    print(f"harness floor (a raw program echoing the key, no job): median {e_med:.1f} ms, "
+          f"p90 {e_p90:.1f} ms (a read every {a.poll:g} ms)")  # fmt: skip
     for r in range(a.rounds):
         for name, fn in (("bare", run_bare), ("tui", run_tui)):
             a.t_started = time.perf_counter()
             res = fn(a, spec_file, tmp / f"{name}-{r}")
             for k, v in res.items():
-                out[name][k] += v
+                if k in out[name]:
+                    out[name][k] += v
             print(f"round {r + 1} {name}: first change median {stats(res['first'])[0]:.0f} ms")
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     floor = stats(out["bare"]["first"])[0]
-    print(f"\n{'app (a sweep training)':<26} {'n':>4} {'first median':>13} {'p90':>6} "
-          f"{'settled median':>15} {'p90':>6} {'× bare':>7}")  # fmt: skip
+    print("\nms from the key, median (p90), while a sweep trains:")
+    print(f"{'app':<24} {'n':>3} {'first change':>13} {'panel drawn':>12} {'settled':>12}"
+          f" {'first × bare':>13}")  # fmt: skip
     for name in ("bare", "tui"):
-        f_med, f_p90 = stats(out[name]["first"])
-        s_med, s_p90 = stats(out[name]["settled"])
+        cols = " ".join(
+            f"{m:>{w - 6}.0f} ({p90:>3.0f})"
+            for (m, p90), w in zip(
+                (stats(out[name][k]) for k in ("first", "panel", "settled")), (13, 12, 12)
+            )
+        )
         label = "bare 8-tab Textual app" if name == "bare" else "malleability-tui"
-        print(f"{label:<26} {len(out[name]['first']):>4} {f_med:>10.0f} ms {f_p90:>6.0f} "
-              f"{s_med:>12.0f} ms {s_p90:>6.0f} {f_med / floor:>7.2f}")  # fmt: skip
+        ratio = stats(out[name]["first"])[0] / floor
+        print(f"{label:<24} {len(out[name]['first']):>3} {cols} {ratio:>13.2f}")
     print("\nfirst change median per key, ms: " + "; ".join(
         f"{name} " + " ".join(f"{k}:{stats(out[name][f'key{k}'])[0]:.0f}" for k in KEYS
                               if out[name][f"key{k}"])
         for name in ("bare", "tui")))  # fmt: skip
+    if out["tui"]["app"] and out["bare"]["app"]:
+        print("\nwhere the first change's time goes, median (p90) ms, per press:")
+        print(f"  {'':<24} {'app: key → frame written':>26} {'app CPU':>14} {'terminal':>14}")
+        for name in ("bare", "tui"):
+            cols = [stats(out[name][k]) for k in ("app", "cpu", "terminal")]
+            print(f"  {name:<24} " + " ".join(
+                f"{m:>{w - 6}.0f} ({p:>3.0f})" for (m, p), w in zip(cols, (26, 14, 14))))  # fmt: skip
     if any(out[n]["ended_early"] and max(out[n]["ended_early"]) for n in out):
         print("note: a sweep ended before the presses did; raise --epochs")
     f_med, f_p90 = stats(out["tui"]["first"])

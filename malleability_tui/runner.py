@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
+from engine.reproduce.claims import NOT_RUN
 from engine.run.events import Event, Failed, Finished, Progress, from_json, to_jsonable
 from engine.run.spec import RunSpec
 from engine.run.store import RunStore
@@ -344,9 +345,6 @@ class ReproductionEnded(Message):
     def __init__(self, status: str, path: Path, error: str = "") -> None:
         super().__init__()
         self.status, self.path, self.error = status, path, error
-
-
-NOT_RUN = "not run yet"
 
 
 class ReproductionJob:

@@ -114,11 +114,14 @@ ASCII_FALLBACK = {
     "μ": "mu", "η": "eta", "Φ": "Phi", "ℓ": "l", "→": "->", "⇄": "<->", "×": "x",
     "·": "-", "‖": "||", "±": "+/-", "…": "...", "−": "-", "–": "-", "—": "-",
     "∞": "inf", "≥": ">=", "≤": "<=", "≈": "~", "≫": ">>", "∝": "~", "∈": "in", "÷": "/",
-    "√": "sqrt", "⊗": "(x)", "⌈": "ceil(", "⌉": ")", "§": "S", "✓": "ok", "✗": "x",
+    "√": "sqrt", "⊗": "(x)", "⌈": "ceil(", "⌉": ")", "§": "S", "✓": "+", "✗": "x",
     "⚠": "!", "²": "^2", "³": "^3", "¹": "^1", "⁶": "^6", "⁻": "^-", "ᵀ": "^T",
     "₀": "0", "₁": "1", "₂": "2",
 }  # fmt: skip
-"""ASCII text for the signs the CLI prints, where a stream cannot encode them."""
+"""ASCII text for the signs the CLI prints, where a stream cannot encode them. A table is
+laid out on this text (``cli.common.StreamConsole``, ``render.table_parts``), so a longer
+spelling stays within 80 columns; the checklist's marks (✓ ✗ ? ·) keep one column each,
+so its lines stay aligned."""
 
 
 def encodable(text: str, encoding: str | None) -> str:

@@ -30,6 +30,9 @@ MODELS = ("2L-ReLU", "MLP-Attn")
 
 
 HOLDS, FAILS, INCONCLUSIVE, NO_DATA = "holds", "does not hold", "inconclusive", "no data"
+NOT_RUN = "not run yet"
+"""The reason of a part that has not run (yet): the verdicts it feeds read "no data: not
+run yet" while a reproduction runs."""
 
 MIN_SEEDS = 2
 """Seeds of a group that must pass the guards for the group to count (all of them when
@@ -157,7 +160,24 @@ def checklist(stats: dict[Any, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _items(ds: str, s: dict[str, Any]) -> list[dict[str, Any]]:
-    """The checklist's items for one data set's statistics ``s``."""
+    """The checklist's items for one data set's statistics ``s``. An item without data
+    whose part did not run says why, as inconclusive ones do: ``no data: REASON``
+    (``reason``, ``reason_gd``, ``reason_binary``: the reason of the multiclass, the GD,
+    the binary part)."""
+    items = _decided(ds, s)
+    for item in items:
+        if item["verdict"] != NO_DATA:
+            continue
+        if item.get("sweep", "").startswith("full-batch GD"):
+            why = s.get("reason_gd")
+        else:
+            why = s.get("reason") or (s.get("reason_binary") if item["claim"] == 3 else None)
+        if why:
+            item["verdict"] = f"{NO_DATA}: {why}"
+    return items
+
+
+def _decided(ds: str, s: dict[str, Any]) -> list[dict[str, Any]]:
     items = [_claim1(ds, s.get("ntk"), "Adam, 10-class" if "ntk_gd" in s else "")]
     if "ntk_gd" in s:
         items.append(_claim1(ds, s.get("ntk_gd"), "full-batch GD, binary"))

@@ -57,7 +57,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.kinds import ATTACKS
-from engine.reproduce.claims import ATTACK_LABELS, MODELS, NO_DATA, _pooled, checklist
+from engine.reproduce.claims import ATTACK_LABELS, MODELS, NO_DATA, NOT_RUN, _pooled, checklist
 from engine.reproduce.plan import Part
 from engine.results import mean_std, num, ratio
 from engine.results.tables import NtkDistanceRow, SpectrumRow
@@ -96,7 +96,7 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
     protocols = list(dict.fromkeys(p.protocol for p in parts))
     multi = len(protocols) > 1
     for part in parts:
-        run = runs.get(part.key, {"missing": "not run"})
+        run = runs.get(part.key, {"missing": NOT_RUN})
         tables = run.get("tables", {})
         reason = run.get("missing")
         flips = _default_protocol(tables.get("flip_rates"), part)
@@ -108,6 +108,7 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
         st.setdefault("grid", []).extend(grid_cells)
         if part.role == "gd":
             st["ntk_gd"] = None if reason else tables.get("ntk_distance")
+            st["reason_gd"] = reason
         elif part.task == "multiclass":
             out["table1"] += _table1(part.dataset, tables.get("ntk_distance"), reason)
             out["table2"] += _flip_table(2, part.dataset, flips, reason)
@@ -124,6 +125,7 @@ def compare(runs: dict[str, dict[str, Any]], parts: list[Part]) -> dict[str, Any
         else:
             out["table3"] += _flip_table(3, part.dataset, flips, reason)
             st["flip_binary"] = flips
+            st["reason_binary"] = reason
         if multi:  # each table cell says which protocol it was measured under
             for k, n in before.items():
                 for cell in out[k][n:]:

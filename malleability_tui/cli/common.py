@@ -81,10 +81,28 @@ class SafeStream:
         self.failed = None
 
 
+class StreamConsole(Console):
+    """A console that lays text out as its stream will print it: where the stream cannot
+    encode a sign (an ASCII stdout, see ``SafeStream``), a string is spelled in ASCII
+    (``text.encodable``: ``κ`` → ``kappa``) before rich measures and wraps it, so a table
+    laid out for 80 columns is still 80 columns once printed. (Text objects are not
+    rewritten: the CLI hands rich strings, ``text_for`` spells the others.)"""
+
+    def render_str(self, text: str, **kw: Any) -> Any:
+        return super().render_str(text_for(self, text), **kw)
+
+
+def text_for(console: Console, text: str) -> str:
+    """``text`` as ``console``'s stream prints it (``text.encodable``)."""
+    from malleability_tui.text import encodable
+
+    return encodable(text, console.encoding)
+
+
 out_stream = SafeStream()
 err_stream = SafeStream(stderr=True)
-console = Console(file=out_stream)  # type: ignore[arg-type]
-err_console = Console(file=err_stream, stderr=True)  # type: ignore[arg-type]
+console = StreamConsole(file=out_stream)  # type: ignore[arg-type]
+err_console = StreamConsole(file=err_stream, stderr=True)  # type: ignore[arg-type]
 
 
 def die(message: str, code: int = 2) -> NoReturn:

@@ -22,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from malleability_tui.text import number
+from malleability_tui.text import encodable, number
 
 if TYPE_CHECKING:
     from engine.run.events import Event
@@ -94,8 +94,8 @@ def header(col: str) -> str:
     return HEADERS.get(col, col)
 
 
-def _width(col: str, cells: Sequence[str]) -> int:
-    return max([len(header(col)), *(len(c) for c in cells)])
+def _width(head: str, cells: Sequence[str]) -> int:
+    return max([len(head), *(len(c) for c in cells)])
 
 
 def _packs(
@@ -126,26 +126,35 @@ def table_parts(
     max_rows: int = MAX_ROWS,
     width: int = WIDTH,
     keys: Sequence[str] = KEY_COLUMNS,
+    encoding: str = "utf-8",
 ) -> list[Table]:
     """Result rows as rich tables no wider than ``width``: columns with one value in every
     row go to the caption, headers are abbreviated, and the columns that do not fit go to
-    further parts (``name (2/3)``) that repeat the key columns; a cell never wraps."""
+    further parts (``name (2/3)``) that repeat the key columns; a cell never wraps. The
+    text is as a stream of ``encoding`` prints it (``κ`` → ``kappa`` on an ASCII stdout,
+    ``text.encodable``) before the columns are measured."""
+
+    def spell(s: str) -> str:
+        return encodable(s, encoding)
+
     cols = list(rows[0]) if rows else []
     shown = rows[:max_rows]
-    text = {c: [number(r.get(c)) for r in shown] for c in cols}
+    text = {c: [spell(number(r.get(c))) for r in shown] for c in cols}
+    heads = {c: spell(header(c)) for c in cols}
     const = [c for c in cols if len(rows) > 1 and len({number(r.get(c)) for r in rows}) == 1]
     cols = [c for c in cols if c not in const]
     caption = ", ".join(f"{c}={number(rows[0].get(c))}" for c in const)
     if len(rows) > max_rows:
         more = f"… {len(rows) - max_rows} more rows in {name}.csv"
         caption = f"{caption}; {more}" if caption else more
-    widths = {c: _width(c, text[c]) for c in cols}
+    caption = spell(caption)
+    widths = {c: _width(heads[c], text[c]) for c in cols}
     key_cols = [c for c in cols if c in keys]
     values = [c for c in cols if c not in key_cols]
     packs = _packs(key_cols, values, widths, width)
     tables = []
     for i, pack in enumerate(packs):
-        title = name if len(packs) == 1 else f"{name} ({i + 1}/{len(packs)})"
+        title = spell(name if len(packs) == 1 else f"{name} ({i + 1}/{len(packs)})")
         last = i == len(packs) - 1
         t = Table(
             title=title,
@@ -155,7 +164,7 @@ def table_parts(
             caption_justify="left",
         )
         for c in key_cols + pack:
-            t.add_column(header(c), no_wrap=True, justify="left" if c in keys else "right")
+            t.add_column(heads[c], no_wrap=True, justify="left" if c in keys else "right")
         for j in range(len(shown)):
             t.add_row(*(text[c][j] for c in key_cols + pack))
         tables.append(t)
@@ -164,7 +173,7 @@ def table_parts(
 
 def print_table(console: Console, name: str, rows: list[dict[str, Any]]) -> None:
     """Print ``table_parts(name, rows)``."""
-    for t in table_parts(name, rows, width=min(WIDTH, console.width)):
+    for t in table_parts(name, rows, width=min(WIDTH, console.width), encoding=console.encoding):
         console.print(t)
 
 
@@ -182,7 +191,8 @@ def print_headlines(
         if lines:
             console.print(f"[bold]{section}[/]")
             for ln in lines:  # wrapped lines keep the indent: each headline reads as one
-                console.print(Padding(Text(ln), (0, 0, 0, 2)), highlight=False)
+                text = Text(encodable(ln, console.encoding))  # wrapped as it will print
+                console.print(Padding(text, (0, 0, 0, 2)), highlight=False)
 
 
 def _said(line: str, warnings: set[str]) -> bool:

@@ -287,17 +287,21 @@ COMPARISON_KEYS = ("dataset", "model", "m", "attack", "task", "ridge", "ranking"
 """The comparison tables' columns that say which row it is (repeated when a table splits)."""
 
 
-def comparison_tables(cmp: dict[str, Any], width: int = WIDTH) -> list[Table]:
+def comparison_tables(
+    cmp: dict[str, Any], width: int = WIDTH, encoding: str = "utf-8"
+) -> list[Table]:
     """Rich tables of ``comparison_rows`` (the checklist aside: it prints as lines), each
-    within ``width`` columns: a column with one value goes to the caption, the columns
-    that do not fit to a second part."""
+    within ``width`` columns as a stream of ``encoding`` prints them: a column with one
+    value goes to the caption, the columns that do not fit to a second part."""
     from malleability_tui.views.claims import CHECKLIST_TITLE, comparison_rows
 
     tables = []
     for title, rows in comparison_rows(cmp):
         if title == CHECKLIST_TITLE or not rows:
             continue
-        parts = table_parts(title, rows, keys=COMPARISON_KEYS, width=width, max_rows=len(rows))
+        parts = table_parts(
+            title, rows, keys=COMPARISON_KEYS, width=width, max_rows=len(rows), encoding=encoding
+        )
         tables.extend(parts)
     return tables
 
@@ -312,7 +316,7 @@ def show_comparison(cmp: dict[str, Any]) -> None:
     )
 
     width = min(WIDTH, console.width)
-    for t in comparison_tables(cmp, width):
+    for t in comparison_tables(cmp, width, console.encoding):
         console.print(t)
     console.print(f"[bold]{CHECKLIST_TITLE}[/]", highlight=False)
     for line, verdict in zip(checklist_lines(cmp), checklist_verdicts(cmp)):

@@ -8,11 +8,19 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-HELP = """\
+from malleability_tui.actions import ACTIONS, TABS
+
+PALETTE_ONLY = ", ".join(
+    a.palette_title for a in ACTIONS if a.palette_title and a.key is None and a.field_key is None
+)
+"""The command palette's entries that no key starts (``Reproduce the paper``)."""
+
+HELP = f"""\
 [b]malleability[/b]: why linearized attention never enters the kernel regime.
 
-[b]Keys[/b]  1-7 panels · r run · c cancel · e export CSVs · s SVG screenshot
+[b]Keys[/b]  1-{len(TABS)} panels · r run · c cancel · e export CSVs · s SVG screenshot
       ? help · ctrl+p command palette · q quit (cancels a running job)
+[b]Palette[/b] ctrl+p, every action by name; only there: {PALETTE_ONLY}
 [b]In a text field[/b] keys type: ^r run · F1 help · esc leave field · ^q quit
 [b]Setup[/b]   F4 quick preset (minutes) · F6 paper preset (hours) · F2 load
         F3 save spec TOML; a run estimated over 10 min asks first
@@ -21,11 +29,12 @@ HELP = """\
         v compare two marked · F5 refresh
 
 [b]Panels[/b]
-  Sweep      NTK distance vs width (log₂), mean ± std over seeds; drift
+  Sweep      distance to the linearized twin (or NTK) vs width, ± std; drift
   Spectra    eigenvalues of G and G³, κ(G), κ(G)³, κ(G³), width thresholds
   Flips      flip rate \\[95% CI], Spearman ρ, MLP-Attn/2L-ReLU ratio, paper
   Landscape  1-D loss curves, 2-D heatmap, Hessian top eigenvalue, trace
   Training   live loss/accuracy of the cell training now; the event log
+  Claims     a reproduction's checklist; enter: the panel behind a claim
 
 Runs go to $MALLEABILITY_RUNS or ./runs.  escape closes this help."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.reproduce.claims import NO_DATA
+from engine.reproduce.claims import NO_DATA, NOT_RUN
 from engine.results import flip_text, num
 from malleability_tui.text import MISSING
 from malleability_tui.text import number as fmt
@@ -232,7 +232,10 @@ def _short_name(c: dict[str, Any], sweeps: dict[str, str] | None = None) -> str:
 
 
 def _short_verdict(verdict: str) -> str:
-    """``inconclusive: models not converged`` → ``inconclusive*`` (the details say why)."""
+    """``inconclusive: models not converged`` → ``inconclusive*`` (the details say why);
+    ``no data: not run yet`` (a reproduction's part still to run) → ``not run yet``."""
+    if verdict == f"{NO_DATA}: {NOT_RUN}":
+        return NOT_RUN
     return verdict.split(":", 1)[0] + ("*" if ":" in verdict else "")
 
 

@@ -140,3 +140,28 @@ def test_headless_tiny_run(tmp_path: Path) -> None:
     assert_fits(out, {"2L-ReLU", "MLP-Attn", "ntk_distance (1/2)", "ntk_distance (2/2)"})
     joined = " ".join(out.split())
     assert joined.count("MLP-Attn: distance") == 1, "a guard's line is printed once"
+
+
+def test_reproduce_comparison_ascii(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ASCII stdout (``LC_ALL=C``): the signs are spelled out (``kappa``, ``+/-``)
+    before the tables are laid out, so the printout still fits 80 columns, no token split."""
+    import io
+
+    from malleability_tui.cli.reproduce import show_comparison
+
+    buf = io.BytesIO()
+    monkeypatch.setattr("sys.stdout", io.TextIOWrapper(buf, encoding="ascii"))
+    cmp = json.loads((GOLDEN / "reproduce_summary.json").read_text())
+    show_comparison(cmp)
+    import sys
+
+    sys.stdout.flush()
+    out = buf.getvalue().decode("ascii")  # nothing but ASCII
+    tokens = {"2L-ReLU", "MLP-Attn", "kappa(G)^3", "kappa(G^3) measured", "+/-"}
+    assert_fits(out, tokens)
+    lines = out.splitlines()
+    head = lines.index("Claims checklist (rules: README 'Claims checklist')")
+    marks = [ln for ln in lines[head + 1 :] if ln[:2] in ("+ ", "x ", "? ", "- ")]
+    assert len(marks) == len(cmp["checklist"])
+    assert len({ln.index(" digits") for ln in marks}) == 1  # the columns stay aligned
+    golden("reproduce_comparison_ascii.txt", out)

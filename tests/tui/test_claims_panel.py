@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tui_support import make_test_app
 
-from malleability_tui.views.claims import checklist_rows, claim_target
+from engine.reproduce.claims import NO_DATA, NOT_RUN
+from malleability_tui.views.claims import checklist_lines, checklist_rows, claim_target
 from malleability_tui.widgets.claims_panel import EMPTY, details_text
 
 GOLDEN = Path(__file__).resolve().parents[1] / "cli" / "golden" / "reproduce_summary.json"
@@ -57,6 +58,19 @@ def test_checklist_rows_are_the_cli_checklist() -> None:
     assert details_text({}).plain == EMPTY
 
 
+def test_a_part_not_run_yet_reads_not_run_yet() -> None:
+    """The live checklist: a claim whose part is still to run says "not run yet" in the
+    table's verdict column and the CLI's line alike (one helper), not a bare "no data"."""
+    summary = json.loads(GOLDEN.read_text())
+    for c in summary["checklist"]:
+        if c.get("sweep") == "full-batch GD, binary":
+            c["verdict"] = f"{NO_DATA}: {NOT_RUN}"
+    (row,) = [r for r in checklist_rows(summary) if "GD" in r[4]]
+    assert row[:1] + row[3:4] == ("·", NOT_RUN)
+    (line,) = [line for line in checklist_lines(summary) if "GD" in line]
+    assert line.startswith("· 1 digits") and f" {NOT_RUN} " in line
+
+
 def test_claim_target_picks_the_panel_and_the_sub_run() -> None:
     summary = json.loads(GOLDEN.read_text())
     by = {(c["claim"], c.get("sweep")): c for c in summary["checklist"]}
@@ -78,7 +92,11 @@ async def test_a_reproduction_opens_on_the_claims_panel(tmp_path: Path) -> None:
         await pilot.pause()
         assert app.query_one("TabbedContent").active == "claims"
         table = app.query_one("#claims-table")
-        assert table.row_count == len(json.loads(GOLDEN.read_text())["checklist"])
+        summary = json.loads(GOLDEN.read_text())
+        assert table.row_count == len(summary["checklist"])
+        # every verdict, as the CLI's checklist gives it
+        shown = [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+        assert shown == checklist_rows(summary)
         assert app.focused is table
         names = [str(table.get_row_at(i)[4]) for i in range(table.row_count)]
         assert "NTK non-convergence (Adam, 10-class)" in names and "dual implication" in names

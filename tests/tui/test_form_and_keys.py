@@ -199,6 +199,9 @@ async def test_help_fits_80x24(tmp_path):
         for line in HELP.splitlines():  # every line whole: nothing wrapped or cut
             plain = re.sub(r"\[/?b\]", "", line).replace("\\[", "[").strip()
             assert plain in text, plain
+        # the palette's entries that no key starts are named (the reproduction's)
+        assert "only there: Reproduce the paper" in text
+        assert "1-8 panels" in text and "Claims" in text
 
 
 async def test_screenshot_leaves_the_toasts_out(tmp_path):

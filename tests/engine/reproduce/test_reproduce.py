@@ -207,9 +207,23 @@ def test_compare_marks_missing_data_not_invented() -> None:
         c["status"] == NO_DATA and c["reason"] == "cifar10 not found" for c in cells
     )
     assert all("mean" not in c for c in cells)
-    assert {c["verdict"] for c in out["checklist"]} == {NO_DATA}
+    # each verdict says why it has no data, as an inconclusive one does
+    assert {c["verdict"] for c in out["checklist"]} == {f"{NO_DATA}: cifar10 not found"}
     paper = {(c["model"], c["attack"]): c["paper"] for c in out["table2"]}
     assert paper[("MLP-Attn", "FGSM")] == 26.4 and paper[("2L-ReLU", "PGD")] == 3.1
+
+
+def test_a_part_not_run_yet_says_so_in_the_checklist() -> None:
+    """A reproduction under way: the items of a part still to run read "no data: not run
+    yet"; a part that ran without rows invents no reason."""
+    from engine.reproduce.claims import NOT_RUN
+
+    parts = plan(("digits",), quick=True)
+    runs = {p.key: {"tables": {}} for p in parts if p.role != "gd"}
+    out = compare(runs, parts)  # every part but the GD one ran (with no rows)
+    by_sweep = {c.get("sweep", ""): c["verdict"] for c in out["checklist"] if c["claim"] == 1}
+    assert by_sweep["full-batch GD, binary"] == f"{NO_DATA}: {NOT_RUN}"
+    assert by_sweep["Adam, 10-class"] == NO_DATA
 
 
 def test_gd_sweep_matches_the_sample_config() -> None:
