@@ -47,7 +47,7 @@ def run_train(ctx: RunContext) -> Iterator[Event]:
                         (kind, width, seed),
                         seed,
                         label,
-                        trains=(kind, width),
+                        batch=((kind, width), seed),
                     )
                 )
     rows: list[dict] = []

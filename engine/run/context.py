@@ -182,7 +182,7 @@ class RunContext:
         self._datasets: dict[tuple[Any, ...], Dataset] = {}
         self._trained: dict[tuple[Any, ...], TrainedModel] = {}
         self._twins: dict[tuple[Any, ...], nn.Module] = {}
-        self._groups: dict[tuple[str, int], list[int]] = {}
+        self._groups: dict[Any, list[Any]] = {}
         self._pending: dict[tuple[Any, ...], tuple[list[Event], str | None]] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
         self._executor: Any = executor
@@ -360,19 +360,25 @@ class RunContext:
             input_shift=shift,
         ).to(self.device)
 
-    def plan_training(self, wants: Iterable[tuple[str, int, int]]) -> None:
-        """The networks (kind, width, seed) the cells about to run in this process train
-        with ``train_model(kind, width, seed)`` (standard training on the spec's subset of
-        ``seed``; ``run_cells`` passes them from ``Cell.trains``). With
-        ``train.batch_networks`` > 1, the first such call of a (kind, width) trains every
-        planned seed of it not yet trained in one ``train_batched`` call; each later seed's
-        call then replays its own events and returns its model. Replaces the previous plan."""
-        groups: dict[tuple[str, int], list[int]] = {}
-        for kind, width, seed in wants:
-            seeds = groups.setdefault((kind, width), [])
-            if seed not in seeds:
-                seeds.append(seed)
+    def plan_batches(self, batches: Iterable[tuple[Any, Any]]) -> None:
+        """The (group, member) pairs of the cells about to run in this process
+        (``Cell.batch``; ``run_cells`` passes them): ``planned(group)`` lists a group's
+        members in plan order. ``train_model`` reads the groups (kind, width), members
+        the seeds: with ``train.batch_networks`` > 1, the first call of a (kind, width)
+        trains every planned seed of it not yet trained in one ``train_batched`` call,
+        and each later seed's call replays its own events and returns its model.
+        Replaces the previous plan."""
+        groups: dict[Any, list[Any]] = {}
+        for group, member in batches:
+            members = groups.setdefault(group, [])
+            if member not in members:
+                members.append(member)
         self._groups = groups
+
+    def planned(self, group: Any) -> list[Any]:
+        """The members of ``group`` planned in this process (``plan_batches``), or []
+        (a Ray task, a run without a plan)."""
+        return list(self._groups.get(group, []))
 
     def train_model(
         self,
@@ -389,7 +395,7 @@ class RunContext:
         ``d_k`` (QKV-Attn only) overrides ``spec.qkv.d_k`` (the d_k sweep).
         Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
         ``Progress('cell')`` events; returns the ``TrainedModel``. Seeds planned together
-        (``plan_training``) train side by side in ``engine.train.batched``, each exactly
+        (``plan_batches``) train side by side in ``engine.train.batched``, each exactly
         as alone (own init, batch order, stop, drift probe, divergence); adversarial
         training (its PGD step perturbs each network's own batches), a d_k override and a
         data set passed in train one network at a time.
@@ -411,7 +417,7 @@ class RunContext:
             and d_k is None
             and self.spec.train.batch_networks > 1
         ):
-            for s in self._groups.get((kind, width), []):
+            for s in self.planned((kind, width)):
                 k = self._model_key(self.dataset(seed=s), kind, width, s, False, dk)
                 if s != seed and k not in self._trained and k not in self._pending:
                     together.append(s)
@@ -604,7 +610,7 @@ class RunContext:
         weights) with the run's loss, optimiser, L2, ``tm``'s epochs and batch order;
         ``yield from`` it. Cached per trained model; returns the twin in eval mode.
 
-        The twins of the seeds whose networks trained together (``plan_training``) train
+        The twins of the seeds whose networks trained together (``plan_batches``) train
         together too (``engine.train.batched``, each its own epochs, data and batch order);
         each later seed's call replays its own events."""
         from engine.ntk.linearized import Linearized
@@ -650,7 +656,7 @@ class RunContext:
         if self.spec.train.batch_networks <= 1:
             return []
         dk = self.spec.qkv.d_k or None if tm.kind == "qkv" else None
-        seeds = self._groups.get((tm.kind, tm.width), [])
+        seeds = self.planned((tm.kind, tm.width))
 
         def planned(s: int) -> TrainedModel | None:
             ds = self.dataset(seed=s)
@@ -696,9 +702,7 @@ class RunContext:
             torch.stack(xs),
             torch.stack(ys),
             cfg,
-            generators=[
-                torch.Generator().manual_seed(batch_seed(tm.seed, tm.width)) for tm in tms
-            ],
+            generators=[torch.Generator().manual_seed(batch_seed(tm.seed, tm.width)) for tm in tms],
             stop=lambda b, losses: len(losses) >= runs[b],
             should_stop=self.cancelled,
             batch_networks=self.spec.train.batch_networks,

@@ -1,4 +1,4 @@
-"""The seeds of a sweep trained side by side (``RunContext.plan_training``): the rows and
+"""The seeds of a sweep trained side by side (``RunContext.plan_batches``): the rows and
 curves are the separate path's (``train.batch_networks = 1``) to 1e-10 in float64."""
 
 from __future__ import annotations
@@ -156,3 +156,31 @@ def test_a_divergence_fails_the_run_as_the_separate_path_does():
         fails.append([e.message for e in evs if isinstance(e, Failed)])
     assert fails[0] == fails[1] and len(fails[0]) == 1
     assert "diverged" in fails[0][0]
+
+
+@pytest.mark.slow
+def test_trainability_points_trained_together_give_the_separate_rows(monkeypatch):
+    """The κ points of a model (every κ and seed: one shape, each its own synthetic data
+    and stop at the target or the cap) train in one call; rows equal the separate path's."""
+    spec = RunSpec(experiment="trainability", seeds=(0, 1), device="cpu", dtype="float64")
+    spec = spec.replace(
+        data__classes=(3, 8),
+        data__n_train=40,
+        data__n_test=10,
+        trainability__kappas=(10.0, 100.0, 1000.0),
+        trainability__n=16,
+        trainability__d=16,
+        trainability__width=16,
+        trainability__target=0.2,
+        trainability__max_steps=300,
+        train__lr=1e-2,
+    )
+    sep, _, _ = _outputs(_events(spec.replace(train__batch_networks=1)))
+    calls = _calls(monkeypatch)
+    bat, _, _ = _outputs(_events(spec))
+    assert calls == [6, 6]  # per model: 3 κ × 2 seeds
+    assert len(sep) == len(bat) == 16  # and each seed's own data set, apart
+    _same(sep, bat, "rows")
+    syn = [r for _, r in bat if r["dataset"] == "synthetic-gram"]
+    assert {r["censored"] for r in syn} == {False, True}  # both stops happen
+    assert len({r["steps_to_converge"] for r in syn}) > 2
