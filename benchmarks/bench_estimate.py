@@ -1,9 +1,10 @@
 """Benchmark: the run-time estimate (engine/experiments/estimate.py) against measured runs.
 
-    python benchmarks/bench_estimate.py [--data-dir ../shared/data]
+    python benchmarks/bench_estimate.py [--data-dir ../shared/data] [--only "3 seeds,mnist"]
 
-Runs six small specs in this process, one after another (quick presets of train, flip,
-landscape, advtrain and ntk on the embedded digits, and an MNIST train sweep at m 1024 /
+Runs eight small specs in this process, one after another (quick presets of train, flip,
+landscape, advtrain and ntk on the embedded digits, the ntk one again over 3 seeds batched
+and separate (``train.batch_networks = 1``), and an MNIST train sweep at m 1024 /
 4096, 10 epochs, when ../shared/data/mnist is there), each timed against
 ``estimate_seconds`` with this machine's probes taken right before it. Prints estimate,
 measured seconds and measured / estimated (the estimate aims at a factor of two either
@@ -38,17 +39,28 @@ from engine.run.spec import RunSpec  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--only", default="", help="run the cases whose name holds one of these")
     a = ap.parse_args()
     cases = {
         f"digits quick {e}": apply_quick(RunSpec(experiment=e))
         for e in ("train", "flip", "landscape", "advtrain", "ntk")
     }
+    # three seeds: their networks and twins train side by side (BATCHED_OVERHEAD, BATCHED_STEP)
+    cases["digits quick ntk, 3 seeds"] = apply_quick(RunSpec(experiment="ntk")).replace(
+        seeds=(0, 1, 2)
+    )
+    cases["digits quick ntk, 3 seeds, separate"] = cases["digits quick ntk, 3 seeds"].replace(
+        train__batch_networks=1
+    )
     mnist = Path(a.data_dir) / "mnist"
     if mnist.is_dir():
         cases["mnist train m1024,4096 10 epochs"] = RunSpec(experiment="train", seeds=(0,)).replace(
             data__name="mnist", data__data_dir=str(mnist), model__widths=(1024, 4096),
             train__epochs=10,
         )  # fmt: skip
+    if a.only:
+        keep = a.only.split(",")
+        cases = {k: v for k, v in cases.items() if any(w in k for w in keep)}
     step = probe_step_seconds()
     print(f"step probe {1e3 * step:.2f} ms")
     print(f"{'spec':34} {'estimate s':>10} {'measured s':>10} {'measured/est':>12}")

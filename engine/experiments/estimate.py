@@ -73,17 +73,25 @@ def probe_step_seconds() -> float:
 
 @dataclass(frozen=True)
 class Work:
-    """The planned work of one experiment: dense FLOPs, and passes that each cost a step."""
+    """The planned work of one experiment: dense FLOPs (``batched``: those of them trained
+    side by side, ``engine.train.batched``), and passes that each cost a step."""
 
     flops: float = 0.0
     steps: float = 0.0
+    batched: float = 0.0
 
     def __add__(self, other: Work) -> Work:
-        return Work(self.flops + other.flops, self.steps + other.steps)
+        return Work(
+            self.flops + other.flops, self.steps + other.steps, self.batched + other.batched
+        )
 
     def seconds(self, flops_per_s: float, step_s: float) -> float:
-        """Estimated seconds: ``OVERHEAD`` × the FLOP floor, plus ``steps`` × ``step_s``."""
-        return OVERHEAD * self.flops / flops_per_s + self.steps * step_s
+        """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
+        batched FLOPs), plus ``steps`` × ``step_s``."""
+        alone = self.flops - self.batched
+        return (OVERHEAD * alone + BATCHED_OVERHEAD * self.batched) / flops_per_s + (
+            self.steps * step_s
+        )
 
 
 def planned_work(spec: RunSpec) -> dict[str, Work]:
@@ -100,6 +108,11 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     n_test rows and n³ per solve or eigendecomposition (``ntk``: two eNTKs and Θ∞ per
     cell; ``spectrum``: the SVD of the n×d Gram factor and three n×n eigendecompositions
     on at most ``MAX_KERNEL_N`` rows, per data set, counted twice for float64).
+
+    With ``train.batch_networks`` > 1 and several seeds, the seeds of one (kind, width) of
+    those shared models, and their twins, train side by side (``RunContext.plan_batches``):
+    their FLOPs are ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds.
+    Adversarial training stays one network at a time.
 
     Epochs are ``train.max_epochs`` under ``train.until = "converged"`` (the estimate is
     then an upper bound). Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
@@ -124,12 +137,22 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     out: dict[str, Work] = {}
     trained: set[int] = set()
 
+    # the seeds of one (kind, width) train side by side (``RunContext.plan_batches``)
+    together = seeds > 1 and spec.train.batch_networks > 1
+    per_group = BATCHED_STEP * math.ceil(seeds / spec.train.batch_networks) if together else seeds
+
+    def seeded(per_width: float, widths: set[int] | tuple[int, ...], steps: float) -> Work:
+        """Training at ``widths`` for every kind and seed: ``per_width`` × w FLOPs and
+        ``steps`` steps per network and width; the steps counted per (kind, width) group."""
+        flops = sum(per_width * w for w in widths) * cells
+        small = sum(per_width * w for w in widths if w <= BATCHED_MAX_WIDTH) * cells
+        n_steps = steps * len(widths) * per_group * kinds
+        return Work(flops, n_steps, small if together else 0.0)
+
     def training(widths: set[int]) -> Work:
         new = widths - trained
         trained.update(new)
-        return Work(
-            sum(4.0 * n * d * w * ep for w in new) * cells, float(ep * batches * len(new) * cells)
-        )
+        return seeded(4.0 * n * d * ep, new, float(ep * batches))
 
     attack_steps = (1 + fl.pgd_steps + fl.mim_steps) * len(fl.eps)
     attacks = Work(4.0 * n * d * fl.width * attack_steps * cells, float(attack_steps * cells))
@@ -142,11 +165,7 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
             w += Work(kernels * cells)
             # the linearized twin of every cell: f₀ + J·Δθ costs a forward and a JVP a
             # pass, about twice a training step of the network, in FLOPs and fixed cost
-            m_all = sum(spec.model.widths)
-            w += Work(
-                2 * 4.0 * n * d * m_all * ep * cells,
-                2.0 * ep * batches * len(spec.model.widths) * cells,
-            )
+            w += seeded(2 * 4.0 * n * d * ep, spec.model.widths, 2.0 * ep * batches)
         if name == "flip":
             w += training({fl.width}) + attacks
         if name == "advtrain":
@@ -175,11 +194,21 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     return out
 
 
+BATCHED_OVERHEAD = 1.1
+"""Seconds ÷ FLOP floor of training batched over seeds at widths up to
+``BATCHED_MAX_WIDTH``: ``OVERHEAD`` × the batched / separate time of 3 networks measured in
+one run (``bench_batched.py --parts flops --networks 3 --widths 64,256,1024,4096 --repeat
+1``, MNIST n 500, load 8–9): 0.79 at m 256, 0.85 at m 1024 (1.3 × 0.85 = 1.1)."""
+BATCHED_MAX_WIDTH = 1024
+"""Above this width batching seeds bought nothing in that measurement (m 4096: batched 1.06×
+the separate time, both at the probe's rate): those FLOPs keep ``OVERHEAD``."""
 BATCHED_STEP = 3.0
 """The fixed cost of one batched step (``engine.train.batched``: a vmapped step of a chunk of
 networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny networks
 (d 16, m 8) on 2 cores, so a chunk of B networks costs 3 steps where B separate ones cost
-B."""
+B. Measured again (``bench_batched.py --parts overhead``, load 8–9): 2.24, 2.61, 2.59,
+3.15, 2.60 at B = 1, 2, 3, 8, 41: flat in B, so 3 seeds batched cost about what 3
+separate steps do; the gain of batching seeds is in the FLOP rate (``BATCHED_OVERHEAD``)."""
 
 
 def influence_check_work(spec: RunSpec, d: int) -> Work:
