@@ -88,10 +88,8 @@ class Work:
     def seconds(self, flops_per_s: float, step_s: float) -> float:
         """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
         batched FLOPs), plus ``steps`` × ``step_s``."""
-        alone = self.flops - self.batched
-        return (OVERHEAD * alone + BATCHED_OVERHEAD * self.batched) / flops_per_s + (
-            self.steps * step_s
-        )
+        alone = OVERHEAD * (self.flops - self.batched) / flops_per_s + self.steps * step_s
+        return alone + BATCHED_OVERHEAD * self.batched / flops_per_s if self.batched else alone
 
 
 def planned_work(spec: RunSpec) -> dict[str, Work]:
