@@ -135,17 +135,25 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     out: dict[str, Work] = {}
     trained: set[int] = set()
 
-    # the seeds of one (kind, width) train side by side (``RunContext.plan_batches``)
-    together = seeds > 1 and spec.train.batch_networks > 1
-    per_group = BATCHED_STEP * math.ceil(seeds / spec.train.batch_networks) if together else seeds
+    # the seeds of one (kind, width) train side by side (``RunContext.plan_batches``) when
+    # its step reaches ``MIN_STEP_MACS`` (batch × m × d: ``batched.worth_batching``)
+    from engine.train.batched import MIN_STEP_MACS
+
+    step_batch = n if spec.train.optimizer == "gd" else min(spec.train.batch_size, n)
+    chunks = math.ceil(seeds / spec.train.batch_networks)
+
+    def together(w: int) -> bool:
+        multi = seeds > 1 and spec.train.batch_networks > 1
+        return multi and step_batch * d * w >= MIN_STEP_MACS
 
     def seeded(per_width: float, widths: set[int] | tuple[int, ...], steps: float) -> Work:
         """Training at ``widths`` for every kind and seed: ``per_width`` × w FLOPs and
         ``steps`` steps per network and width; the steps counted per (kind, width) group."""
         flops = sum(per_width * w for w in widths) * cells
-        small = sum(per_width * w for w in widths if w <= BATCHED_MAX_WIDTH) * cells
-        n_steps = steps * len(widths) * per_group * kinds
-        return Work(flops, n_steps, small if together else 0.0)
+        fast = [w for w in widths if together(w)]
+        small = sum(per_width * w for w in fast if w <= BATCHED_MAX_WIDTH) * cells
+        groups = BATCHED_STEP * chunks * len(fast) + seeds * (len(widths) - len(fast))
+        return Work(flops, steps * groups * kinds, small)
 
     def training(widths: set[int]) -> Work:
         new = widths - trained

@@ -138,7 +138,12 @@ def synthetic_cell(
     tr = ctx.spec.trainability
     ds = synthetic_gram(kappa, tr.n, tr.d, seed)
     points = tuple(ctx.planned((SYNTHETIC, kind)))
-    if (kappa, seed) in points and len(points) > 1 and ctx.spec.train.batch_networks > 1:
+    if (
+        (kappa, seed) in points
+        and len(points) > 1
+        and ctx.spec.train.batch_networks > 1
+        and _worth(ctx, kind, ds, seed)
+    ):
         got = ctx.memo(
             ("trainability", kind, points), lambda: _measure_together(ctx, kind, points)
         )[(kappa, seed)]
@@ -152,6 +157,16 @@ def synthetic_cell(
 def data_cell(ctx: RunContext, cell: str, kind: str, seed: int) -> Iterator[Event]:
     """The run's own data subset: its row of ``trainability``."""
     yield from _measure(ctx, cell, ctx.dataset(seed=seed), kind, seed)
+
+
+def _worth(ctx: RunContext, kind: str, ds: Dataset, seed: int) -> bool:
+    """Whether the points' steps are large enough to train side by side
+    (``engine.train.batched.worth_batching``)."""
+    from engine.train.batched import worth_batching
+
+    tr, n = ctx.spec.train, ds.n_train
+    batch = n if tr.optimizer == "gd" else min(tr.batch_size, n)
+    return worth_batching(ctx.new_model(kind, ctx.spec.trainability.width, seed, ds), batch)
 
 
 def _measure(ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int) -> Iterator[Event]:

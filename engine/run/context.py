@@ -513,15 +513,20 @@ class RunContext:
         own seed's subset) in one ``train_batched`` call; the first seed's events stream
         live, the others' wait in ``_pending`` for their own cell (with the error of a
         network that diverged, raised there as the separate path raises it)."""
-        from engine.train.batched import train_batched
+        from engine.train.batched import train_batched, worth_batching
         from engine.train.until import stop_now
 
         sp = self.spec
-        jobs = [self._job(kind, width, s, self.dataset(seed=s), False, dk) for s in seeds]
-        if any(j.x.shape != jobs[0].x.shape for j in jobs):  # subsets of unequal size
-            first = jobs[0]
+        first = self._job(kind, width, seeds[0], self.dataset(seed=seeds[0]), False, dk)
+        sizes = {self.dataset(seed=s).x_train_raw.shape for s in seeds}
+        if len(sizes) > 1 or not worth_batching(first.model, self._step_batch(first.y.shape[0])):
+            # subsets of unequal size, or steps bound by their fixed cost: one at a time
             yield from self._train_one(first)
             return self._finish(first, time.perf_counter() - first.t0)
+        jobs = [
+            first,
+            *(self._job(kind, width, s, self.dataset(seed=s), False, dk) for s in seeds[1:]),
+        ]
         t0 = time.perf_counter()
         out: list[list[Event]] = [[j.start()] for j in jobs]
         yield from out[0]
@@ -560,6 +565,11 @@ class RunContext:
             if b:
                 self._pending[j.key] = (out[b], None)
         return self._trained[jobs[0].key]
+
+    def _step_batch(self, n: int) -> int:
+        """Points a training step sees: n for full-batch GD, else the batch size."""
+        tr = self.spec.train
+        return n if tr.optimizer == "gd" else min(tr.batch_size, n)
 
     def _epoch_events(self, job: _Job, st: Any, stop: bool) -> list[Event]:
         """One epoch's events and records of ``job`` (``st``: its ``EpochStats``; its model
@@ -652,7 +662,10 @@ class RunContext:
 
     def _twin_group(self, tm: TrainedModel) -> list[TrainedModel]:
         """The other planned seeds' trained models of ``tm``'s (kind, width) whose twins are
-        not trained yet (none when ``tm`` is not the planned model of its seed)."""
+        not trained yet (none when ``tm`` is not the planned model of its seed, or its
+        steps are bound by their fixed cost: ``engine.train.batched.worth_batching``)."""
+        from engine.train.batched import worth_batching
+
         if self.spec.train.batch_networks <= 1:
             return []
         dk = self.spec.qkv.d_k or None if tm.kind == "qkv" else None
@@ -663,6 +676,8 @@ class RunContext:
             return self._trained.get(self._model_key(ds, tm.kind, tm.width, s, False, dk))
 
         if tm.seed not in seeds or planned(tm.seed) is not tm:
+            return []
+        if not worth_batching(tm.model, self._step_batch(tm.dataset.n_train)):
             return []
         out = []
         for s in seeds:

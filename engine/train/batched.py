@@ -34,6 +34,7 @@ from torch import nn
 from engine.errors import Cancelled, ConfigError, DivergedError
 from engine.train.loop import (
     DIVERGE_FACTOR,
+    SMALL_STEP_MACS,
     EpochStats,
     TrainSpec,
     data_loss,
@@ -54,7 +55,25 @@ MEMORY_BUDGET = 1 << 30
 """Bytes one chunk may hold (parameters, gradients, Adam moments, per-network features and
 activations, float estimate): a chunk is cut below ``batch_networks`` to stay under it."""
 
+MIN_STEP_MACS = SMALL_STEP_MACS
+"""A few networks (a sweep's seeds, their twins, trainability's points) train side by side
+only when one network's step is at least this many multiply-adds (batch × trainable
+parameters, ``worth_batching``): below it a step is bound by its fixed cost, and a
+batched step costs 2.2–3.2 separate ones whatever B (``bench_batched.py --parts
+overhead``), the more so as networks stop at their own epochs and B shrinks. Measured
+(``bench_batched.py --parts ntk``, digits --quick ntk, seeds 0,1,2, every step under
+8 M): batched 205 s CPU (734 s wall) against 166 s CPU (367 s wall) separate, load 7–9.
+influence_check's 82 networks a cell do not ask (1.49× faster batched, README)."""
+
 StopRule = Callable[[int, Sequence[float]], bool]
+
+
+def worth_batching(model: nn.Module, batch: int) -> bool:
+    """Whether a step of ``model`` on ``batch`` points reaches ``MIN_STEP_MACS``."""
+    macs = batch * sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return macs >= MIN_STEP_MACS
+
+
 """(network index, its epoch-mean losses so far [E]) → True when that network stops here."""
 
 

@@ -7,6 +7,7 @@ import math
 from typer.testing import CliRunner
 
 from engine.experiments.estimate import (
+    BATCHED_MAX_WIDTH,
     BATCHED_OVERHEAD,
     BATCHED_STEP,
     CONFIRM_SECONDS,
@@ -22,6 +23,7 @@ from engine.experiments.estimate import (
 )
 from engine.reproduce.presets import apply_quick
 from engine.run.spec import RunSpec
+from engine.train.batched import MIN_STEP_MACS
 
 RATE = 2e10  # FLOP/s of a small CPU core pair; fixed so the tests do not time anything
 STEP = 1e-3  # seconds a training step costs beyond its FLOPs; fixed likewise
@@ -59,15 +61,24 @@ def test_seeds_trained_together_cost_batched_steps_and_flops():
     instead of one a seed, their FLOPs (m ≤ BATCHED_MAX_WIDTH) at BATCHED_OVERHEAD; the
     twins of ntk likewise."""
     spec = RunSpec(experiment="train,ntk", seeds=(0, 1, 2)).replace(
-        data__n_train=100, model__widths=(16, 4096), train__epochs=3, train__batch_size=32
+        data__n_train=100,
+        model__widths=(8, 1024, 4096),
+        train__epochs=3,
+        train__batch_size=32,
     )
     sep = planned_work(spec.replace(train__batch_networks=1))
     bat = planned_work(spec)
-    groups = 3 * 4 * 2 * 2  # epochs × batches × widths × kinds
-    assert sep["train"].steps == groups * 3 and bat["train"].steps == groups * BATCHED_STEP
-    assert bat["ntk"].steps == 2 * groups * BATCHED_STEP
+    # batch 32 × d 64 × m: 16 K at m 8, under MIN_STEP_MACS (one at a time); 2 M and 8 M
+    # at m 1024 and 4096: batched when ≥ MIN_STEP_MACS
+    fast = [w for w in (8, 1024, 4096) if 32 * 64 * w >= MIN_STEP_MACS]
+    assert 8 not in fast and 4096 in fast
+    per = 3 * 4 * 2  # epochs × batches × kinds
+    want = per * (3 * (3 - len(fast)) + BATCHED_STEP * len(fast))
+    assert sep["train"].steps == per * 3 * 3 and bat["train"].steps == want
+    assert bat["ntk"].steps == 2 * want
     assert bat["train"].flops == sep["train"].flops and sep["train"].batched == 0
-    assert bat["train"].batched == 4.0 * 100 * 64 * 16 * 3 * 2 * 3  # m 16 only, not 4096
+    small = [w for w in fast if w <= BATCHED_MAX_WIDTH]  # m 4096: OVERHEAD still
+    assert bat["train"].batched == sum(4.0 * 100 * 64 * w * 3 * 2 * 3 for w in small)
     secs = bat["train"].seconds(RATE, STEP)
     assert math.isclose(
         secs,
@@ -79,7 +90,7 @@ def test_seeds_trained_together_cost_batched_steps_and_flops():
         + STEP * bat["train"].steps,
     )
     one = planned_work(spec.replace(seeds=(0,)))  # one seed: nothing to batch
-    assert one["train"].batched == 0 and one["train"].steps == groups
+    assert one["train"].batched == 0 and one["train"].steps == per * 3
 
 
 def test_adversarial_training_cost_follows_the_recipe():

@@ -71,8 +71,11 @@ def _outputs(events: list[Any]) -> tuple[list, dict, list]:
     return rows, metrics, [e.cell for e in events if isinstance(e, CellFinished)]
 
 
-def _calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of networks of each ``train_batched`` call from here on."""
+def _calls(monkeypatch: pytest.MonkeyPatch, force: bool = True) -> list[int]:
+    """The number of networks of each ``train_batched`` call from here on; ``force``: these
+    tiny networks (steps far under ``MIN_STEP_MACS``) are batched all the same."""
+    if force:
+        monkeypatch.setattr(batched, "MIN_STEP_MACS", 0)
     sizes: list[int] = []
     real = batched.train_batched
 
@@ -143,7 +146,7 @@ def test_resume_trains_only_the_cells_left(monkeypatch):
     _same(kept, [(t, r) for t, r in rows if "seed" in r], "rows")
 
 
-def test_a_divergence_fails_the_run_as_the_separate_path_does():
+def test_a_divergence_fails_the_run_as_the_separate_path_does(monkeypatch):
     """Every network blows up at lr 1e6: the first seed's cell fails with the separate
     path's message, no row written, in both paths."""
     spec = _spec("train", optimizer="sgd", lr=1e6).replace(
@@ -151,7 +154,9 @@ def test_a_divergence_fails_the_run_as_the_separate_path_does():
     )
     fails = []
     for sp in (spec.replace(train__batch_networks=1), spec):
+        calls = _calls(monkeypatch)
         evs = _events(sp)
+        assert calls == ([] if sp.train.batch_networks == 1 else [3])
         assert not [e for e in evs if isinstance(e, TableRow)]
         fails.append([e.message for e in evs if isinstance(e, Failed)])
     assert fails[0] == fails[1] and len(fails[0]) == 1
@@ -184,3 +189,15 @@ def test_trainability_points_trained_together_give_the_separate_rows(monkeypatch
     syn = [r for _, r in bat if r["dataset"] == "synthetic-gram"]
     assert {r["censored"] for r in syn} == {False, True}  # both stops happen
     assert len({r["steps_to_converge"] for r in syn}) > 2
+
+
+def test_small_steps_train_one_at_a_time(monkeypatch):
+    """Steps under MIN_STEP_MACS (every step of these tiny networks) are bound by their
+    fixed cost, which batching does not cut: the seeds train one at a time."""
+    spec = _spec("ntk").replace(model__kinds=("relu",), model__widths=(8,))
+    calls = _calls(monkeypatch, force=False)
+    assert not [e for e in _events(spec) if isinstance(e, Failed)]
+    assert calls == []
+    monkeypatch.setattr(batched, "MIN_STEP_MACS", 16 * 8 * 64)  # batch × m × d: just reached
+    assert not [e for e in _events(spec) if isinstance(e, Failed)]
+    assert calls == [3, 3]  # the networks, then their twins
