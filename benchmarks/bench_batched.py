@@ -16,8 +16,9 @@ absolute figures beside them.
   (model, seed, estimator, ridge): 1 vs 2 threads is a change that should not matter, so
   it is the float32 noise floor the batched rows are judged by.
 * ``ntk``: ``malleability headless --quick --experiment ntk --seeds S`` (digits, until
-  converged: its seeds' networks and linearized twins train side by side, one call per
-  (kind, width); ``RunContext.plan_batches``) the same three ways, and per column of
+  converged: its seeds' networks and linearized twins trained side by side, one call per
+  (kind, width), ``RunContext.plan_batches``, forced: every step here is under
+  ``MIN_STEP_MACS``, so the default keeps them separate) the same three ways, and per column of
   ``ntk_distance.csv`` the largest difference from the reference over rows matched by
   (model, width, seed).
 * ``flops``: ``--networks`` networks of width m (MNIST 3 vs 8, n 500, 2L-ReLU, Adam, batch
@@ -74,13 +75,22 @@ NTK_COLUMNS = (
 
 
 def influence_run(
-    seeds: str, batch_networks: int, threads: int, out: Path, args: list[str] = INFLUENCE
+    seeds: str,
+    batch_networks: int,
+    threads: int,
+    out: Path,
+    args: list[str] = INFLUENCE,
+    force: bool = False,
 ) -> float:
-    """Wall seconds of one headless run (default: influence_check); its CSVs land in ``out``."""
+    """Wall seconds of one headless run (default: influence_check); its CSVs land in ``out``.
+    ``force``: batch the seeds however small their steps (``MIN_STEP_MACS`` 0)."""
     cfg = out.with_suffix(".toml")
     cfg.write_text(f"[train]\nbatch_networks = {batch_networks}\n")
+    code = "from malleability_tui.cli.main import main; main()"
+    if force:
+        code = "import engine.train.batched as b; b.MIN_STEP_MACS = 0; " + code
     cmd = [
-        sys.executable, "-c", "from malleability_tui.cli.main import main; main()", "headless",
+        sys.executable, "-c", code, "headless",
         *args, "--seeds", seeds, "--config", str(cfg), "--out", str(out), "-q",
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
@@ -162,7 +172,7 @@ def part_ntk(seeds: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for label, bn, th in runs:
             out = Path(tmp) / label.replace(", ", "-").replace(" ", "")
-            t = influence_run(seeds, bn, th, out, NTK)
+            t = influence_run(seeds, bn, th, out, NTK, force=bn > 1)
             with open(out / "ntk_distance.csv", newline="") as f:
                 rows = {(r["model"], r["width"], r["seed"]): r for r in csv.DictReader(f)}
             res[label] = (t, rows, LAST_CPU[0], os.getloadavg()[0])
