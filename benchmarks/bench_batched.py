@@ -18,7 +18,7 @@ absolute figures beside them.
 * ``ntk``: ``malleability headless --quick --experiment ntk --seeds S`` (digits, until
   converged: its seeds' networks and linearized twins trained side by side, one call per
   (kind, width), ``RunContext.plan_batches``, forced: every step here is under
-  ``MIN_STEP_MACS``, so the default keeps them separate) the same three ways, and per column of
+  ``MIN_STEP_MACS``, and on a CPU the default keeps them separate) the same three ways, and per column of
   ``ntk_distance.csv`` the largest difference from the reference over rows matched by
   (model, width, seed).
 * ``flops``: ``--networks`` networks of width m (MNIST 3 vs 8, n 500, 2L-ReLU, Adam, batch
@@ -83,12 +83,12 @@ def influence_run(
     force: bool = False,
 ) -> float:
     """Wall seconds of one headless run (default: influence_check); its CSVs land in ``out``.
-    ``force``: batch the seeds however small their steps (``MIN_STEP_MACS`` 0)."""
+    ``force``: batch the seeds however small their steps (``CPU_MIN_STEP_MACS`` 0)."""
     cfg = out.with_suffix(".toml")
     cfg.write_text(f"[train]\nbatch_networks = {batch_networks}\n")
     code = "from malleability_tui.cli.main import main; main()"
     if force:
-        code = "import engine.train.batched as b; b.MIN_STEP_MACS = 0; " + code
+        code = "import engine.train.batched as b; b.CPU_MIN_STEP_MACS = 0; " + code
     cmd = [
         sys.executable, "-c", code, "headless",
         *args, "--seeds", seeds, "--config", str(cfg), "--out", str(out), "-q",

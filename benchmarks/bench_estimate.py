@@ -2,10 +2,9 @@
 
     python benchmarks/bench_estimate.py [--data-dir ../shared/data] [--only mnist]
 
-Runs eight small specs in this process, one after another (quick presets of train, flip,
+Runs six small specs in this process, one after another (quick presets of train, flip,
 landscape, advtrain and ntk on the embedded digits, and an MNIST train sweep at m 1024 /
-4096, 10 epochs, when ../shared/data/mnist is there, also over 3 seeds batched and
-separate, ``train.batch_networks = 1``), each timed against
+4096, 10 epochs, when ../shared/data/mnist is there), each timed against
 ``estimate_seconds`` with this machine's probes taken right before it. Prints estimate,
 measured seconds and measured / estimated (the estimate aims at a factor of two either
 way). About 2 minutes on 2 cores.
@@ -51,11 +50,6 @@ def main() -> None:
             data__name="mnist", data__data_dir=str(mnist), model__widths=(1024, 4096),
             train__epochs=10,
         )  # fmt: skip
-        # three seeds: the networks of a (kind, width) train side by side (steps ≥
-        # MIN_STEP_MACS; BATCHED_OVERHEAD, BATCHED_STEP), and the same one at a time
-        three = cases["mnist train m1024,4096 10 epochs"].replace(seeds=(0, 1, 2))
-        cases["mnist train m1024,4096 10 ep, 3 seeds"] = three
-        cases["mnist ... 3 seeds, separate"] = three.replace(train__batch_networks=1)
     if a.only:
         keep = a.only.split(",")
         cases = {k: v for k, v in cases.items() if any(w in k for w in keep)}

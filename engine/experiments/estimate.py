@@ -136,22 +136,26 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     trained: set[int] = set()
 
     # the seeds of one (kind, width) train side by side (``RunContext.plan_batches``) when
-    # its step reaches ``MIN_STEP_MACS`` (batch × m × d: ``batched.worth_batching``)
-    from engine.train.batched import MIN_STEP_MACS
+    # its step reaches ``MIN_STEP_MACS`` (batch × m × d: ``batched.worth_batching``; on a
+    # CPU ``CPU_MIN_STEP_MACS``, never)
+    from engine.device import resolve_device
+    from engine.train.batched import CPU_MIN_STEP_MACS, MIN_STEP_MACS
 
     step_batch = n if spec.train.optimizer == "gd" else min(spec.train.batch_size, n)
     chunks = math.ceil(seeds / spec.train.batch_networks)
+    cpu = resolve_device(spec.device).type == "cpu"
+    least = CPU_MIN_STEP_MACS if cpu else MIN_STEP_MACS
 
     def together(w: int) -> bool:
         multi = seeds > 1 and spec.train.batch_networks > 1
-        return multi and step_batch * d * w >= MIN_STEP_MACS
+        return multi and step_batch * d * w >= least
 
     def seeded(per_width: float, widths: set[int] | tuple[int, ...], steps: float) -> Work:
         """Training at ``widths`` for every kind and seed: ``per_width`` × w FLOPs and
         ``steps`` steps per network and width; the steps counted per (kind, width) group."""
         flops = sum(per_width * w for w in widths) * cells
         fast = [w for w in widths if together(w)]
-        small = sum(per_width * w for w in fast if w <= BATCHED_MAX_WIDTH) * cells
+        small = sum(per_width * w for w in fast) * cells
         groups = BATCHED_STEP * chunks * len(fast) + seeds * (len(widths) - len(fast))
         return Work(flops, steps * groups * kinds, small)
 
@@ -200,14 +204,12 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     return out
 
 
-BATCHED_OVERHEAD = 1.1
-"""Seconds ÷ FLOP floor of training batched over seeds at widths up to
-``BATCHED_MAX_WIDTH``: ``OVERHEAD`` × the batched / separate time of 3 networks measured in
-one run (``bench_batched.py --parts flops --networks 3 --widths 64,256,1024,4096 --repeat
-1``, MNIST n 500, load 8–9): 0.79 at m 256, 0.85 at m 1024 (1.3 × 0.85 = 1.1)."""
-BATCHED_MAX_WIDTH = 1024
-"""Above this width batching seeds bought nothing in that measurement (m 4096: batched 1.06×
-the separate time, both at the probe's rate): those FLOPs keep ``OVERHEAD``."""
+BATCHED_OVERHEAD = OVERHEAD
+"""Seconds ÷ FLOP floor of seeds trained side by side (on an accelerator only: on a CPU they
+never are, ``engine.train.batched.CPU_MIN_STEP_MACS``): no gain assumed. Measured on the
+CPU with 3 networks (MNIST n 500, ``bench_batched.py --parts flops --networks 3``):
+batched / separate speed 1.01, 0.99, 0.93, 0.91 at m 64, 256, 1024, 4096 (load 2, median
+of 3); not measured on a GPU (none was lent)."""
 BATCHED_STEP = 3.0
 """The fixed cost of one batched step (``engine.train.batched``: a vmapped step of a chunk of
 networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny networks

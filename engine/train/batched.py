@@ -56,22 +56,30 @@ MEMORY_BUDGET = 1 << 30
 activations, float estimate): a chunk is cut below ``batch_networks`` to stay under it."""
 
 MIN_STEP_MACS = SMALL_STEP_MACS
-"""A few networks (a sweep's seeds, their twins, trainability's points) train side by side
-only when one network's step is at least this many multiply-adds (batch × trainable
-parameters, ``worth_batching``): below it a step is bound by its fixed cost, and a
+"""On an accelerator, a few networks (a sweep's seeds, their twins, trainability's points)
+train side by side when one network's step is at least this many multiply-adds (batch ×
+trainable parameters, ``worth_batching``). Not measured (no GPU was lent): batching there
+divides the kernel launches a step costs."""
+CPU_MIN_STEP_MACS = math.inf
+"""The same threshold on a CPU: never, by measurement on this project's 2-core CPU. A
 batched step costs 2.2–3.2 separate ones whatever B (``bench_batched.py --parts
-overhead``), the more so as networks stop at their own epochs and B shrinks. Measured
-(``bench_batched.py --parts ntk``, digits --quick ntk, seeds 0,1,2, every step under
-8 M): batched 205 s CPU (734 s wall) against 166 s CPU (367 s wall) separate, load 7–9.
-influence_check's 82 networks a cell do not ask (1.49× faster batched, README)."""
+overhead``), so small steps lose, the more so as networks stop at their own epochs and B
+shrinks: the quick digits ntk sweep over 3 seeds (``--parts ntk``, every step under 8 M)
+took 205 s CPU batched against 166 s separate (load 7–9); and large ones gain nothing: 3
+networks of MNIST n 500 took 1.01, 0.99, 0.93, 0.91× the separate speed at m 64, 256,
+1024, 4096 (``--parts flops --networks 3 --repeat 3``, load 2). influence_check's 82
+networks a cell do not ask (1.49× faster batched, README)."""
 
 StopRule = Callable[[int, Sequence[float]], bool]
 
 
 def worth_batching(model: nn.Module, batch: int) -> bool:
-    """Whether a step of ``model`` on ``batch`` points reaches ``MIN_STEP_MACS``."""
-    macs = batch * sum(p.numel() for p in model.parameters() if p.requires_grad)
-    return macs >= MIN_STEP_MACS
+    """Whether a step of ``model`` on ``batch`` points reaches ``MIN_STEP_MACS`` on an
+    accelerator, ``CPU_MIN_STEP_MACS`` on a CPU."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    cpu = not params or params[0].device.type == "cpu"
+    macs = batch * sum(p.numel() for p in params)
+    return macs >= (CPU_MIN_STEP_MACS if cpu else MIN_STEP_MACS)
 
 
 """(network index, its epoch-mean losses so far [E]) → True when that network stops here."""

@@ -7,7 +7,6 @@ import math
 from typer.testing import CliRunner
 
 from engine.experiments.estimate import (
-    BATCHED_MAX_WIDTH,
     BATCHED_OVERHEAD,
     BATCHED_STEP,
     CONFIRM_SECONDS,
@@ -56,11 +55,15 @@ def test_train_work_is_the_formula():
     assert planned_work(capped)["train"] == Work(4 * planned_flops(spec), 4 * steps)
 
 
-def test_seeds_trained_together_cost_batched_steps_and_flops():
+def test_seeds_trained_together_cost_batched_steps_and_flops(monkeypatch):
     """The seeds of a (kind, width) train side by side: BATCHED_STEP a step of the group
-    instead of one a seed, their FLOPs (m ≤ BATCHED_MAX_WIDTH) at BATCHED_OVERHEAD; the
-    twins of ntk likewise."""
-    spec = RunSpec(experiment="train,ntk", seeds=(0, 1, 2)).replace(
+    instead of one a seed, their FLOPs at BATCHED_OVERHEAD; the twins of ntk likewise."""
+    import engine.train.batched as batched
+
+    cpu = RunSpec(experiment="train", seeds=(0, 1, 2), device="cpu")
+    assert planned_work(cpu)["train"].batched == 0  # on a CPU: never (measured)
+    monkeypatch.setattr(batched, "CPU_MIN_STEP_MACS", MIN_STEP_MACS)  # as on a GPU
+    spec = RunSpec(experiment="train,ntk", seeds=(0, 1, 2), device="cpu").replace(
         data__n_train=100,
         model__widths=(8, 1024, 4096),
         train__epochs=3,
@@ -77,8 +80,7 @@ def test_seeds_trained_together_cost_batched_steps_and_flops():
     assert sep["train"].steps == per * 3 * 3 and bat["train"].steps == want
     assert bat["ntk"].steps == 2 * want
     assert bat["train"].flops == sep["train"].flops and sep["train"].batched == 0
-    small = [w for w in fast if w <= BATCHED_MAX_WIDTH]  # m 4096: OVERHEAD still
-    assert bat["train"].batched == sum(4.0 * 100 * 64 * w * 3 * 2 * 3 for w in small)
+    assert bat["train"].batched == sum(4.0 * 100 * 64 * w * 3 * 2 * 3 for w in fast)
     secs = bat["train"].seconds(RATE, STEP)
     assert math.isclose(
         secs,

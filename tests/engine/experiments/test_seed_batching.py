@@ -73,9 +73,9 @@ def _outputs(events: list[Any]) -> tuple[list, dict, list]:
 
 def _calls(monkeypatch: pytest.MonkeyPatch, force: bool = True) -> list[int]:
     """The number of networks of each ``train_batched`` call from here on; ``force``: these
-    tiny networks (steps far under ``MIN_STEP_MACS``) are batched all the same."""
+    CPU networks (``CPU_MIN_STEP_MACS``: never by default) are batched all the same."""
     if force:
-        monkeypatch.setattr(batched, "MIN_STEP_MACS", 0)
+        monkeypatch.setattr(batched, "CPU_MIN_STEP_MACS", 0)
     sizes: list[int] = []
     real = batched.train_batched
 
@@ -192,12 +192,12 @@ def test_trainability_points_trained_together_give_the_separate_rows(monkeypatch
 
 
 def test_small_steps_train_one_at_a_time(monkeypatch):
-    """Steps under MIN_STEP_MACS (every step of these tiny networks) are bound by their
-    fixed cost, which batching does not cut: the seeds train one at a time."""
+    """Steps under the threshold (on a CPU by default every step: batching seeds bought
+    nothing there) train one at a time; at the threshold, side by side."""
     spec = _spec("ntk").replace(model__kinds=("relu",), model__widths=(8,))
     calls = _calls(monkeypatch, force=False)
     assert not [e for e in _events(spec) if isinstance(e, Failed)]
     assert calls == []
-    monkeypatch.setattr(batched, "MIN_STEP_MACS", 16 * 8 * 64)  # batch × m × d: just reached
+    monkeypatch.setattr(batched, "CPU_MIN_STEP_MACS", 16 * 8 * 64)  # batch × m × d: reached
     assert not [e for e in _events(spec) if isinstance(e, Failed)]
     assert calls == [3, 3]  # the networks, then their twins
