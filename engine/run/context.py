@@ -395,7 +395,8 @@ class RunContext:
         ``d_k`` (QKV-Attn only) overrides ``spec.qkv.d_k`` (the d_k sweep).
         Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
         ``Progress('cell')`` events; returns the ``TrainedModel``. Seeds planned together
-        (``plan_batches``) train side by side in ``engine.train.batched``, each exactly
+        (``plan_batches``) train side by side in ``engine.train.batched`` where its
+        ``worth_batching`` says so (never on a CPU: measured no faster there), each exactly
         as alone (own init, batch order, stop, drift probe, divergence); adversarial
         training (its PGD step perturbs each network's own batches), a d_k override and a
         data set passed in train one network at a time.
