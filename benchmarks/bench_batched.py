@@ -1,6 +1,6 @@
 """Benchmark: batched training of many same-shaped networks against training them one by one.
 
-    python benchmarks/bench_batched.py [--parts influence,flops,chunks] [--seeds 0,1,2]
+    python benchmarks/bench_batched.py [--parts influence,ntk,flops,chunks] [--seeds 0,1,2]
                                        [--widths 16,64,256,1024] [--networks 8] [--threads 2]
                                        [--device cpu|cuda] [--runs batched,separate,separate1]
 
@@ -18,11 +18,20 @@ absolute figures beside them.
   it is the float32 noise floor the batched rows are judged by. ``--runs`` picks which of
   the three run (``benchmarks/gpu_check.sh`` runs batched and separate on CUDA, where
   threads do not apply).
+* ``ntk``: ``malleability headless --quick --experiment ntk --seeds S`` (digits, until
+  converged: its seeds' networks and linearized twins trained side by side, one call per
+  (kind, width), ``RunContext.plan_batches``, forced: every step here is under
+  ``MIN_STEP_MACS``, and on a CPU the default keeps them separate) the same three ways, and per column of
+  ``ntk_distance.csv`` the largest difference from the reference over rows matched by
+  (model, width, seed).
 * ``flops``: ``--networks`` networks of width m (MNIST 3 vs 8, n 500, 2L-ReLU, Adam, batch
   128, 5 epochs) trained one by one (``engine.train.train``) and batched
   (``engine.train.batched.train_batched``); the achieved training FLOP rate (forward and
   weight-gradient matmuls, 4·n·d·m a network-epoch) against ``bench_train.py``'s probe,
   the same two matmuls of one network's step timed back to back.
+* ``overhead``: the fixed cost of one step on a network too small for its FLOPs to count
+  (``estimate.probe_step_seconds``' shape: d 16, m 8, batch 16, n 64, Adam): a batched
+  step of B networks in separate steps, B = 1, 2, 3, 8, 41 (``estimate.BATCHED_STEP``).
 * ``chunks``: seconds per network-epoch of influence_check's shape (n 200, width 256, 2L-ReLU
   and MLP-Attn refit) for chunk sizes 1 … 128 (how ``BATCH_NETWORKS`` was chosen).
 """
@@ -68,21 +77,54 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def influence_run(seeds: str, batch_networks: int, threads: int, out: Path) -> float:
-    """Wall seconds of one headless influence_check run; its CSV lands in ``out``."""
+INFLUENCE = ["--dataset", "mnist", "--data-dir", str(DATA), "--classes", "3,8",
+             "--experiment", "influence_check"]  # fmt: skip
+NTK = ["--dataset", "digits", "--quick", "--experiment", "ntk"]
+NTK_COLUMNS = (
+    "ntk_distance", "ntk_distance_rel", "lin_distance", "lin_distance_rel", "lin_test_accuracy",
+    "kernel_distance_init", "kernel_distance_final", "kernel_drift", "test_accuracy",
+    "train_loss", "converged", "above_chance",
+)  # fmt: skip
+
+
+def influence_run(
+    seeds: str,
+    batch_networks: int,
+    threads: int,
+    out: Path,
+    args: list[str] = INFLUENCE,
+    force: bool = False,
+) -> float:
+    """Wall seconds of one headless run (default: influence_check); its CSVs land in ``out``.
+    ``force``: batch the seeds however small their steps (``CPU_MIN_STEP_MACS`` 0)."""
     cfg = out.with_suffix(".toml")
     cfg.write_text(f"[train]\nbatch_networks = {batch_networks}\n")
+    code = "from malleability_tui.cli.main import main; main()"
+    if force:
+        code = "import engine.train.batched as b; b.CPU_MIN_STEP_MACS = 0; " + code
     cmd = [
-        sys.executable, "-c", "from malleability_tui.cli.main import main; main()", "headless",
-        "--dataset", "mnist", "--data-dir", str(DATA), "--classes", "3,8",
-        "--experiment", "influence_check", "--seeds", seeds,
-        "--config", str(cfg), "--out", str(out), "-q", "--device", DEVICE.type,
+        sys.executable, "-c", code, "headless",
+        *args, "--seeds", seeds, "--config", str(cfg), "--out", str(out), "-q",
+        "--device", DEVICE.type,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _child_cpu()
     subprocess.run(cmd, check=True, env=env, cwd=ROOT)
+    LAST_CPU[0] = _child_cpu() - c0
     return time.perf_counter() - t0
+
+
+LAST_CPU = [0.0]
+"""CPU seconds (user + system) of the last ``influence_run``: under another job's load the
+wall time stretches, the CPU time far less."""
+
+
+def _child_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def read_rows(out: Path) -> dict[tuple[str, ...], dict[str, str]]:
@@ -90,10 +132,10 @@ def read_rows(out: Path) -> dict[tuple[str, ...], dict[str, str]]:
         return {(r["model"], r["seed"], r["estimator"], r["ridge"]): r for r in csv.DictReader(f)}
 
 
-def drift(a: dict, b: dict) -> dict[str, float]:
+def drift(a: dict, b: dict, columns: tuple[str, ...] = NUMERIC) -> dict[str, float]:
     """Per column: the largest |a − b| over the rows both have (booleans as 0/1)."""
     out = {}
-    for col in NUMERIC:
+    for col in columns:
         worst = 0.0
         for key in a.keys() & b.keys():
             x, y = (_num(a[key][col]), _num(b[key][col]))
@@ -133,6 +175,38 @@ def part_influence(seeds: str, keep: str | None, names: list[str]) -> None:
             res[label] = (influence_run(seeds, bn, th, out), read_rows(out))
             print(f"{label}: {res[label][0]:.0f} s ({out})", flush=True)
         report(res, runs, ref, seeds)
+
+
+def part_ntk(seeds: str) -> None:
+    """The quick ntk sweep over ``seeds``: batched (the default) and separate
+    (``train.batch_networks = 1``) on 2 threads, separate on 1 thread (the noise floor)."""
+    runs = [
+        ("batched, 2 threads", 64, 2),
+        ("separate, 2 threads", 1, 2),
+        ("separate, 1 thread", 1, 1),
+    ]
+    ref = runs[1][0]
+    res = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, bn, th in runs:
+            out = Path(tmp) / label.replace(", ", "-").replace(" ", "")
+            t = influence_run(seeds, bn, th, out, NTK, force=bn > 1)
+            with open(out / "ntk_distance.csv", newline="") as f:
+                rows = {(r["model"], r["width"], r["seed"]): r for r in csv.DictReader(f)}
+            res[label] = (t, rows, LAST_CPU[0], os.getloadavg()[0])
+            print(f"{label}: {t:.0f} s wall, {LAST_CPU[0]:.0f} s CPU", flush=True)
+    ref_t, ref_rows, ref_c = res[ref][0], res[ref][1], res[ref][2]
+    print(f"\nntk, digits --quick (until converged), seeds {seeds}, {len(ref_rows)} rows")
+    print(f"{'trainer':<20} {'wall s':>7} {'ref/this':>8} {'CPU s':>7} {'ref/this':>8} {'load':>5}")
+    for label, _, _ in runs:
+        t, _, c, load = res[label]
+        print(f"{label:<20} {t:>7.0f} {ref_t / t:>8.2f} {c:>7.0f} {ref_c / c:>8.2f} {load:>5.1f}")
+    print(f"max |Δ| vs {ref}, per column:")
+    print(f"{'column':<22} " + " ".join(f"{lab:>20}" for lab, _, _ in runs if lab != ref))
+    diffs = {lab: drift(ref_rows, res[lab][1], NTK_COLUMNS) for lab, _, _ in runs if lab != ref}
+    for col in NTK_COLUMNS:
+        print(f"{col:<22} " + " ".join(f"{diffs[lab][col]:>20.3g}" for lab in diffs))
+    print(flush=True)
 
 
 def run_seconds(out: Path) -> float:
@@ -220,6 +294,37 @@ def part_flops(widths: list[int], networks: int, repeat: int) -> None:
         )
 
 
+def part_overhead(sizes: list[int], epochs: int = 40) -> None:
+    """Seconds of a batched step of B tiny networks ÷ seconds of one separate step."""
+    from engine.models import TwoLayerNet
+
+    x = torch.rand(64, 16, generator=torch.Generator().manual_seed(0))
+    y = torch.where(x[:, 0] > 0.5, 1.0, -1.0)
+    cfg = TrainSpec(epochs=epochs, batch_size=16)
+    steps = epochs * 4
+
+    def separate() -> float:
+        net = TwoLayerNet(16, 8, 1, seed=0)
+        t0 = time.perf_counter()
+        list(train(net, x, y, cfg, generator=torch.Generator()))
+        return (time.perf_counter() - t0) / steps
+
+    def together(b: int) -> float:
+        nets = [TwoLayerNet(16, 8, 1, seed=k) for k in range(b)]
+        gens = [torch.Generator().manual_seed(k) for k in range(b)]
+        t0 = time.perf_counter()
+        list(train_batched(nets, x, y, cfg, generators=gens))
+        return (time.perf_counter() - t0) / steps
+
+    separate(), together(2)  # warm-up
+    print(f"\nfixed cost of a step (d 16, m 8, batch 16, Adam), {epochs} epochs, median of 5")
+    print(f"{'networks':>8} {'separate ms':>11} {'batched ms':>10} {'batched/separate':>16}")
+    for b in sizes:
+        sep = statistics.median(separate() for _ in range(5))
+        bat = statistics.median(together(b) for _ in range(5))
+        print(f"{b:>8} {1e3 * sep:>11.3f} {1e3 * bat:>10.3f} {bat / sep:>16.2f}", flush=True)
+
+
 def part_chunks(sizes: list[int], epochs: int) -> None:
     ds = load_dataset("mnist", root=DATA, classes=(3, 8), n_train=200, n_test=100, seed=0)
     x, y = ds.x_train_raw.to(torch.float32), ds.y_train.to(torch.float32)
@@ -252,7 +357,7 @@ def part_chunks(sizes: list[int], epochs: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--parts", default="influence,flops,chunks")
+    ap.add_argument("--parts", default="influence,ntk,flops,chunks")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--widths", default="16,64,256,1024")
     ap.add_argument("--networks", type=int, default=8)
@@ -264,6 +369,7 @@ def main() -> None:
     ap.add_argument(
         "--runs", default="batched,separate,separate1", help="influence runs: " + ",".join(RUNS)
     )
+    ap.add_argument("--overhead-sizes", default="1,2,3,8,41")
     ap.add_argument("--keep", default=None, help="keep the influence runs in this folder")
     ap.add_argument(
         "--report", default=None, help="only print the influence table of the runs kept there"
@@ -287,10 +393,14 @@ def main() -> None:
             res[label] = (run_seconds(out), read_rows(out))
         report(res, runs, runs[1][0], a.seeds)
         return
+    if "overhead" in parts:
+        part_overhead([int(s) for s in a.overhead_sizes.split(",")])
     if "chunks" in parts:
         part_chunks([int(s) for s in a.chunk_sizes.split(",")], a.chunk_epochs)
     if "flops" in parts:
         part_flops([int(w) for w in a.widths.split(",")], a.networks, a.repeat)
+    if "ntk" in parts:
+        part_ntk(a.seeds)
     if "influence" in parts:
         part_influence(a.seeds, a.keep, names)
 

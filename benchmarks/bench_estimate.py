@@ -1,6 +1,6 @@
 """Benchmark: the run-time estimate (engine/experiments/estimate.py) against measured runs.
 
-    python benchmarks/bench_estimate.py [--data-dir ../shared/data]
+    python benchmarks/bench_estimate.py [--data-dir ../shared/data] [--only mnist]
 
 Runs six small specs in this process, one after another (quick presets of train, flip,
 landscape, advtrain and ntk on the embedded digits, and an MNIST train sweep at m 1024 /
@@ -38,6 +38,7 @@ from engine.run.spec import RunSpec  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--only", default="", help="run the cases whose name holds one of these")
     a = ap.parse_args()
     cases = {
         f"digits quick {e}": apply_quick(RunSpec(experiment=e))
@@ -49,6 +50,9 @@ def main() -> None:
             data__name="mnist", data__data_dir=str(mnist), model__widths=(1024, 4096),
             train__epochs=10,
         )  # fmt: skip
+    if a.only:
+        keep = a.only.split(",")
+        cases = {k: v for k, v in cases.items() if any(w in k for w in keep)}
     step = probe_step_seconds()
     print(f"step probe {1e3 * step:.2f} ms")
     print(f"{'spec':34} {'estimate s':>10} {'measured s':>10} {'measured/est':>12}")

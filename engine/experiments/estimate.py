@@ -73,17 +73,23 @@ def probe_step_seconds() -> float:
 
 @dataclass(frozen=True)
 class Work:
-    """The planned work of one experiment: dense FLOPs, and passes that each cost a step."""
+    """The planned work of one experiment: dense FLOPs (``batched``: those of them trained
+    side by side, ``engine.train.batched``), and passes that each cost a step."""
 
     flops: float = 0.0
     steps: float = 0.0
+    batched: float = 0.0
 
     def __add__(self, other: Work) -> Work:
-        return Work(self.flops + other.flops, self.steps + other.steps)
+        return Work(
+            self.flops + other.flops, self.steps + other.steps, self.batched + other.batched
+        )
 
     def seconds(self, flops_per_s: float, step_s: float) -> float:
-        """Estimated seconds: ``OVERHEAD`` × the FLOP floor, plus ``steps`` × ``step_s``."""
-        return OVERHEAD * self.flops / flops_per_s + self.steps * step_s
+        """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
+        batched FLOPs), plus ``steps`` × ``step_s``."""
+        alone = OVERHEAD * (self.flops - self.batched) / flops_per_s + self.steps * step_s
+        return alone + BATCHED_OVERHEAD * self.batched / flops_per_s if self.batched else alone
 
 
 def planned_work(spec: RunSpec) -> dict[str, Work]:
@@ -100,6 +106,11 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     n_test rows and n³ per solve or eigendecomposition (``ntk``: two eNTKs and Θ∞ per
     cell; ``spectrum``: the SVD of the n×d Gram factor and three n×n eigendecompositions
     on at most ``MAX_KERNEL_N`` rows, per data set, counted twice for float64).
+
+    With ``train.batch_networks`` > 1 and several seeds, the seeds of one (kind, width) of
+    those shared models, and their twins, train side by side (``RunContext.plan_batches``):
+    their FLOPs are ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds.
+    Adversarial training stays one network at a time.
 
     Epochs are ``train.max_epochs`` under ``train.until = "converged"`` (the estimate is
     then an upper bound). Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
@@ -124,12 +135,34 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     out: dict[str, Work] = {}
     trained: set[int] = set()
 
+    # the seeds of one (kind, width) train side by side (``RunContext.plan_batches``) when
+    # its step reaches ``MIN_STEP_MACS`` (batch × m × d: ``batched.worth_batching``; on a
+    # CPU ``CPU_MIN_STEP_MACS``, never)
+    from engine.device import resolve_device
+    from engine.train.batched import CPU_MIN_STEP_MACS, MIN_STEP_MACS
+
+    step_batch = n if spec.train.optimizer == "gd" else min(spec.train.batch_size, n)
+    chunks = math.ceil(seeds / spec.train.batch_networks)
+    cpu = resolve_device(spec.device).type == "cpu"
+    least = CPU_MIN_STEP_MACS if cpu else MIN_STEP_MACS
+
+    def together(w: int) -> bool:
+        multi = seeds > 1 and spec.train.batch_networks > 1
+        return multi and step_batch * d * w >= least
+
+    def seeded(per_width: float, widths: set[int] | tuple[int, ...], steps: float) -> Work:
+        """Training at ``widths`` for every kind and seed: ``per_width`` × w FLOPs and
+        ``steps`` steps per network and width; the steps counted per (kind, width) group."""
+        flops = sum(per_width * w for w in widths) * cells
+        fast = [w for w in widths if together(w)]
+        small = sum(per_width * w for w in fast) * cells
+        groups = BATCHED_STEP * chunks * len(fast) + seeds * (len(widths) - len(fast))
+        return Work(flops, steps * groups * kinds, small)
+
     def training(widths: set[int]) -> Work:
         new = widths - trained
         trained.update(new)
-        return Work(
-            sum(4.0 * n * d * w * ep for w in new) * cells, float(ep * batches * len(new) * cells)
-        )
+        return seeded(4.0 * n * d * ep, new, float(ep * batches))
 
     attack_steps = (1 + fl.pgd_steps + fl.mim_steps) * len(fl.eps)
     attacks = Work(4.0 * n * d * fl.width * attack_steps * cells, float(attack_steps * cells))
@@ -142,11 +175,7 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
             w += Work(kernels * cells)
             # the linearized twin of every cell: f₀ + J·Δθ costs a forward and a JVP a
             # pass, about twice a training step of the network, in FLOPs and fixed cost
-            m_all = sum(spec.model.widths)
-            w += Work(
-                2 * 4.0 * n * d * m_all * ep * cells,
-                2.0 * ep * batches * len(spec.model.widths) * cells,
-            )
+            w += seeded(2 * 4.0 * n * d * ep, spec.model.widths, 2.0 * ep * batches)
         if name == "flip":
             w += training({fl.width}) + attacks
         if name == "advtrain":
@@ -175,11 +204,19 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     return out
 
 
+BATCHED_OVERHEAD = OVERHEAD
+"""Seconds ÷ FLOP floor of seeds trained side by side (on an accelerator only: on a CPU they
+never are, ``engine.train.batched.CPU_MIN_STEP_MACS``): no gain assumed. Measured on the
+CPU with 3 networks (MNIST n 500, ``bench_batched.py --parts flops --networks 3``):
+batched / separate speed 1.01, 0.99, 0.93, 0.91 at m 64, 256, 1024, 4096 (load 2, median
+of 3); not measured on a GPU (none was lent)."""
 BATCHED_STEP = 3.0
 """The fixed cost of one batched step (``engine.train.batched``: a vmapped step of a chunk of
 networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny networks
 (d 16, m 8) on 2 cores, so a chunk of B networks costs 3 steps where B separate ones cost
-B."""
+B. Measured again (``bench_batched.py --parts overhead``, load 8–9): 2.24, 2.61, 2.59,
+3.15, 2.60 at B = 1, 2, 3, 8, 41: flat in B, so 3 seeds batched cost about what 3
+separate steps do; the gain of batching seeds is in the FLOP rate (``BATCHED_OVERHEAD``)."""
 
 
 def influence_check_work(spec: RunSpec, d: int) -> Work:

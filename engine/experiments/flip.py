@@ -112,6 +112,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                         (kind, seed, training, todo),
                         seed,
                         f"{prefix} {MODEL_LABELS[kind]} m={f.width} seed={seed}",
+                        batch=((kind, f.width), seed) if training == "standard" else None,
                     )
                 )
     for ev in run_cells(ctx, plan):

@@ -97,6 +97,7 @@ def run_landscape(ctx: RunContext) -> Iterator[Event]:
                 (kind, seed, seed == sp.seeds[0]),
                 seed,
                 f"landscape {MODEL_LABELS[kind]} m={ls.width} seed={seed}",
+                batch=((kind, ls.width), seed),
             )
         )
     for ev in run_cells(ctx, plan):

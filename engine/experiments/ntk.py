@@ -89,6 +89,7 @@ def run_ntk(ctx: RunContext) -> Iterator[Event]:
                         (kind, width, seed),
                         seed,
                         label,
+                        batch=((kind, width), seed),
                     )
                 )
         if "qkv" in sp.model.kinds:  # QKV-Attn at the largest width for each d_k of qkv.dk_sweep

@@ -47,6 +47,7 @@ def run_train(ctx: RunContext) -> Iterator[Event]:
                         (kind, width, seed),
                         seed,
                         label,
+                        batch=((kind, width), seed),
                     )
                 )
     rows: list[dict] = []

@@ -30,12 +30,13 @@ interval.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from engine.data.dataset import Dataset
+from engine.errors import DivergedError
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.results import constant_loss, loglog_slope
@@ -43,6 +44,7 @@ from engine.results.tables import TrainabilityRow
 from engine.run.context import batch_seed
 from engine.run.events import Event, Log, Summary, TableRow
 from engine.run.executors import Cell, run_cells
+from engine.train.steps import StepsToTarget
 
 if TYPE_CHECKING:
     from engine.run.context import RunContext
@@ -104,6 +106,7 @@ def run_trainability(ctx: RunContext) -> Iterator[Event]:
                         (kind, float(k), seed),
                         seed,
                         f"trainability {lab} κ={k:g} seed={seed}",
+                        batch=((SYNTHETIC, kind), (float(k), seed)),
                     )
                 )
             plan.append(
@@ -129,9 +132,26 @@ def run_trainability(ctx: RunContext) -> Iterator[Event]:
 def synthetic_cell(
     ctx: RunContext, cell: str, kind: str, kappa: float, seed: int
 ) -> Iterator[Event]:
-    """One prescribed κ(G): its row of ``trainability``."""
+    """One prescribed κ(G): its row of ``trainability``. In this process the planned
+    points of ``kind`` (every κ and seed: one shape) train side by side in the first
+    one's cell (``_measure_together``), each exactly as alone; this cell reads its own."""
     tr = ctx.spec.trainability
-    yield from _measure(ctx, cell, synthetic_gram(kappa, tr.n, tr.d, seed), kind, seed)
+    ds = synthetic_gram(kappa, tr.n, tr.d, seed)
+    points = tuple(ctx.planned((SYNTHETIC, kind)))
+    if (
+        (kappa, seed) in points
+        and len(points) > 1
+        and ctx.spec.train.batch_networks > 1
+        and _worth(ctx, kind, ds, seed)
+    ):
+        got = ctx.memo(
+            ("trainability", kind, points), lambda: _measure_together(ctx, kind, points)
+        )[(kappa, seed)]
+        if isinstance(got, DivergedError):
+            raise got
+        yield _row(ctx, ds, kind, seed, got, cell)
+        return
+    yield from _measure(ctx, cell, ds, kind, seed)
 
 
 def data_cell(ctx: RunContext, cell: str, kind: str, seed: int) -> Iterator[Event]:
@@ -139,27 +159,71 @@ def data_cell(ctx: RunContext, cell: str, kind: str, seed: int) -> Iterator[Even
     yield from _measure(ctx, cell, ctx.dataset(seed=seed), kind, seed)
 
 
-def _measure(ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int) -> Iterator[Event]:
-    import dataclasses
+def _worth(ctx: RunContext, kind: str, ds: Dataset, seed: int) -> bool:
+    """Whether the points' steps are large enough to train side by side
+    (``engine.train.batched.worth_batching``)."""
+    from engine.train.batched import worth_batching
 
-    from engine.spectral import spectrum
+    tr, n = ctx.spec.train, ds.n_train
+    batch = n if tr.optimizer == "gd" else min(tr.batch_size, n)
+    return worth_batching(ctx.new_model(kind, ctx.spec.trainability.width, seed, ds), batch)
+
+
+def _measure(ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int) -> Iterator[Event]:
     from engine.train.steps import steps_to_target
 
-    sp, tr = ctx.spec, ctx.spec.trainability
-    spec = spectrum(ds.x_train)
+    tr = ctx.spec.trainability
     model = ctx.new_model(kind, tr.width, seed, ds)
     x, y = ctx.to_device(ds.x_train_raw), ctx.to_device(ds.y_train)
-    cfg = dataclasses.replace(sp.train, l2=tr.l2, until="fixed")
     got = steps_to_target(
         model,
         x,
         y,
-        cfg,
+        _cfg(ctx),
         target=tr.target * constant_loss(ds.y_train),
         max_steps=tr.max_steps,
         generator=torch.Generator().manual_seed(batch_seed(seed, tr.width)),
         should_stop=ctx.cancelled,
     )
+    yield _row(ctx, ds, kind, seed, got, cell)
+
+
+def _cfg(ctx: RunContext) -> Any:
+    """The run's optimiser, lr and batch with trainability's L2 (its cap set per call)."""
+    import dataclasses
+
+    return dataclasses.replace(ctx.spec.train, l2=ctx.spec.trainability.l2, until="fixed")
+
+
+def _measure_together(
+    ctx: RunContext, kind: str, points: tuple[tuple[float, int], ...]
+) -> dict[tuple[float, int], StepsToTarget | DivergedError]:
+    """``steps_to_target`` of every (κ, seed) of ``points`` in one batched call."""
+    from engine.train.steps import steps_to_target_batched
+
+    tr = ctx.spec.trainability
+    sets = [synthetic_gram(k, tr.n, tr.d, s) for k, s in points]
+    got = steps_to_target_batched(
+        [ctx.new_model(kind, tr.width, s, ds) for (_, s), ds in zip(points, sets)],
+        torch.stack([ctx.to_device(ds.x_train_raw) for ds in sets]),
+        torch.stack([ctx.to_device(ds.y_train) for ds in sets]),
+        _cfg(ctx),
+        targets=[tr.target * constant_loss(ds.y_train) for ds in sets],
+        max_steps=tr.max_steps,
+        generators=[torch.Generator().manual_seed(batch_seed(s, tr.width)) for _, s in points],
+        should_stop=ctx.cancelled,
+        batch_networks=ctx.spec.train.batch_networks,
+    )
+    return dict(zip(points, got))
+
+
+def _row(
+    ctx: RunContext, ds: Dataset, kind: str, seed: int, got: StepsToTarget, cell: str
+) -> TableRow:
+    """The ``trainability`` row of one trained point."""
+    from engine.spectral import spectrum
+
+    spec = spectrum(ds.x_train)
     row = TrainabilityRow(
         dataset=ds.name,
         kappa_G=spec.kappa_G,
@@ -170,7 +234,7 @@ def _measure(ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int) -> I
         censored=got.censored,
         final_loss=got.final_loss,
     )
-    yield TableRow.of(row, cell=cell)
+    return TableRow.of(row, cell=cell)
 
 
 def summarize(rows: list[dict]) -> dict:

@@ -6,7 +6,7 @@ import copy
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,7 @@ from torch import nn
 
 from engine.data.dataset import Dataset
 from engine.device import resolve_device
-from engine.errors import Cancelled, ConfigError, DatasetError
+from engine.errors import Cancelled, ConfigError, DatasetError, DivergedError
 from engine.run.events import Event, Metric, Progress
 from engine.run.spec import RunSpec, TrainSpec
 
@@ -86,6 +86,37 @@ class TrainedModel:
         return {"converged": self.converged, "above_chance": self.above_chance}
 
 
+@dataclass
+class _Job:
+    """One network being trained by ``RunContext.train_model`` (either path)."""
+
+    key: tuple[Any, ...]
+    cell: str
+    label: str
+    model: nn.Module
+    init_state: dict[str, torch.Tensor]
+    ds: Dataset
+    x: torch.Tensor
+    y: torch.Tensor
+    probe: torch.Tensor
+    k0: torch.Tensor | None
+    epochs: int
+    baseline: float
+    adversarial: bool
+    kind: str
+    width: int
+    seed: int
+    t0: float
+    history: list[dict[str, float]] = field(default_factory=list)
+    drift: list[tuple[int, float]] = field(default_factory=list)
+
+    def losses(self) -> list[float]:
+        return [h["loss"] for h in self.history]
+
+    def start(self) -> Progress:
+        return Progress("cell", 0, self.epochs, f"training {self.label}", cell=self.cell)
+
+
 @dataclass(frozen=True)
 class Resume:
     """What a run carries in from the run it resumes, and its cancel flag: the one
@@ -151,6 +182,8 @@ class RunContext:
         self._datasets: dict[tuple[Any, ...], Dataset] = {}
         self._trained: dict[tuple[Any, ...], TrainedModel] = {}
         self._twins: dict[tuple[Any, ...], nn.Module] = {}
+        self._groups: dict[Any, list[Any]] = {}
+        self._pending: dict[tuple[Any, ...], tuple[list[Event], str | None]] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
         self._executor: Any = executor
 
@@ -327,6 +360,26 @@ class RunContext:
             input_shift=shift,
         ).to(self.device)
 
+    def plan_batches(self, batches: Iterable[tuple[Any, Any]]) -> None:
+        """The (group, member) pairs of the cells about to run in this process
+        (``Cell.batch``; ``run_cells`` passes them): ``planned(group)`` lists a group's
+        members in plan order. ``train_model`` reads the groups (kind, width), members
+        the seeds: with ``train.batch_networks`` > 1, the first call of a (kind, width)
+        trains every planned seed of it not yet trained in one ``train_batched`` call,
+        and each later seed's call replays its own events and returns its model.
+        Replaces the previous plan."""
+        groups: dict[Any, list[Any]] = {}
+        for group, member in batches:
+            members = groups.setdefault(group, [])
+            if member not in members:
+                members.append(member)
+        self._groups = groups
+
+    def planned(self, group: Any) -> list[Any]:
+        """The members of ``group`` planned in this process (``plan_batches``), or []
+        (a Ray task, a run without a plan)."""
+        return list(self._groups.get(group, []))
+
     def train_model(
         self,
         kind: str,
@@ -341,25 +394,94 @@ class RunContext:
 
         ``d_k`` (QKV-Attn only) overrides ``spec.qkv.d_k`` (the d_k sweep).
         Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
-        ``Progress('cell')`` events; returns the ``TrainedModel``.
+        ``Progress('cell')`` events; returns the ``TrainedModel``. Seeds planned together
+        (``plan_batches``) train side by side in ``engine.train.batched`` where its
+        ``worth_batching`` says so (never on a CPU: measured no faster there), each exactly
+        as alone (own init, batch order, stop, drift probe, divergence); adversarial
+        training (its PGD step perturbs each network's own batches), a d_k override and a
+        data set passed in train one network at a time.
         """
-        from engine.results import constant_loss
-        from engine.train import evaluate, train
-        from engine.train.until import epoch_cap, stop_now
-
         ds = dataset if dataset is not None else self.dataset(seed=seed)
-        sp = self.spec
-        dk = (d_k if d_k is not None else sp.qkv.d_k or None) if kind == "qkv" else None
-        key = (ds.name, ds.classes, ds.n_train, ds.n_test, kind, width, seed, adversarial, dk)
+        dk = (d_k if d_k is not None else self.spec.qkv.d_k or None) if kind == "qkv" else None
+        key = self._model_key(ds, kind, width, seed, adversarial, dk)
+        if key in self._pending:  # trained with other seeds: this cell's events now
+            events, error = self._pending.pop(key)
+            yield from events
+            if error is not None:
+                raise DivergedError(error)
         if key in self._trained:
             return self._trained[key]
+        together = [seed]
+        if (
+            dataset is None
+            and not adversarial
+            and d_k is None
+            and self.spec.train.batch_networks > 1
+        ):
+            for s in self.planned((kind, width)):
+                k = self._model_key(self.dataset(seed=s), kind, width, s, False, dk)
+                if s != seed and k not in self._trained and k not in self._pending:
+                    together.append(s)
+        if len(together) > 1:
+            return (yield from self._train_together(kind, width, together, dk))
+        job = self._job(kind, width, seed, ds, adversarial, dk, d_k is not None)
+        yield from self._train_one(job)
+        return self._finish(job, time.perf_counter() - job.t0)
+
+    @staticmethod
+    def _model_key(
+        ds: Dataset, kind: str, width: int, seed: int, adversarial: bool, dk: int | None
+    ) -> tuple[Any, ...]:
+        return (ds.name, ds.classes, ds.n_train, ds.n_test, kind, width, seed, adversarial, dk)
+
+    def _job(
+        self,
+        kind: str,
+        width: int,
+        seed: int,
+        ds: Dataset,
+        adversarial: bool,
+        dk: int | None,
+        dk_cell: bool = False,
+    ) -> _Job:
+        """One network about to train: its model at init, data, drift probe, stop rule."""
+        from engine.results import constant_loss
+        from engine.train.until import epoch_cap
+
         cell = f"train/{ds.name}/{kind}/{width}/{seed}" + ("/adversarial" if adversarial else "")
-        cell += f"/dk{dk}" if d_k is not None else ""
+        cell += f"/dk{dk}" if dk_cell else ""
         model = self.new_model(kind, width, seed, ds, d_k=dk)
         init_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)
+        probe, k0 = self._drift_probe(model, x, seed)
+        return _Job(
+            key=self._model_key(ds, kind, width, seed, adversarial, dk),
+            cell=cell,
+            label=f"{kind} m={width} seed={seed}",
+            model=model,
+            init_state=init_state,
+            ds=ds,
+            x=x,
+            y=y,
+            probe=probe,
+            k0=k0,
+            epochs=epoch_cap(self.spec.train),
+            baseline=constant_loss(ds.y_train),
+            adversarial=adversarial,
+            kind=kind,
+            width=width,
+            seed=seed,
+            t0=time.perf_counter(),
+        )
+
+    def _train_one(self, job: _Job) -> Iterator[Event]:
+        """The separate path: ``engine.train.train`` on one network (adversarial too)."""
+        from engine.train import train
+        from engine.train.until import stop_now
+
+        sp = self.spec
         perturb = None
-        if adversarial:
+        if job.adversarial:
             from engine.train.adversarial import make_perturb
 
             f = sp.flip
@@ -370,62 +492,138 @@ class RunContext:
                 f.adv_alpha,
                 random_start=f.random_start,
                 norm=f.norm,
-                generator=torch.Generator(device=self.device).manual_seed(seed),
+                generator=torch.Generator(device=self.device).manual_seed(job.seed),
             )
-        probe, k0 = self._drift_probe(model, x, seed)
-        gen = torch.Generator().manual_seed(batch_seed(seed, width))
-        history: list[dict[str, float]] = []
-        drift: list[tuple[int, float]] = []
-        t0 = time.perf_counter()
+        gen = torch.Generator().manual_seed(batch_seed(job.seed, job.width))
         # until = converged: one loop to the cap, left at the first check where the guard
         # holds (engine.train.until): the weights of a fixed run of that many epochs.
-        epochs, baseline = epoch_cap(sp.train), constant_loss(ds.y_train)
-        cfg = dataclasses.replace(sp.train, epochs=epochs)
-        losses: list[float] = []
-        yield Progress("cell", 0, epochs, f"training {kind} m={width} seed={seed}", cell=cell)
+        cfg = dataclasses.replace(sp.train, epochs=job.epochs)
+        yield job.start()
         for st in train(
-            model, x, y, cfg, generator=gen, perturb=perturb, should_stop=self.cancelled
+            job.model, job.x, job.y, cfg, generator=gen, perturb=perturb, should_stop=self.cancelled
         ):
-            history.append({"epoch": st.epoch, "loss": st.loss, "accuracy": st.accuracy})
-            losses.append(st.loss)
-            stop = stop_now(sp.train, losses, baseline)
-            yield Metric("train_loss", st.loss, st.epoch, cell=cell)
-            yield Metric("train_accuracy", st.accuracy, st.epoch, cell=cell)
-            every = sp.ntk.drift_every
-            if k0 is not None and every and (st.epoch % every == 0 or stop):
-                v = self._drift(model, probe, k0)
-                drift.append((st.epoch, v))
-                model.train()
-                yield Metric("kernel_drift", v, st.epoch, cell=cell)
-            yield Progress("cell", st.epoch, epochs, f"{kind} m={width} seed={seed}", cell=cell)
+            stop = stop_now(sp.train, [*job.losses(), st.loss], job.baseline)
+            yield from self._epoch_events(job, st, stop)
             if stop:
                 break
+
+    def _train_together(
+        self, kind: str, width: int, seeds: list[int], dk: int | None
+    ) -> Generator[Event, None, TrainedModel]:
+        """The networks of ``kind`` at ``width`` for ``seeds`` (same shape, each on its
+        own seed's subset) in one ``train_batched`` call; the first seed's events stream
+        live, the others' wait in ``_pending`` for their own cell (with the error of a
+        network that diverged, raised there as the separate path raises it)."""
+        from engine.train.batched import train_batched, worth_batching
+        from engine.train.until import stop_now
+
+        sp = self.spec
+        first = self._job(kind, width, seeds[0], self.dataset(seed=seeds[0]), False, dk)
+        sizes = {self.dataset(seed=s).x_train_raw.shape for s in seeds}
+        if len(sizes) > 1 or not worth_batching(first.model, self._step_batch(first.y.shape[0])):
+            # subsets of unequal size, or steps bound by their fixed cost: one at a time
+            yield from self._train_one(first)
+            return self._finish(first, time.perf_counter() - first.t0)
+        jobs = [
+            first,
+            *(self._job(kind, width, s, self.dataset(seed=s), False, dk) for s in seeds[1:]),
+        ]
+        t0 = time.perf_counter()
+        out: list[list[Event]] = [[j.start()] for j in jobs]
+        yield from out[0]
+        out[0] = []
+        every = sp.ntk.drift_every
+        cfg = dataclasses.replace(sp.train, epochs=jobs[0].epochs)
+        errors: dict[int, str] = {}
+        for ev in train_batched(
+            [j.model for j in jobs],
+            torch.stack([j.x for j in jobs]),
+            torch.stack([j.y for j in jobs]),
+            cfg,
+            generators=[torch.Generator().manual_seed(batch_seed(s, width)) for s in seeds],
+            stop=lambda b, losses: stop_now(sp.train, losses, jobs[b].baseline),
+            should_stop=self.cancelled,
+            batch_networks=sp.train.batch_networks,
+            raise_diverged=False,
+            sync=lambda b, e: jobs[b].k0 is not None and bool(every) and e % every == 0,
+        ):
+            for b, st in zip(ev.networks, ev.stats):
+                if b in ev.diverged:  # the first seed's fails its cell now, as alone
+                    if b == 0:
+                        raise DivergedError(ev.diverged[b])
+                    errors[b] = ev.diverged[b]
+                    continue
+                out[b].extend(self._epoch_events(jobs[b], st, b in ev.stopped))
+            yield from out[0]
+            out[0] = []
+        share = (time.perf_counter() - t0) / len(jobs)  # the group's wall time, split evenly
+        for b, j in enumerate(jobs):
+            j.model.eval()
+            if b in errors:
+                self._pending[j.key] = (out[b], errors[b])
+                continue
+            self._finish(j, share)
+            if b:
+                self._pending[j.key] = (out[b], None)
+        return self._trained[jobs[0].key]
+
+    def _step_batch(self, n: int) -> int:
+        """Points a training step sees: n for full-batch GD, else the batch size."""
+        tr = self.spec.train
+        return n if tr.optimizer == "gd" else min(tr.batch_size, n)
+
+    def _epoch_events(self, job: _Job, st: Any, stop: bool) -> list[Event]:
+        """One epoch's events and records of ``job`` (``st``: its ``EpochStats``; its model
+        holds that epoch's weights when a drift is due): the same for both paths."""
+        job.history.append({"epoch": st.epoch, "loss": st.loss, "accuracy": st.accuracy})
+        evs: list[Event] = [
+            Metric("train_loss", st.loss, st.epoch, cell=job.cell),
+            Metric("train_accuracy", st.accuracy, st.epoch, cell=job.cell),
+        ]
+        every = self.spec.ntk.drift_every
+        if job.k0 is not None and every and (st.epoch % every == 0 or stop):
+            v = self._drift(job.model, job.probe, job.k0)
+            job.drift.append((st.epoch, v))
+            job.model.train()
+            evs.append(Metric("kernel_drift", v, st.epoch, cell=job.cell))
+        evs.append(Progress("cell", st.epoch, job.epochs, job.label, cell=job.cell))
+        return evs
+
+    def _finish(self, job: _Job, seconds: float) -> TrainedModel:
+        """The trained ``job`` evaluated, cached and returned."""
+        from engine.train import evaluate
+
+        model, ds = job.model, job.ds
         model.eval()
-        tr_loss, tr_acc = evaluate(model, x, y)
+        tr_loss, tr_acc = evaluate(model, job.x, job.y)
         te_loss, te_acc = evaluate(model, self.to_device(ds.x_test_raw), self.to_device(ds.y_test))
         tm = TrainedModel(
             model=model,
-            init_state=init_state,
+            init_state=job.init_state,
             dataset=ds,
-            kind=kind,
-            width=width,
-            seed=seed,
-            adversarial=adversarial,
+            kind=job.kind,
+            width=job.width,
+            seed=job.seed,
+            adversarial=job.adversarial,
             train_loss=tr_loss,
             train_accuracy=tr_acc,
             test_accuracy=te_acc,
             test_loss=te_loss,
-            seconds=time.perf_counter() - t0,
-            history=history,
-            drift=drift,
+            seconds=seconds,
+            history=job.history,
+            drift=job.drift,
         )
-        self._trained[key] = tm
+        self._trained[job.key] = tm
         return tm
 
     def train_linearized(self, tm: TrainedModel) -> Generator[Event, None, nn.Module]:
         """Train the linearized twin of ``tm`` (``engine.ntk.Linearized`` around its initial
         weights) with the run's loss, optimiser, L2, ``tm``'s epochs and batch order;
-        ``yield from`` it. Cached per trained model; returns the twin in eval mode."""
+        ``yield from`` it. Cached per trained model; returns the twin in eval mode.
+
+        The twins of the seeds whose networks trained together (``plan_batches``) train
+        together too (``engine.train.batched``, each its own epochs, data and batch order);
+        each later seed's call replays its own events."""
         from engine.ntk.linearized import Linearized
         from engine.train import train
 
@@ -434,21 +632,118 @@ class RunContext:
                 "adversarial", True, "a standard-trained model (the twin has no attack)"
             )
         key = (id(tm), "linearized")
+        if key in self._pending:
+            events, error = self._pending.pop(key)
+            yield from events
+            if error is not None:
+                raise DivergedError(error)
         if key in self._twins:
             return self._twins[key]
+        group = [tm, *self._twin_group(tm)]
+        if len(group) > 1:
+            return (yield from self._train_twins(group))
         ds, cfg = tm.dataset, tm.replay(self.spec.train)  # the network's epochs
         epochs = cfg.epochs
         twin = Linearized(tm.init_model()).to(self.device)
         x, y = self.to_device(ds.x_train_raw), self.to_device(ds.y_train)
         gen = torch.Generator().manual_seed(batch_seed(tm.seed, tm.width))
-        cell = f"linearized/{ds.name}/{tm.kind}/{tm.width}/{tm.seed}"
-        label = f"twin {tm.kind} m={tm.width} seed={tm.seed}"
+        cell, label = self._twin_names(tm)
         yield Progress("cell", 0, epochs, f"training {label}", cell=cell)
         for st in train(twin, x, y, cfg, generator=gen, should_stop=self.cancelled):
             yield Progress("cell", st.epoch, epochs, label, cell=cell)
         twin.eval()
         self._twins[key] = twin
         return twin
+
+    @staticmethod
+    def _twin_names(tm: TrainedModel) -> tuple[str, str]:
+        ds = tm.dataset
+        cell = f"linearized/{ds.name}/{tm.kind}/{tm.width}/{tm.seed}"
+        return cell, f"twin {tm.kind} m={tm.width} seed={tm.seed}"
+
+    def _twin_group(self, tm: TrainedModel) -> list[TrainedModel]:
+        """The other planned seeds' trained models of ``tm``'s (kind, width) whose twins are
+        not trained yet (none when ``tm`` is not the planned model of its seed, or its
+        steps are bound by their fixed cost: ``engine.train.batched.worth_batching``)."""
+        from engine.train.batched import worth_batching
+
+        if self.spec.train.batch_networks <= 1:
+            return []
+        dk = self.spec.qkv.d_k or None if tm.kind == "qkv" else None
+        seeds = self.planned((tm.kind, tm.width))
+
+        def planned(s: int) -> TrainedModel | None:
+            ds = self.dataset(seed=s)
+            return self._trained.get(self._model_key(ds, tm.kind, tm.width, s, False, dk))
+
+        if tm.seed not in seeds or planned(tm.seed) is not tm:
+            return []
+        if not worth_batching(tm.model, self._step_batch(tm.dataset.n_train)):
+            return []
+        out = []
+        for s in seeds:
+            other = planned(s)
+            if s == tm.seed or other is None:
+                continue
+            if other.dataset.x_train_raw.shape != tm.dataset.x_train_raw.shape:
+                continue  # unequal subsets: trained apart
+            k = (id(other), "linearized")
+            if k not in self._twins and k not in self._pending:
+                out.append(other)
+        return out
+
+    def _train_twins(self, tms: list[TrainedModel]) -> Generator[Event, None, nn.Module]:
+        """The twins of ``tms`` (same shape; each its network's epochs, subset and batch
+        order) in one ``train_batched`` call; the first one's events stream live, the
+        others' wait in ``_pending`` (with a divergence, raised in their own cell)."""
+        from engine.ntk.linearized import Linearized
+        from engine.train.batched import train_batched
+
+        twins = [Linearized(tm.init_model()).to(self.device) for tm in tms]
+        xs = [self.to_device(tm.dataset.x_train_raw) for tm in tms]
+        ys = [self.to_device(tm.dataset.y_train) for tm in tms]
+        runs = [tm.epochs_run for tm in tms]
+        names = [self._twin_names(tm) for tm in tms]
+        out: list[list[Event]] = [
+            [Progress("cell", 0, e, f"training {label}", cell=cell)]
+            for e, (cell, label) in zip(runs, names)
+        ]
+        yield from out[0]
+        out[0] = []
+        cfg = tms[0].replay(self.spec.train)
+        cfg = dataclasses.replace(cfg, epochs=max(runs))
+        errors: dict[int, str] = {}
+        for ev in train_batched(
+            twins,
+            torch.stack(xs),
+            torch.stack(ys),
+            cfg,
+            generators=[torch.Generator().manual_seed(batch_seed(tm.seed, tm.width)) for tm in tms],
+            stop=lambda b, losses: len(losses) >= runs[b],
+            should_stop=self.cancelled,
+            batch_networks=self.spec.train.batch_networks,
+            raise_diverged=False,
+        ):
+            for b, st in zip(ev.networks, ev.stats):
+                if b in ev.diverged:
+                    if b == 0:
+                        raise DivergedError(ev.diverged[b])
+                    errors[b] = ev.diverged[b]
+                    continue
+                cell, label = names[b]
+                out[b].append(Progress("cell", st.epoch, runs[b], label, cell=cell))
+            yield from out[0]
+            out[0] = []
+        for b, (tm, twin) in enumerate(zip(tms, twins)):
+            twin.eval()
+            key = (id(tm), "linearized")
+            if b in errors:
+                self._pending[key] = (out[b], errors[b])
+                continue
+            self._twins[key] = twin
+            if b:
+                self._pending[key] = (out[b], None)
+        return twins[0]
 
     def _drift_probe(
         self, model: nn.Module, x: torch.Tensor, seed: int

@@ -34,6 +34,7 @@ from torch import nn
 from engine.errors import Cancelled, ConfigError, DivergedError
 from engine.train.loop import (
     DIVERGE_FACTOR,
+    SMALL_STEP_MACS,
     EpochStats,
     TrainSpec,
     data_loss,
@@ -54,7 +55,33 @@ MEMORY_BUDGET = 1 << 30
 """Bytes one chunk may hold (parameters, gradients, Adam moments, per-network features and
 activations, float estimate): a chunk is cut below ``batch_networks`` to stay under it."""
 
+MIN_STEP_MACS = SMALL_STEP_MACS
+"""On an accelerator, a few networks (a sweep's seeds, their twins, trainability's points)
+train side by side when one network's step is at least this many multiply-adds (batch ×
+trainable parameters, ``worth_batching``). Not measured (no GPU was lent): batching there
+divides the kernel launches a step costs."""
+CPU_MIN_STEP_MACS = math.inf
+"""The same threshold on a CPU: never, by measurement on this project's 2-core CPU. A
+batched step costs 2.2–3.2 separate ones whatever B (``bench_batched.py --parts
+overhead``), so small steps lose, the more so as networks stop at their own epochs and B
+shrinks: the quick digits ntk sweep over 3 seeds (``--parts ntk``, every step under 8 M)
+took 205 s CPU batched against 166 s separate (load 7–9); and large ones gain nothing: 3
+networks of MNIST n 500 took 1.01, 0.99, 0.93, 0.91× the separate speed at m 64, 256,
+1024, 4096 (``--parts flops --networks 3 --repeat 3``, load 2). influence_check's 82
+networks a cell do not ask (1.49× faster batched, README)."""
+
 StopRule = Callable[[int, Sequence[float]], bool]
+
+
+def worth_batching(model: nn.Module, batch: int) -> bool:
+    """Whether a step of ``model`` on ``batch`` points reaches ``MIN_STEP_MACS`` on an
+    accelerator, ``CPU_MIN_STEP_MACS`` on a CPU."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    cpu = not params or params[0].device.type == "cpu"
+    macs = batch * sum(p.numel() for p in params)
+    return macs >= (CPU_MIN_STEP_MACS if cpu else MIN_STEP_MACS)
+
+
 """(network index, its epoch-mean losses so far [E]) → True when that network stops here."""
 
 
@@ -97,9 +124,12 @@ def train_batched(
     should_stop: Callable[[], bool] | None = None,
     batch_networks: int = BATCH_NETWORKS,
     raise_diverged: bool = True,
+    sync: Callable[[int, int], bool] | None = None,
 ) -> Iterator[BatchedEpoch]:
     """Train every model of ``models`` in place on x [n, d], y [n] as ``engine.train.train``
-    trains it alone with ``generators[b]`` and ``exclude=excludes[b]``; yields a
+    trains it alone with ``generators[b]`` and ``exclude=excludes[b]``; or, with y [B, n]
+    and x [B, n, ...] (one data set per network, e.g. the seeds of a sweep, each its own
+    subset), network b on x[b], y[b] (same n for all). Yields a
     ``BatchedEpoch`` after each epoch of each chunk (chunks of at most ``batch_networks``
     networks, trained one after another).
 
@@ -109,6 +139,11 @@ def train_batched(
     ``DIVERGE_FACTOR`` × max(its first batch loss, 1), raises ``DivergedError`` naming it
     (``raise_diverged``), or else stops and is reported in ``BatchedEpoch.diverged``.
     The models must share a class and parameter shapes.
+
+    ``sync(b, epoch)`` True: network b's current weights are written into its model before
+    that epoch's ``BatchedEpoch`` is yielded (a probe that reads the model mid-training,
+    e.g. the kernel drift), the model left in train mode; a stopped network's model always
+    holds its final weights, in eval mode.
     """
     nets = list(models)
     if not nets:
@@ -118,7 +153,14 @@ def train_batched(
     excl: list[int | None] = list(excludes) if excludes is not None else [None] * len(nets)
     if len(excl) != len(nets):
         raise ConfigError("excludes", len(excl), f"one per network ({len(nets)})")
-    n = x.shape[0]
+    per = y.dim() == 2  # one subset per network
+    if per and (y.shape[0] != len(nets) or x.shape[:2] != y.shape):
+        raise ConfigError(
+            "x, y",
+            f"{tuple(x.shape)}, {tuple(y.shape)}",
+            f"x [B, n, ...], y [B, n] with B = {len(nets)}",
+        )
+    n = y.shape[-1]
     for e in excl:
         if e is not None and not (0 <= e < n):
             raise ConfigError(
@@ -132,9 +174,10 @@ def train_batched(
     size = -(-len(nets) // -(-len(nets) // size))  # even chunks: 82 at 64 → 41 + 41
     for lo in range(0, len(nets), size):
         hi = min(lo + size, len(nets))
-        chunk = _Chunk(nets[lo:hi], x, y, cfg, bs, list(generators[lo:hi]), excl[lo:hi], lo)
+        xs, ys = (x[lo:hi], y[lo:hi]) if per else (x, y)
+        chunk = _Chunk(nets[lo:hi], xs, ys, cfg, bs, list(generators[lo:hi]), excl[lo:hi], lo)
         with step_threads(nets[lo], bs * (hi - lo), x.device):
-            yield from chunk.run(stop, should_stop, raise_diverged)
+            yield from chunk.run(stop, should_stop, raise_diverged, sync)
 
 
 class _Chunk:
@@ -152,6 +195,7 @@ class _Chunk:
         offset: int,
     ) -> None:
         self.nets, self.x, self.y, self.cfg, self.bs, self.gens = nets, x, y, cfg, bs, gens
+        self.per = y.dim() == 2  # x [B, n, ...], y [B, n]: network b reads x[b], y[b]
         self.ids = list(range(offset, offset + len(nets)))
         m0 = nets[0]
         trainable = {id(p) for p in m0.parameters() if p.requires_grad}
@@ -181,11 +225,14 @@ class _Chunk:
         self.key = "net." + prefix if fast else ""
         if fast:
             with torch.no_grad():
-                feats: list[torch.Tensor] = [m.features(x).detach() for m in nets]  # type: ignore[operator]
+                feats: list[torch.Tensor] = [
+                    m.features(x[b] if self.per else x).detach()  # type: ignore[operator]
+                    for b, m in enumerate(nets)
+                ]
             same = all(torch.equal(f, feats[0]) for f in feats[1:])
             self.feats, self.shared = (feats[0], True) if same else (torch.stack(feats), False)
         else:
-            self.feats, self.shared = x, True
+            self.feats, self.shared = x, not self.per
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
         self.opt = make_optimizer(list(self.params.values()), cfg)
         self.grad_fn = self._grad_fn()
@@ -205,9 +252,13 @@ class _Chunk:
         return vmap(grad_and_value(loss, has_aux=True))  # type: ignore[no-any-return]
 
     def run(
-        self, stop: StopRule | None, should_stop: Callable[[], bool] | None, raise_div: bool
+        self,
+        stop: StopRule | None,
+        should_stop: Callable[[], bool] | None,
+        raise_div: bool,
+        sync: Callable[[int, int], bool] | None,
     ) -> Iterator[BatchedEpoch]:
-        cfg, n, bs, x, y = self.cfg, self.x.shape[0], self.bs, self.x, self.y
+        cfg, n, bs, x = self.cfg, self.y.shape[-1], self.bs, self.x
         t0 = time.perf_counter()
         losses: list[list[float]] = [[] for _ in self.ids]
         start: list[float | None] = [None] * len(self.ids)
@@ -225,7 +276,7 @@ class _Chunk:
                     raise Cancelled(f"stopped during epoch {epoch}")
                 idx = order[:, lo : lo + bs]  # [B, b]
                 xb = self.feats[idx] if self.shared else self.feats[rows, idx]
-                yb = y[idx]
+                yb = self.y[rows, idx] if self.per else self.y[idx]
                 keep = idx != self.excl[:, None]
                 wb = keep.to(xb.dtype)
                 grads, (lv_t, out) = self.grad_fn(self.params, self.fixed, xb, yb, wb)
@@ -276,6 +327,10 @@ class _Chunk:
                 tuple(self.ids[b] for b in stopped),
                 {self.ids[b]: msg for b, msg in bad.items()},
             )
+            if sync is not None:
+                for b in range(B):
+                    if b not in stopped and sync(self.ids[b], epoch):
+                        self._write_back(b)
             if stopped:
                 self._retire(stopped)
                 keep_b = [b for b in range(B) if b not in set(stopped)]
@@ -300,13 +355,18 @@ class _Chunk:
             p.grad = None
 
     @torch.no_grad()
+    def _write_back(self, b: int) -> None:
+        """Copy network b's stacked weights into its own module."""
+        scope = getattr_path(self.nets[b], self.prefix) if self.fast else self.nets[b]
+        own = dict(scope.named_parameters())
+        for k in self.names:
+            own[k].copy_(self.params[k][b])
+
+    @torch.no_grad()
     def _retire(self, stopped: list[int]) -> None:
         """Write the stopped networks' weights back and drop them from the stack."""
         for b in stopped:
-            scope = getattr_path(self.nets[b], self.prefix) if self.fast else self.nets[b]
-            own = dict(scope.named_parameters())
-            for k in self.names:
-                own[k].copy_(self.params[k][b])
+            self._write_back(b)
             self.nets[b].eval()
         keep = [b for b in range(len(self.ids)) if b not in set(stopped)]
         if not keep:
@@ -329,6 +389,8 @@ class _Chunk:
                 }
         if not self.shared:
             self.feats = self.feats.index_select(0, sel)
+        if self.per:
+            self.y = self.y.index_select(0, sel)
         self.excl = self.excl.index_select(0, sel)
         self.nets = [self.nets[b] for b in keep]
         self.gens = [self.gens[b] for b in keep]

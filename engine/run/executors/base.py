@@ -35,6 +35,13 @@ class Cell:
     """Progress text."""
     sizes: tuple[int, int] | None = None
     """(n_train, n_test) of the subset when not the spec's (``ctx.dataset(seed, n_train=…)``)."""
+    batch: tuple[Any, Any] | None = None
+    """(group, member): cells whose networks may train side by side. In this process (the
+    local executor) ``RunContext.plan_batches`` hands each group its members still to run,
+    e.g. ((kind, width), seed) for a cell that trains ``ctx.train_model(kind, width,
+    seed)``; the group's first cell trains them all (``engine.train.batched``), each
+    network exactly as alone. A Ray task runs one cell in a fresh context with no plan,
+    so its network trains alone (one cell a task)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ def run_cells(ctx: RunContext, cells: list[Cell], *, task: str = "sweep") -> Ite
     todo = [(i, c) for i, c in enumerate(cells) if not ctx.is_done(c.id)]
     executor = ctx.executor
     if executor is None:  # local: today's behaviour, events streamed as they happen
+        ctx.plan_batches(c.batch for _, c in todo if c.batch is not None)
         for i, c in todo:
             yield Progress(task, i, total, c.label)
             ctx.check_cancel()

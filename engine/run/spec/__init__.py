@@ -217,7 +217,7 @@ class TrainSpec:
     check_every: int = 10
     """Epochs between two checks of the stopping rule when until = converged (the guard on 10 % and on 20 % windows: ``engine.train.until.may_stop``)."""
     batch_networks: int = 64
-    """Most same-shaped networks trained side by side in one batched call (influence_check's retrainings: each keeps its own batches and optimiser state; a chunk also stays under 1 GiB); 1: each network separately (the earlier path)."""
+    """Most same-shaped networks trained side by side in one batched call (influence_check's retrainings; in this process also the seeds of a model and width, their linearized twins, trainability's κ points: each keeps its own data, batches, optimiser state and stop; a chunk also stays under 1 GiB); 1: each network separately (the earlier path)."""
 
     def __post_init__(self) -> None:
         _check(

@@ -7,6 +7,8 @@ import math
 from typer.testing import CliRunner
 
 from engine.experiments.estimate import (
+    BATCHED_OVERHEAD,
+    BATCHED_STEP,
     CONFIRM_SECONDS,
     OVERHEAD,
     PER_RUN_SECONDS,
@@ -20,6 +22,7 @@ from engine.experiments.estimate import (
 )
 from engine.reproduce.presets import apply_quick
 from engine.run.spec import RunSpec
+from engine.train.batched import MIN_STEP_MACS
 
 RATE = 2e10  # FLOP/s of a small CPU core pair; fixed so the tests do not time anything
 STEP = 1e-3  # seconds a training step costs beyond its FLOPs; fixed likewise
@@ -27,7 +30,11 @@ STEP = 1e-3  # seconds a training step costs beyond its FLOPs; fixed likewise
 
 def test_train_work_is_the_formula():
     spec = RunSpec(experiment="train", seeds=(0, 1)).replace(
-        data__n_train=100, model__widths=(16, 64), train__epochs=3, train__batch_size=32
+        data__n_train=100,
+        model__widths=(16, 64),
+        train__epochs=3,
+        train__batch_size=32,
+        train__batch_networks=1,  # one network at a time; batched below
     )
     d = 64  # digits: 8×8
     assert planned_flops(spec) == 4.0 * 100 * d * (16 + 64) * 3 * 2 * 2
@@ -48,6 +55,46 @@ def test_train_work_is_the_formula():
     assert planned_work(capped)["train"] == Work(4 * planned_flops(spec), 4 * steps)
 
 
+def test_seeds_trained_together_cost_batched_steps_and_flops(monkeypatch):
+    """The seeds of a (kind, width) train side by side: BATCHED_STEP a step of the group
+    instead of one a seed, their FLOPs at BATCHED_OVERHEAD; the twins of ntk likewise."""
+    import engine.train.batched as batched
+
+    cpu = RunSpec(experiment="train", seeds=(0, 1, 2), device="cpu")
+    assert planned_work(cpu)["train"].batched == 0  # on a CPU: never (measured)
+    monkeypatch.setattr(batched, "CPU_MIN_STEP_MACS", MIN_STEP_MACS)  # as on a GPU
+    spec = RunSpec(experiment="train,ntk", seeds=(0, 1, 2), device="cpu").replace(
+        data__n_train=100,
+        model__widths=(8, 1024, 4096),
+        train__epochs=3,
+        train__batch_size=32,
+    )
+    sep = planned_work(spec.replace(train__batch_networks=1))
+    bat = planned_work(spec)
+    # batch 32 × d 64 × m: 16 K at m 8, under MIN_STEP_MACS (one at a time); 2 M and 8 M
+    # at m 1024 and 4096: batched when ≥ MIN_STEP_MACS
+    fast = [w for w in (8, 1024, 4096) if 32 * 64 * w >= MIN_STEP_MACS]
+    assert 8 not in fast and 4096 in fast
+    per = 3 * 4 * 2  # epochs × batches × kinds
+    want = per * (3 * (3 - len(fast)) + BATCHED_STEP * len(fast))
+    assert sep["train"].steps == per * 3 * 3 and bat["train"].steps == want
+    assert bat["ntk"].steps == 2 * want
+    assert bat["train"].flops == sep["train"].flops and sep["train"].batched == 0
+    assert bat["train"].batched == sum(4.0 * 100 * 64 * w * 3 * 2 * 3 for w in fast)
+    secs = bat["train"].seconds(RATE, STEP)
+    assert math.isclose(
+        secs,
+        (
+            OVERHEAD * (bat["train"].flops - bat["train"].batched)
+            + BATCHED_OVERHEAD * bat["train"].batched
+        )
+        / RATE
+        + STEP * bat["train"].steps,
+    )
+    one = planned_work(spec.replace(seeds=(0,)))  # one seed: nothing to batch
+    assert one["train"].batched == 0 and one["train"].steps == per * 3
+
+
 def test_adversarial_training_cost_follows_the_recipe():
     spec = RunSpec(experiment="advtrain").replace(flip__pgd_steps=40, flip__mim_steps=10)
     pgd40 = planned_flops(spec)
@@ -64,7 +111,10 @@ def test_adversarial_training_cost_follows_the_recipe():
 
 
 def test_breakdown_adds_up_to_the_estimate():
-    specs = [RunSpec(experiment="all"), apply_quick(RunSpec(experiment="train,spectrum"))]
+    specs = [
+        RunSpec(experiment="all").replace(train__batch_networks=1),
+        apply_quick(RunSpec(experiment="train,spectrum")),
+    ]
     lines = breakdown([("a", specs[0]), ("b", specs[1])], flops_per_s=RATE, step_s=STEP)
     total = sum(ln.estimate_s for ln in lines)
     assert math.isclose(total, estimate_seconds(specs, flops_per_s=RATE, step_s=STEP))

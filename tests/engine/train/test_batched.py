@@ -226,3 +226,83 @@ def test_generic_path_with_per_network_buffers() -> None:
     list(train_batched(wrapped, x, y, cfg, generators=gens, excludes=list(excl)))
     for w, m in zip(wrapped, sep):
         _close(w.inner.head.weight.detach(), m.head.weight.detach())
+
+
+def _subsets(k: int, classes: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """k different data sets of N points (a sweep's seeds, each its own subset)."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.rand(k, N, D, generator=g, dtype=torch.float64) - 0.3
+    if classes:
+        return x, torch.randint(0, classes, (k, N), generator=g)
+    return x, torch.sign(torch.randn(k, N, generator=g, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd", "gd"])
+@pytest.mark.parametrize("kind", ["relu", "attn", "qkv"])
+def test_per_network_data_equals_separate_runs(kind: str, optimizer: str) -> None:
+    """x [B, n, d], y [B, n]: network b trains on its own subset exactly as alone, with
+    its own early stop (network 1 after 2 epochs), chunked (batch_networks 2 of 3)."""
+    lr = 1e-2 if optimizer == "adam" else 0.5
+    cfg = TrainSpec(optimizer=optimizer, lr=lr, epochs=4, batch_size=16, l2=1e-3)
+    classes = 3 if kind == "attn" else 0
+    x, y = _subsets(3, classes)
+    n_out = classes or 1
+    seeds, orders, excl = (1, 2, 3), (5, 6, 7), (None, None, 9)
+    nets = [_build(kind, x[b], s, n_out, excl[b]) for b, s in enumerate(seeds)]
+    hist: dict[int, list[float]] = {0: [], 1: [], 2: []}
+    for ev in train_batched(
+        nets,
+        x,
+        y,
+        cfg,
+        generators=[torch.Generator().manual_seed(o) for o in orders],
+        excludes=list(excl),
+        stop=lambda b, losses: b == 1 and len(losses) == 2,
+        batch_networks=2,
+    ):
+        for b, st in zip(ev.networks, ev.stats):
+            hist[b].append(st.loss)
+    for b, (s, o) in enumerate(zip(seeds, orders)):
+        ref = _build(kind, x[b], s, n_out, excl[b])
+        run = TrainSpec(
+            optimizer=optimizer, lr=lr, epochs=2 if b == 1 else 4, batch_size=16, l2=1e-3
+        )
+        gen = torch.Generator().manual_seed(o)
+        h = [st.loss for st in train(ref, x[b], y[b], run, generator=gen, exclude=excl[b])]
+        assert hist[b] == pytest.approx(h, rel=RTOL, abs=0)
+        for p, q in zip(nets[b].parameters(), ref.parameters()):
+            _close(p.detach(), q.detach())
+    # the subsets matter: network 0 trained on network 2's data ends elsewhere
+    other = _build(kind, x[2], seeds[0], n_out, None)
+    list(train(other, x[2], y[2], cfg, generator=torch.Generator().manual_seed(orders[0])))
+    with pytest.raises(AssertionError):
+        for p, q in zip(nets[0].parameters(), other.parameters()):
+            _close(p.detach(), q.detach())
+
+
+def test_sync_writes_the_weights_mid_training() -> None:
+    """sync(b, epoch): the model holds epoch e's weights when that epoch is yielded (the
+    kernel-drift probe reads them), equal to a separate run of e epochs."""
+    x, y = _data()
+    cfg = TrainSpec(lr=1e-2, epochs=4, batch_size=16)
+    nets = [TwoLayerNet(D, WIDTH, seed=s, dtype=torch.float64) for s in (1, 2)]
+    gens = [torch.Generator().manual_seed(o) for o in (5, 6)]
+    seen = {}
+    for ev in train_batched(nets, x, y, cfg, generators=gens, sync=lambda b, e: e == 2):
+        if ev.epoch == 2:
+            seen = {b: nets[b].weight.detach().clone() for b in ev.networks}
+    for b, (s, o) in enumerate(zip((1, 2), (5, 6))):
+        ref = TwoLayerNet(D, WIDTH, seed=s, dtype=torch.float64)
+        run = TrainSpec(lr=1e-2, epochs=2, batch_size=16)
+        list(train(ref, x, y, run, generator=torch.Generator().manual_seed(o)))
+        _close(seen[b], ref.weight.detach())
+        with pytest.raises(AssertionError):  # and the final weights are not epoch 2's
+            _close(nets[b].weight.detach(), ref.weight.detach())
+
+
+def test_per_network_data_shape_is_checked() -> None:
+    x, y = _subsets(2)
+    nets = [TwoLayerNet(D, WIDTH, seed=s, dtype=torch.float64) for s in (1, 2, 3)]
+    gens = [torch.Generator() for _ in nets]
+    with pytest.raises(ConfigError, match="x, y"):
+        list(train_batched(nets, x, y, TrainSpec(epochs=1), generators=gens))
