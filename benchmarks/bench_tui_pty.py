@@ -128,7 +128,7 @@ def trace_to(path: str) -> None:
     init = _writer_thread.WriterThread.__init__
 
     def traced_init(self: Any, file: Any) -> None:
-        init(self, File(file))
+        init(self, File(file))  # type: ignore[arg-type]
 
     XTermParser.feed = traced_feed  # type: ignore[method-assign]
     App.on_event = traced_on_event  # type: ignore[method-assign]
@@ -492,9 +492,9 @@ def main() -> None:
         print("\nwhere the first change's time goes, median (p90) ms, per press:")
         print(f"  {'':<24} {'app: key → frame written':>26} {'app CPU':>14} {'terminal':>14}")
         for name in ("bare", "tui"):
-            cols = [stats(out[name][k]) for k in ("app", "cpu", "terminal")]
+            parts = [stats(out[name][k]) for k in ("app", "cpu", "terminal")]
             print(f"  {name:<24} " + " ".join(
-                f"{m:>{w - 6}.0f} ({p:>3.0f})" for (m, p), w in zip(cols, (26, 14, 14))))  # fmt: skip
+                f"{m:>{w - 6}.0f} ({p:>3.0f})" for (m, p), w in zip(parts, (26, 14, 14))))  # fmt: skip
     if any(out[n]["ended_early"] and max(out[n]["ended_early"]) for n in out):
         print("note: a sweep ended before the presses did; raise --epochs")
     f_med, f_p90 = stats(out["tui"]["first"])
