@@ -95,12 +95,12 @@ def _calls(monkeypatch: pytest.MonkeyPatch, force: bool = True) -> list[int]:
         (
             "train",
             ("relu", "attn"),
-            {"until": "converged", "max_epochs": 40, "check_every": 4, "lr": 1e-2},
+            {"until": "converged", "max_epochs": 80, "check_every": 4, "lr": 1e-2},
         ),
         (  # twins of networks that stopped at different epochs
             "ntk",
             ("relu", "attn"),
-            {"until": "converged", "max_epochs": 40, "check_every": 4, "lr": 1e-2},
+            {"until": "converged", "max_epochs": 80, "check_every": 4, "lr": 1e-2},
         ),
     ],
 )
@@ -108,7 +108,7 @@ def test_seeds_trained_together_give_the_separate_rows(monkeypatch, experiment, 
     """ntk (drift probes, twins, QKV on the generic path; 6 epochs), train and ntk until
     converged (each network and twin its own stop): every row, artifact and per-epoch metric equals
     the separate path's; and the seeds did train together, one call of 3 networks per
-    (kind, width). QKV-Attn is left out of the 40-epoch run: there Adam amplifies its
+    (kind, width). QKV-Attn is left out of the until-converged runs (cap 80 epochs, so that the 10 % + 20 % stop rule lets the networks stop at different epochs): there Adam amplifies its
     ~1e-16 rounding (bmm vs mm) to 3e-8 by epoch 19 at m = 8 (its loss near 0.015), and a
     1e-13 change of its initial weights moves the loss by 4 % (lr 1e-2): chaos, not a
     difference between the paths."""
