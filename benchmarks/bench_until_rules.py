@@ -47,12 +47,12 @@ batch order. A gap of a few % on centred CIFAR-10 is noise: its loss is flat fro
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.results.guards import TOL, WINDOW, converged, convergence
+from engine.run.runs import train_curves
 from engine.train.until import may_stop
 
 Rule = Callable[[Sequence[float], float | None, list[int]], bool]
@@ -135,16 +135,8 @@ def last_window(losses: Sequence[float]) -> float:
 
 
 def histories(run: Path) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    with open(run / "events.jsonl", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if e.get("kind") == "Metric" and e.get("name") == "train_loss":
-                out.setdefault(e.get("cell", ""), []).append(float(e["value"]))
-    return out
+    """cell → its epoch losses (``engine.run.runs.train_curves``)."""
+    return {cell: ys for cell, (_, ys) in train_curves(run).items()}
 
 
 def baseline(run: Path, seed: int) -> float | None:

@@ -7,24 +7,19 @@ through" figures (epochs 100-140, loss 0.49-0.56 on uncentred MNIST 3 vs 8) come
 
 from __future__ import annotations
 
-import json
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.run.runs import train_curves  # noqa: E402
 
 
 def main() -> None:
     for run in sys.argv[1:]:
-        last: dict[str, tuple[int, float]] = {}
-        with open(f"{run}/events.jsonl", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue
-                if e.get("kind") == "Metric" and e.get("name") == "train_loss":
-                    last[e.get("cell", "")] = (int(e["step"]), float(e["value"]))
         print(run)
-        for cell, (step, v) in sorted(last.items()):
-            print(f"  {cell}: epochs {step}, train loss {v:.3f}")
+        for cell, (steps, losses) in sorted(train_curves(run).items()):
+            print(f"  {cell}: epochs {int(steps[-1])}, train loss {losses[-1]:.3f}")
 
 
 if __name__ == "__main__":

@@ -255,3 +255,27 @@ def read_run(path: str | Path, *, partial: bool = False) -> dict[str, Any]:
             out["tables"][f.stem] = rows
     out["damage"] = damage
     return out
+
+
+def train_curves(path: str | Path) -> dict[str, tuple[list[float], list[float]]]:
+    """cell → (epochs, training loss) from a run's events.jsonl (the live ``train_loss``
+    metric; the CSVs keep only the last value). Empty when the run has no such events; a
+    line cut by an interruption is skipped."""
+    import json
+
+    ev = Path(path) / "events.jsonl"
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    if not ev.is_file():
+        return out
+    for line in ev.read_text(encoding="utf-8", errors="replace").splitlines():
+        if '"Metric"' not in line or '"train_loss"' not in line:
+            continue
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("kind") == "Metric" and e.get("name") == "train_loss":
+            xs, ys = out.setdefault(str(e.get("cell", "")), ([], []))
+            xs.append(float(e["step"]))
+            ys.append(float(e["value"]))
+    return out

@@ -28,26 +28,9 @@ FIGURE_NEEDS = {
 def train_curves(run: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:
     """cell → (steps, training loss) from the run's events.jsonl (the live ``train_loss``
     metric; the CSVs keep only the last value). Empty when the run has no such events."""
-    import json
+    from engine.run.runs import train_curves as curves
 
-    if not run.get("path"):
-        return {}
-    ev = Path(run["path"]) / "events.jsonl"
-    out: dict[str, tuple[list[float], list[float]]] = {}
-    if not ev.is_file():
-        return out
-    for line in ev.read_text(encoding="utf-8", errors="replace").splitlines():
-        if '"Metric"' not in line or '"train_loss"' not in line:
-            continue
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue  # a line cut by an interruption
-        if e.get("kind") == "Metric" and e.get("name") == "train_loss":
-            xs, ys = out.setdefault(str(e.get("cell", "")), ([], []))
-            xs.append(float(e["step"]))
-            ys.append(float(e["value"]))
-    return out
+    return curves(run["path"]) if run.get("path") else {}
 
 
 def _unconverged(rows: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
