@@ -768,6 +768,15 @@ def main() -> None:
     """Console-script entry point of ``malleability-tui`` (optional argument: a run directory
     or a spec TOML). The front end's error boundary: a bad argument or an unexpected error
     is one line on stderr (a traceback goes to a log file) and a non-zero exit."""
+    from malleability_tui.boundary import forget_caught_interrupt
+
+    try:
+        _main()
+    finally:
+        forget_caught_interrupt()
+
+
+def _main() -> None:
     import sys
 
     from malleability_tui.boundary import (

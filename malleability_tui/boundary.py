@@ -95,6 +95,20 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def forget_caught_interrupt() -> None:
+    """Clear CPython's "unhandled KeyboardInterrupt" flag before the process exits.
+
+    A Ctrl-C or SIGTERM that lands inside a string ``exec`` (``dataclasses`` builds methods
+    that way, hundreds of them while torch imports) sets a flag that no later ``except``
+    clears; under ``python -m`` the interpreter then ends the process by SIGINT (exit -2)
+    in place of the 130 the boundary chose. Every string ``exec`` resets the flag at its
+    start, so one harmless ``exec`` at the very end puts the boundary's exit code back.
+    A KeyboardInterrupt that really escapes is still reported: this runs in a ``finally``
+    around code that already turns it into exit 130.
+    """
+    exec("pass", {})  # a constant string: the point is the string exec itself
+
+
 def terminal_problem() -> str | None:
     """Why this process cannot draw a full-screen app (None when it can): stdin or stdout
     not a terminal (``</dev/null``, a pipe) or ``TERM=dumb``; Textual would draw escape

@@ -30,9 +30,12 @@ app.add_typer(runs.app, name="runs")
 def main() -> None:
     """Console-script entry point. A Ctrl-C or SIGTERM that lands outside a command's own
     boundary (while click unwinds, say) still ends as "interrupted" with exit 130, never as
-    a traceback and an exit by SIGINT. A closed stdout (``| head``) exits quietly (1)."""
+    a traceback and an exit by SIGINT (nor by CPython's own SIGINT when the interrupt
+    landed in a string ``exec``: ``forget_caught_interrupt``). A closed stdout (``| head``)
+    exits quietly (1)."""
     import sys
 
+    from malleability_tui.boundary import forget_caught_interrupt
     from malleability_tui.cli.common import closed_stdout
 
     try:
@@ -42,6 +45,8 @@ def main() -> None:
         raise SystemExit(130) from None
     except BrokenPipeError:  # the reader of stdout went away (`... --help | head`)
         closed_stdout()
+    finally:
+        forget_caught_interrupt()
 
 
 if __name__ == "__main__":

@@ -163,3 +163,41 @@ def test_unexpected_error_is_one_line_and_a_log(
     logs = list((sandbox / "logs").glob("crash-*.log"))
     assert len(logs) == 1 and str(logs[0]) in line
     assert "Traceback" in logs[0].read_text() and "simulated bug" in logs[0].read_text()
+
+
+_STRING_EXEC_INTERRUPT = {
+    # an interrupt that lands inside a string exec, as a SIGTERM does while dataclasses
+    # build methods during torch's import; both front ends catch it and choose 130
+    "cli": """
+from malleability_tui.cli import main as cli
+
+@cli.app.command("boom")
+def boom() -> None:
+    exec("raise KeyboardInterrupt", {})
+
+cli.main()
+""",
+    "tui": """
+import sys
+from malleability_tui import app, boundary
+
+def interrupted() -> None:
+    exec("raise KeyboardInterrupt", {})
+
+boundary.terminal_problem = interrupted
+sys.argv = ["malleability-tui"]
+app.main()
+""",
+}
+
+
+@pytest.mark.parametrize("front", sorted(_STRING_EXEC_INTERRUPT))
+def test_interrupt_inside_a_string_exec_still_exits_130(tmp_path: Path, front: str) -> None:
+    """Under ``python -m`` CPython ends a process by SIGINT (-2) when a caught
+    KeyboardInterrupt once left a string exec; the front ends exit 130 all the same."""
+    (tmp_path / "front_probe.py").write_text(_STRING_EXEC_INTERRUPT[front])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    args = [sys.executable, "-m", "front_probe"] + (["boom"] if front == "cli" else [])
+    p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 130, (p.returncode, p.stderr)
+    assert "interrupted" in p.stderr and "Traceback" not in p.stderr, p.stderr
