@@ -56,6 +56,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from engine.experiments.worker import WORKER_NICE  # noqa: E402
+
 KEYS = "23456781"
 TITLES = ("setup", "sweep", "spectra", "flips", "landscape", "training", "runs", "claims")
 GOAL_RATIO, GOAL_MEDIAN, GOAL_P90 = 1.5, 0.060, 0.150
@@ -193,6 +196,7 @@ class Pane:
         # up to a marker so that each later reply answers the command just sent. (Replies
         # left unread put every screen read one reply behind, one more per key sent: the
         # latencies grew by a poll per press, ~60 ms of median on 24 presses.)
+        self.flagged = False  # has tmux marked a block as this client's (flags 1)?
         self.write("refresh-client -f no-output")
         self.write("display-message -p bench-sync")
         while "bench-sync" not in self.reply():
@@ -209,14 +213,23 @@ class Pane:
         return self.reply()
 
     def reply(self) -> list[str]:
-        """The next reply block's lines."""
+        """The next reply block's lines: the reply to this client's next command. tmux
+        marks the blocks of commands this client sent with flags 1 (``%begin TIME NUMBER
+        1``); a block with flags 0 answers a command from elsewhere (tmux runs some for
+        the pane's program) and is skipped: taking one for a reply put every later read
+        one reply behind (the read after a key got the key's empty reply, a "change"
+        4 ms after every key). A tmux that marks no block 1 (older ones) is read as
+        before, every block a reply."""
         assert self.ctl.stdout
         out: list[str] = []
         inside = False
         for raw in self.ctl.stdout:
             s = raw.rstrip("\n")
             if s.startswith("%begin"):
-                inside = True
+                flags = s.split()[3:4]
+                ours = not self.flagged or flags == ["1"]
+                self.flagged = self.flagged or flags == ["1"]
+                inside, out = ours, []
             elif s.startswith(("%end", "%error")) and inside:
                 return out
             elif inside:
@@ -234,6 +247,16 @@ class Pane:
         end = time.perf_counter() + timeout
         while time.perf_counter() < end:
             if any(text in row for row in self.screen()):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def wait_for_re(self, pattern: str, timeout: float) -> bool:
+        import re
+
+        end = time.perf_counter() + timeout
+        while time.perf_counter() < end:
+            if re.search(pattern, "\n".join(self.screen())):
                 return True
             time.sleep(0.1)
         return False
@@ -333,7 +356,7 @@ def with_trace(res: dict[str, list[float]], tmp: Path) -> dict[str, list[float]]
 
 def run_bare(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list[float]]:
     job = subprocess.Popen(
-        ["nice", "-n", "5", sys.executable, "-m", "malleability_tui.cli.main", "headless",
+        ["nice", "-n", str(a.nice), sys.executable, "-m", "malleability_tui.cli.main", "headless",
          "--config", str(spec_file), "--out", str(tmp / "beside-bare"), "--quiet"],
         env=dict(os.environ, **child_env()), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -354,7 +377,9 @@ def run_bare(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, lis
 
 
 def run_tui(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list[float]]:
-    env = dict(child_env(), MALLEABILITY_RUNS=str(tmp / "runs"))
+    env = dict(
+        child_env(), MALLEABILITY_RUNS=str(tmp / "runs"), MALLEABILITY_WORKER_NICE=str(a.nice)
+    )
     cmd = app_cmd(a, tmp, "--tui-app", str(spec_file))
     if a.profile:
         cmd = [sys.executable, "-m", "cProfile", "-o", str(Path(a.profile).resolve()), *cmd[1:]]
@@ -373,16 +398,27 @@ def run_tui(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list
             time.sleep(0.1)
         if not pane.wait_for("● running", 5):
             sys.exit("error: r did not start the sweep:\n" + "\n".join(pane.screen()))
+        # the presses start once the sweep trains (the worker has imported torch and loaded
+        # the data: an epoch past 0) and the app has answered a switch there and back; a key
+        # sent while the app is still busy starting the job is read late, in a burst, and
+        # would time nothing
+        if not pane.wait_for_re(r"its epoch [1-9]", 120):
+            sys.exit("error: the sweep did not start training:\n" + "\n".join(pane.screen()))
         pane.send("2")
-        # trains once the worker has imported torch and loaded the data (the chart has rows)
-        pane.wait_for(" vs width", 10)
-        time.sleep(4.0)
+        if not pane.wait_for(" vs width", 30):
+            sys.exit("error: 2 did not show the Sweep panel:\n" + "\n".join(pane.screen()))
+        time.sleep(2.0)
         pane.send("1")  # back to the first tab: the first press (2) switches, as in bare
+        if not pane.wait_for("Data set", 30):
+            sys.exit("error: 1 did not show the Setup panel:\n" + "\n".join(pane.screen()))
         time.sleep(0.5)
 
-        def going() -> bool:
-            return any("● running" in row for row in pane.screen())
+        def going() -> bool:  # two reads: one may catch the status bar mid-redraw
+            return any(any("● running" in row for row in pane.screen()) for _ in range(2))
 
+        if not going():  # say why, rather than a round without presses
+            print("  the sweep was not running when the presses were due; the screen:\n    "
+                  + "\n    ".join(pane.screen()), file=sys.stderr)  # fmt: skip
         res = presses(pane, a.presses, a.poll / 1000, a.quiet / 1000, going)
         res["ended_early"] = [float(not going())]
         pane.send("c")
@@ -406,6 +442,10 @@ def main() -> None:
     ap.add_argument(
         "--epochs", type=int, default=400, help="epochs of the sweep (outlasts the presses)"
     )
+    ap.add_argument(
+        "--nice", type=int, default=WORKER_NICE,
+        help=f"the job's niceness in both apps (default {WORKER_NICE}, the TUI worker's)",
+    )  # fmt: skip
     ap.add_argument("--poll", type=float, default=4.0, help="ms between screen reads")
     ap.add_argument("--quiet", type=float, default=250.0, help="ms without change = settled")
     ap.add_argument("--profile", help="run the TUI under cProfile, writing this file")
@@ -468,6 +508,9 @@ def main() -> None:
             for k, v in res.items():
                 if k in out[name]:
                     out[name][k] += v
+            if not res["first"]:
+                print(f"round {r + 1} {name}: no presses (see above)")
+                continue
             print(f"round {r + 1} {name}: first change median {stats(res['first'])[0]:.0f} ms")
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     floor = stats(out["bare"]["first"])[0]

@@ -22,6 +22,10 @@ import threading
 import traceback
 from typing import IO
 
+WORKER_NICE = 5
+"""The TUI's job runs this much nicer than the app, so a key is answered while it trains
+(``benchmarks/bench_tui_pty.py --nice N`` measures the choice); an idle app costs it nothing."""
+
 
 def _watch_stdin(stream: IO[str], cancel: threading.Event) -> None:
     for line in stream:
@@ -37,10 +41,11 @@ def main() -> int:
     from engine.run.spec import RunSpec
 
     out = sys.stdout
-    if os.environ.get("MALLEABILITY_WORKER_NICE", "5") != "0":
+    nice = os.environ.get("MALLEABILITY_WORKER_NICE", str(WORKER_NICE))
+    if nice != "0":
         # Below the UI's priority, so the TUI's thread wins the CPU while training uses it all.
         try:
-            os.nice(int(os.environ.get("MALLEABILITY_WORKER_NICE", "5")))
+            os.nice(int(nice))
         except (OSError, ValueError, AttributeError):  # not on this platform / not allowed
             pass
     first = sys.stdin.readline()
