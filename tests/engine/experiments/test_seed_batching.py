@@ -18,6 +18,10 @@ TOL = 1e-10
 DRIFT_TOL = 1e-8
 """Kernel drift: QKV-Attn's eNTK amplifies the ~1e-12 rounding of its weights (bmm vs mm)
 about 1000-fold where it drifts fast; measured 1.3e-9 at m = 8, seed 1, epoch 6."""
+QKV_TOL = 1e-8
+"""QKV-Attn's per-epoch losses: Adam amplifies the bmm-vs-mm rounding there too, by how
+much depends on the CPU's kernels: within 1e-10 on one machine, 4.1e-10 on another (the
+ntk case's train_loss, epoch 6; 2L-ReLU 2.2e-16 and MLP-Attn 0 on the same run)."""
 
 
 def _spec(experiment: str, **train: Any) -> RunSpec:
@@ -42,7 +46,7 @@ def _same(a: Any, b: Any, where: str) -> None:
         if math.isnan(a):
             assert math.isnan(b), where
         else:
-            tol = DRIFT_TOL if "drift" in where else TOL
+            tol = DRIFT_TOL if "drift" in where else QKV_TOL if "/qkv/" in where else TOL
             assert b == pytest.approx(a, rel=tol, abs=tol), where
     elif isinstance(a, dict):
         assert a.keys() == b.keys(), where
