@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import pytest
+from trainability_support import tiny_trainability_spec
 
 import engine.train.batched as batched
 from engine.experiments import run
@@ -171,19 +172,7 @@ def test_a_divergence_fails_the_run_as_the_separate_path_does(monkeypatch):
 def test_trainability_points_trained_together_give_the_separate_rows(monkeypatch):
     """The κ points of a model (every κ and seed: one shape, each its own synthetic data
     and stop at the target or the cap) train in one call; rows equal the separate path's."""
-    spec = RunSpec(experiment="trainability", seeds=(0, 1), device="cpu", dtype="float64")
-    spec = spec.replace(
-        data__classes=(3, 8),
-        data__n_train=40,
-        data__n_test=10,
-        trainability__kappas=(10.0, 100.0, 1000.0),
-        trainability__n=16,
-        trainability__d=16,
-        trainability__width=16,
-        trainability__target=0.2,
-        trainability__max_steps=300,
-        train__lr=1e-2,
-    )
+    spec = tiny_trainability_spec((0, 1), max_steps=300, dtype="float64")
     sep, _, _ = _outputs(_events(spec.replace(train__batch_networks=1)))
     calls = _calls(monkeypatch)
     bat, _, _ = _outputs(_events(spec))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import torch
+from trainability_support import tiny_trainability_spec
 
 from engine.experiments import execute
 from engine.experiments.registry import CATALOGUE, experiments, select
 from engine.experiments.trainability import SYNTHETIC, summarize, synthetic_gram
 from engine.results.tables import TrainabilityRow
-from engine.run.spec import RunSpec
 
 
 def test_registered_but_not_in_all() -> None:
@@ -27,18 +27,7 @@ def test_synthetic_gram_has_the_prescribed_spectrum_and_balanced_labels() -> Non
 
 
 def test_a_tiny_run_writes_the_table_and_the_slopes(tmp_path) -> None:
-    spec = RunSpec(experiment="trainability", seeds=(0,), device="cpu").replace(
-        data__classes=(3, 8),
-        data__n_train=40,
-        data__n_test=10,
-        trainability__kappas=(10.0, 100.0, 1000.0),
-        trainability__n=16,
-        trainability__d=16,
-        trainability__width=16,
-        trainability__target=0.2,
-        trainability__max_steps=400,
-        train__lr=1e-2,
-    )
+    spec = tiny_trainability_spec((0,), max_steps=400)
     store = execute(spec, tmp_path / "run")
     rows = store.tables["trainability"]
     assert [c for c in rows[0]] == list(TrainabilityRow.columns())
