@@ -265,16 +265,20 @@ def _rule(rows: list[dict], column: str, ref: str, other: str) -> tuple[str, str
         }
     (rr, pr, nw), (ro, po, no) = res[ref], res[other]
     common = sorted(set(per_width[ref]) & set(per_width[other]))
-    above = bool(common) and all(
+    n_above = sum(
         per_width[other][w].mean - per_width[ref][w].mean
         > per_width[other][w].std + per_width[ref][w].std
         for w in common
     )
+    above = bool(common) and n_above == len(common)
     stat = (
         f"ρ {ref} {rr:+.2f} (p={pr:.2g}), {other} {ro:+.2f} (p={po:.2g}) over {min(nw, no)} widths"
     )
     if common:
-        stat += f"; {other} above {ref} by more than the seed spread at {'every' if above else 'not every'} width"
+        stat += (
+            f"; {other} above {ref} by more than the seed spread at {n_above} of "
+            f"{len(common)} widths"
+        )
     other_falls = ro < 0 and po < ALPHA
     floor = best_p(xs_of[ref])  # the smallest p these widths × seeds can give
     if min(nw, no) < 4 or not (math.isfinite(rr) and math.isfinite(ro)):

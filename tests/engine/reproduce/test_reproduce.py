@@ -288,7 +288,10 @@ def test_claim1_rule_on_the_linearized_twin() -> None:
     )
     # above by less than the seed spread (0.2 + 0.2) at the widest width: not "above"
     close = _lin(falls, [2.0, 1.5, 1.0, 0.3], spread=0.2)
-    assert not _claim1("digits", close)["statistic"].endswith("at every width")
+    assert _claim1("digits", close)["statistic"].endswith("seed spread at 3 of 4 widths")
+    assert _claim1("digits", _lin(falls, [2.0, 1.5, 1.0, 0.8]))["statistic"].endswith(
+        "seed spread at 4 of 4 widths"
+    )
     bad = {("MLP-Attn", 16): {"converged": "False", "above_chance": "True"}}
     g = _claim1("digits", _lin(falls, [1.0, 1.2, 0.9, 1.1], guards=bad))
     assert g["verdict"] == f"{INCONCLUSIVE}: models not converged" and "ρ 2L-ReLU" in g["statistic"]
