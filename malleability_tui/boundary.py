@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -68,8 +69,34 @@ def error_line(exc: BaseException) -> tuple[str, int]:
     return f"internal error {type(exc).__name__}: {msg} ({where}; please report it)", EXIT_BUG
 
 
+_last_stop_signal: int | None = None
+"""The stop signal ``_sigterm`` last turned into a KeyboardInterrupt (sent again if lost)."""
+
+
 def _sigterm(signum: int, frame: Any) -> None:
+    global _last_stop_signal
+    _last_stop_signal = signum
     raise KeyboardInterrupt
+
+
+def _resending_lost_interrupts(previous: Any) -> Any:
+    """An unraisable hook: a KeyboardInterrupt raised where Python cannot raise (a weakref
+    callback, such as importlib's module-lock bookkeeping while torch imports, or a
+    ``__del__``) is dropped there with an "Exception ignored" traceback, and the run would
+    go on as if no Ctrl-C or ``kill`` had come. This hook prints nothing for it and sends
+    the signal again a moment later, from a thread, so that it lands in ordinary code.
+    Every other unraisable goes to ``previous``."""
+
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            sig = _last_stop_signal or signal.SIGINT
+            again = threading.Timer(0.05, os.kill, (os.getpid(), sig))
+            again.daemon = True
+            again.start()
+            return
+        previous(unraisable)
+
+    return hook
 
 
 STOP_SIGNALS = tuple(
@@ -80,7 +107,9 @@ STOP_SIGNALS = tuple(
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt (in the main thread) while the block runs."""
+    """SIGTERM and SIGHUP raise KeyboardInterrupt (in the main thread) while the block runs,
+    and an interrupt that lands where Python drops it is sent again
+    (``_resending_lost_interrupts``)."""
     old: dict[int, Any] = {}
     try:
         for sig in STOP_SIGNALS:
@@ -88,9 +117,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
     except ValueError:  # not the main thread
         yield
         return
+    global _last_stop_signal
+    _last_stop_signal = None
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _resending_lost_interrupts(previous_hook)
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for sig, handler in old.items():
             signal.signal(sig, handler)
 

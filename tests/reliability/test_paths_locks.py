@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reliability_support import TINY, dead_pid, invoke, one_line_failure, tree
@@ -201,3 +202,39 @@ def test_interrupt_inside_a_string_exec_still_exits_130(tmp_path: Path, front: s
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 130, (p.returncode, p.stderr)
     assert "interrupted" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_an_interrupt_lost_in_a_callback_is_sent_again(stop: str) -> None:
+    """A KeyboardInterrupt raised in a weakref callback (where a signal can land while
+    modules import) is dropped by Python; inside the boundary it is sent again, so the
+    block still ends by KeyboardInterrupt, and nothing is printed for the lost one."""
+    import weakref
+
+    from malleability_tui import boundary
+
+    class Thing:
+        pass
+
+    seen: list[Any] = []
+    before = sys.unraisablehook
+    passed_on = seen.append
+    sys.unraisablehook = passed_on  # what the boundary passes on: nothing, here
+    try:
+        with pytest.raises(KeyboardInterrupt), boundary.sigterm_as_interrupt():
+            thing = Thing()
+
+            def lost(_: Any) -> None:
+                if stop == "SIGTERM":
+                    boundary._sigterm(signal.SIGTERM, None)  # as the handler does
+                raise KeyboardInterrupt
+
+            ref = weakref.ref(thing, lost)
+            del thing  # the callback runs here; its KeyboardInterrupt is dropped
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the signal comes again, and ends this
+                time.sleep(0.01)
+        assert ref() is None and seen == []
+        assert sys.unraisablehook is passed_on  # the block put the hook back
+    finally:
+        sys.unraisablehook = before
