@@ -79,18 +79,24 @@ def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _resending_lost_interrupts(previous: Any) -> Any:
+def _resending_lost_interrupts(previous: Any, active: threading.Event) -> Any:
     """An unraisable hook: a KeyboardInterrupt raised where Python cannot raise (a weakref
     callback, such as importlib's module-lock bookkeeping while torch imports, or a
     ``__del__``) is dropped there with an "Exception ignored" traceback, and the run would
     go on as if no Ctrl-C or ``kill`` had come. This hook prints nothing for it and sends
-    the signal again a moment later, from a thread, so that it lands in ordinary code.
+    the signal again a moment later, from a thread, so that it lands in ordinary code (not
+    once ``active`` is cleared: the block has ended and the signal's own handler is back).
     Every other unraisable goes to ``previous``."""
 
     def hook(unraisable: Any) -> None:
         if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
             sig = _last_stop_signal or signal.SIGINT
-            again = threading.Timer(0.05, os.kill, (os.getpid(), sig))
+
+            def send() -> None:
+                if active.is_set():
+                    os.kill(os.getpid(), sig)
+
+            again = threading.Timer(0.05, send)
             again.daemon = True
             again.start()
             return
@@ -120,10 +126,13 @@ def sigterm_as_interrupt() -> Iterator[None]:
     global _last_stop_signal
     _last_stop_signal = None
     previous_hook = sys.unraisablehook
-    sys.unraisablehook = _resending_lost_interrupts(previous_hook)
+    active = threading.Event()
+    active.set()
+    sys.unraisablehook = _resending_lost_interrupts(previous_hook, active)
     try:
         yield
     finally:
+        active.clear()
         sys.unraisablehook = previous_hook
         for sig, handler in old.items():
             signal.signal(sig, handler)

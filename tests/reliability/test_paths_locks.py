@@ -238,3 +238,24 @@ def test_an_interrupt_lost_in_a_callback_is_sent_again(stop: str) -> None:
         assert sys.unraisablehook is passed_on  # the block put the hook back
     finally:
         sys.unraisablehook = before
+
+
+def test_a_lost_interrupt_is_not_sent_once_the_block_has_ended() -> None:
+    """The boundary's resend is for its own block: a Ctrl-C dropped just before the block
+    ends is not re-raised after it (where the command's cleanup or exit runs)."""
+    import weakref
+
+    from malleability_tui import boundary
+
+    class Thing:
+        pass
+
+    def lost(_: Any) -> None:
+        raise KeyboardInterrupt
+
+    with boundary.sigterm_as_interrupt():
+        thing = Thing()
+        ref = weakref.ref(thing, lost)
+        del thing  # dropped; the resend is due 50 ms later, after the block
+    time.sleep(0.5)  # a KeyboardInterrupt here fails the test
+    assert ref() is None
