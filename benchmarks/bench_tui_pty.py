@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -244,16 +245,9 @@ class Pane:
         self.command(f"send-keys -t b {key}")
 
     def wait_for(self, text: str, timeout: float) -> bool:
-        end = time.perf_counter() + timeout
-        while time.perf_counter() < end:
-            if any(text in row for row in self.screen()):
-                return True
-            time.sleep(0.1)
-        return False
+        return self.wait_for_re(re.escape(text), timeout)
 
     def wait_for_re(self, pattern: str, timeout: float) -> bool:
-        import re
-
         end = time.perf_counter() + timeout
         while time.perf_counter() < end:
             if re.search(pattern, "\n".join(self.screen())):
@@ -413,8 +407,8 @@ def run_tui(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list
             sys.exit("error: 1 did not show the Setup panel:\n" + "\n".join(pane.screen()))
         time.sleep(0.5)
 
-        def going() -> bool:  # two reads: one may catch the status bar mid-redraw
-            return any(any("● running" in row for row in pane.screen()) for _ in range(2))
+        def going() -> bool:
+            return any("● running" in row for row in pane.screen())
 
         if not going():  # say why, rather than a round without presses
             print("  the sweep was not running when the presses were due; the screen:\n    "
