@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -204,17 +205,29 @@ def test_interrupt_inside_a_string_exec_still_exits_130(tmp_path: Path, front: s
     assert "interrupted" in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
+class _Thing:
+    pass
+
+
+def _drop_in_a_callback(raise_it: Any) -> Any:
+    """Run ``raise_it`` in a weakref callback, where Python drops what it raises (as it does
+    a KeyboardInterrupt that a signal raises while modules import); the weak reference."""
+    thing = _Thing()
+    ref = weakref.ref(thing, lambda _: raise_it())
+    del thing  # the callback runs here
+    return ref
+
+
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
 def test_an_interrupt_lost_in_a_callback_is_sent_again(stop: str) -> None:
-    """A KeyboardInterrupt raised in a weakref callback (where a signal can land while
-    modules import) is dropped by Python; inside the boundary it is sent again, so the
+    """A KeyboardInterrupt dropped in a callback is sent again inside the boundary, so the
     block still ends by KeyboardInterrupt, and nothing is printed for the lost one."""
-    import weakref
-
     from malleability_tui import boundary
 
-    class Thing:
-        pass
+    def lost() -> None:
+        if stop == "SIGTERM":
+            boundary._sigterm(signal.SIGTERM, None)  # as the handler does: records, raises
+        raise KeyboardInterrupt
 
     seen: list[Any] = []
     before = sys.unraisablehook
@@ -222,15 +235,7 @@ def test_an_interrupt_lost_in_a_callback_is_sent_again(stop: str) -> None:
     sys.unraisablehook = passed_on  # what the boundary passes on: nothing, here
     try:
         with pytest.raises(KeyboardInterrupt), boundary.sigterm_as_interrupt():
-            thing = Thing()
-
-            def lost(_: Any) -> None:
-                if stop == "SIGTERM":
-                    boundary._sigterm(signal.SIGTERM, None)  # as the handler does
-                raise KeyboardInterrupt
-
-            ref = weakref.ref(thing, lost)
-            del thing  # the callback runs here; its KeyboardInterrupt is dropped
+            ref = _drop_in_a_callback(lost)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:  # the signal comes again, and ends this
                 time.sleep(0.01)
@@ -243,19 +248,12 @@ def test_an_interrupt_lost_in_a_callback_is_sent_again(stop: str) -> None:
 def test_a_lost_interrupt_is_not_sent_once_the_block_has_ended() -> None:
     """The boundary's resend is for its own block: a Ctrl-C dropped just before the block
     ends is not re-raised after it (where the command's cleanup or exit runs)."""
-    import weakref
-
     from malleability_tui import boundary
 
-    class Thing:
-        pass
-
-    def lost(_: Any) -> None:
+    def lost() -> None:
         raise KeyboardInterrupt
 
     with boundary.sigterm_as_interrupt():
-        thing = Thing()
-        ref = weakref.ref(thing, lost)
-        del thing  # dropped; the resend is due 50 ms later, after the block
+        ref = _drop_in_a_callback(lost)  # the resend would be due 50 ms later, after the block
     time.sleep(0.5)  # a KeyboardInterrupt here fails the test
     assert ref() is None
