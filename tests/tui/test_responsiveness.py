@@ -92,3 +92,94 @@ def test_the_app_runs_without_animations_unless_asked(monkeypatch):
     assert MalleabilityApp().animation_level == "none"
     monkeypatch.setenv("TEXTUAL_ANIMATIONS", "full")
     assert MalleabilityApp().animation_level == "full"
+
+
+def test_a_tab_switch_moves_the_underline_with_the_pane_in_one_frame():
+    """PanelTabs puts the underline under the new tab when the pane switches, not after the
+    next refresh as Textual's Tabs does (the frame showing the new pane underlined the old
+    tab); the place it sets is the one Textual's own move gives after the refresh."""
+    from textual.widgets import Static, TabPane
+    from textual.widgets._tabbed_content import ContentTabs
+    from textual.widgets._tabs import Underline
+
+    from malleability_tui.widgets.panel_tabs import PanelTabs
+
+    class TabsApp(App):
+        def __init__(self) -> None:
+            super().__init__()
+            self.animation_level = "none"
+
+        def compose(self) -> ComposeResult:
+            with PanelTabs(id="tabs"):
+                for name in ("one", "two", "three"):
+                    with TabPane(f"{name} tab", id=name):
+                        yield Static(name)
+
+    async def go() -> None:
+        app = TabsApp()
+        async with app.run_test(size=(60, 10)) as pilot:
+            await pilot.pause()
+            tc = app.query_one(PanelTabs)
+            underline = app.query_one(ContentTabs).query_one(Underline)
+            for name in ("three", "two", "one"):
+                tab = tc.get_tab(name)
+                want = tab.virtual_region.shrink(tab.styles.gutter).column_span
+                tc.active = name  # no await: no refresh in between
+                assert (underline.highlight_start, underline.highlight_end) == want
+                assert underline.show_highlight
+                await pilot.pause()  # Textual's own move, after the refresh, agrees
+                assert (underline.highlight_start, underline.highlight_end) == want
+
+    asyncio.run(go())
+
+
+def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path):
+    """The first frame the app writes after a panel key has the new pane laid out and the
+    underline under its tab. (The switch used to reach the screen in pieces: a frame with
+    only the tab bar changed, the pane one to two frame times later, since the screen's
+    update timer ran before the panes' layout requests reached it; bench_tui_pty.py saw
+    the tab bar at 22 ms and the pane at 54 ms.)"""
+    from textual.errors import NoWidget
+    from textual.widgets import TabPane
+    from textual.widgets._tabbed_content import ContentTabs
+    from textual.widgets._tabs import Underline
+    from tui_support import make_test_app
+
+    from malleability_tui.widgets.panel_tabs import PanelTabs
+
+    async def go() -> None:
+        app = make_test_app(tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            tc = app.query_one(PanelTabs)
+            underline = app.query_one(ContentTabs).query_one(Underline)
+            frames: list[tuple[bool, bool]] = []
+            target: list[str] = []
+            display = app._display
+
+            def record(screen, renderable) -> None:
+                if renderable is not None and target:
+                    pane = app.query_one(f"#{target[0]}", TabPane)
+                    tab = tc.get_tab(target[0])
+                    span = tab.virtual_region.shrink(tab.styles.gutter).column_span
+                    try:
+                        app.screen.find_widget(pane)
+                        laid_out = True
+                    except NoWidget:
+                        laid_out = False
+                    at_tab = (underline.highlight_start, underline.highlight_end) == span
+                    frames.append((laid_out, at_tab))
+                display(screen, renderable)
+
+            app._display = record  # type: ignore[method-assign]
+            for key, tab in zip("34528761", ("spectra", "flips", "landscape", "sweep",
+                                             "claims", "runs", "training", "setup")):  # fmt: skip
+                target[:] = [tab]
+                frames.clear()
+                await pilot.press(key)
+                await pilot.pause()
+                assert tc.active == tab
+                assert frames, f"no frame after {key}"
+                assert frames[0] == (True, True), f"{key}: first frame (pane, tab) {frames}"
+
+    asyncio.run(go())
