@@ -183,3 +183,25 @@ def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path)
                 assert frames[0] == (True, True), f"{key}: first frame (pane, tab) {frames}"
 
     asyncio.run(go())
+
+
+def test_the_tab_bar_fits_80_columns_and_never_scrolls(tmp_path):
+    """The 8 tabs fit an 80-column terminal: no tab is cut and switching never scrolls the
+    bar (it was 81 columns: it shifted a column on 5 and back on 1)."""
+    from textual.widgets._tabbed_content import ContentTabs
+    from tui_support import make_test_app
+
+    async def go() -> None:
+        app = make_test_app(tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            tabs = app.query_one(ContentTabs).query_one("#tabs-scroll")
+            assert tabs.max_scroll_x == 0
+            for key in "5813":
+                await pilot.press(key)
+                await pilot.pause()
+                assert tabs.scroll_x == 0
+            top = screen_text(app).splitlines()[0]
+            assert top.startswith("1 Setup") and top.endswith("8 Claims")
+
+    asyncio.run(go())
