@@ -340,7 +340,11 @@ class MalleabilityApp(App):
         else:
             # Blur first: a focused widget left in the hidden pane would pull it back.
             self.screen_stack[0].set_focus(None)
-            tc.active = tab  # the TabActivated handler moves the focus
+            tc.active = tab
+            # Focus the pane now, before the frame that shows it (the TabActivated handler
+            # does it after that frame, for a click on a tab): the pane's keys then reach the
+            # footer in the same frame, not one or two frames later (~30 ms, bench_tui_pty).
+            self._focus_pane(tab)
 
     def action_leave_field(self, _where: str = "") -> None:
         self.main_query(TabbedContent).query_one("Tabs").focus()

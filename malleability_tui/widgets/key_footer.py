@@ -94,10 +94,12 @@ class KeyFooter(Widget, can_focus=False):
         self._check()
 
     def _bindings_changed(self, screen: Screen) -> None:
-        # Several signals arrive per focus change: one check after the next refresh.
+        # Several signals arrive per focus change: one check once the messages in hand are
+        # handled. (After the next refresh, as it was, put the new keys a frame or two
+        # behind the panel switch that changed them.)
         if screen is self.screen and not self._check_pending:
             self._check_pending = True
-            self.call_after_refresh(self._check)
+            self.call_later(self._check)
 
     def _check(self) -> None:
         self._check_pending = False

@@ -134,11 +134,11 @@ def test_a_tab_switch_moves_the_underline_with_the_pane_in_one_frame():
 
 
 def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path):
-    """The first frame the app writes after a panel key has the new pane laid out and the
-    underline under its tab. (The switch used to reach the screen in pieces: a frame with
+    """The first frame the app writes after a panel key has the new pane laid out, the
+    underline under its tab and the pane's keys in the footer. (The switch used to reach the screen in pieces: a frame with
     only the tab bar changed, the pane one to two frame times later, since the screen's
     update timer ran before the panes' layout requests reached it; bench_tui_pty.py saw
-    the tab bar at 22 ms and the pane at 54 ms.)"""
+    the tab bar at 22 ms and the pane at 54 ms, and the footer's keys ~30 ms after.)"""
     from textual.errors import NoWidget
     from textual.widgets import TabPane
     from textual.widgets._tabbed_content import ContentTabs
@@ -153,7 +153,8 @@ def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path)
             await pilot.pause()
             tc = app.query_one(PanelTabs)
             underline = app.query_one(ContentTabs).query_one(Underline)
-            frames: list[tuple[bool, bool]] = []
+            footer = app.query_one(KeyFooter)
+            frames: list[tuple[bool, bool, object]] = []
             target: list[str] = []
             display = app._display
 
@@ -168,7 +169,7 @@ def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path)
                     except NoWidget:
                         laid_out = False
                     at_tab = (underline.highlight_start, underline.highlight_end) == span
-                    frames.append((laid_out, at_tab))
+                    frames.append((laid_out, at_tab, footer._items))
                 display(screen, renderable)
 
             app._display = record  # type: ignore[method-assign]
@@ -180,7 +181,10 @@ def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path)
                 await pilot.pause()
                 assert tc.active == tab
                 assert frames, f"no frame after {key}"
-                assert frames[0] == (True, True), f"{key}: first frame (pane, tab) {frames}"
+                pane_keys = footer._items
+                first = frames[0]
+                assert first[:2] == (True, True), f"{key}: first frame (pane, tab) {frames}"
+                assert first[2] == pane_keys, f"{key}: the first frame's footer is not the pane's"
 
     asyncio.run(go())
 
