@@ -3,10 +3,11 @@ messages that arrive too late."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.css.query import NoMatches
 from textual.widgets import TabbedContent, TabPane
-from textual.widgets._tabbed_content import ContentTabs
-from textual.widgets._tabs import Underline
+from textual.widgets.tabbed_content import ContentTabs
 
 
 class PanelTabs(TabbedContent):
@@ -44,7 +45,7 @@ class PanelTabs(TabbedContent):
         tabs = self.get_child_by_type(ContentTabs)
         try:
             tab = tabs.query_one("#tabs-list > Tab.-active")
-            underline = tabs.query_one(Underline)
+            underline: Any = tabs.query_one("Underline")  # Textual's, not exported: by name
         except NoMatches:
             return
         region = tab.virtual_region.shrink(tab.styles.gutter)

@@ -99,8 +99,7 @@ def test_a_tab_switch_moves_the_underline_with_the_pane_in_one_frame():
     next refresh as Textual's Tabs does (the frame showing the new pane underlined the old
     tab); the place it sets is the one Textual's own move gives after the refresh."""
     from textual.widgets import Static, TabPane
-    from textual.widgets._tabbed_content import ContentTabs
-    from textual.widgets._tabs import Underline
+    from textual.widgets.tabbed_content import ContentTabs
 
     from malleability_tui.widgets.panel_tabs import PanelTabs
 
@@ -120,7 +119,7 @@ def test_a_tab_switch_moves_the_underline_with_the_pane_in_one_frame():
         async with app.run_test(size=(60, 10)) as pilot:
             await pilot.pause()
             tc = app.query_one(PanelTabs)
-            underline = app.query_one(ContentTabs).query_one(Underline)
+            underline = app.query_one(ContentTabs).query_one("Underline")
             for name in ("three", "two", "one"):
                 tab = tc.get_tab(name)
                 want = tab.virtual_region.shrink(tab.styles.gutter).column_span
@@ -141,8 +140,7 @@ def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path)
     the tab bar at 22 ms and the pane at 54 ms, and the footer's keys ~30 ms after.)"""
     from textual.errors import NoWidget
     from textual.widgets import TabPane
-    from textual.widgets._tabbed_content import ContentTabs
-    from textual.widgets._tabs import Underline
+    from textual.widgets.tabbed_content import ContentTabs
     from tui_support import make_test_app
 
     from malleability_tui.widgets.panel_tabs import PanelTabs
@@ -152,7 +150,7 @@ def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path)
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
             tc = app.query_one(PanelTabs)
-            underline = app.query_one(ContentTabs).query_one(Underline)
+            underline = app.query_one(ContentTabs).query_one("Underline")
             footer = app.query_one(KeyFooter)
             frames: list[tuple[bool, bool, object]] = []
             target: list[str] = []
@@ -192,7 +190,7 @@ def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path)
 def test_the_tab_bar_fits_80_columns_and_never_scrolls(tmp_path):
     """The 8 tabs fit an 80-column terminal: no tab is cut and switching never scrolls the
     bar (it was 81 columns: it shifted a column on 5 and back on 1)."""
-    from textual.widgets._tabbed_content import ContentTabs
+    from textual.widgets.tabbed_content import ContentTabs
     from tui_support import make_test_app
 
     async def go() -> None:
