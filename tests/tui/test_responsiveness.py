@@ -207,3 +207,33 @@ def test_the_tab_bar_fits_80_columns_and_never_scrolls(tmp_path):
             assert top.startswith("1 Setup") and top.endswith("8 Claims")
 
     asyncio.run(go())
+
+
+def test_a_click_on_a_tab_switches_and_focuses_the_pane(tmp_path):
+    """The mouse path (Textual's tab click, then the app's TabActivated handler) still
+    switches in one go and lands the focus in the new pane, its keys in the footer."""
+    from textual.widgets import TabPane
+    from tui_support import make_test_app, write_run
+
+    from malleability_tui.widgets.panel_tabs import PanelTabs
+
+    async def go() -> None:
+        app = make_test_app(tmp_path, open_run=write_run(tmp_path / "run"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            tc = app.query_one(PanelTabs)
+            for tab in ("runs", "landscape", "setup"):
+                await pilot.click(f"#--content-tab-{tab}")
+                await pilot.pause()
+                await pilot.pause()
+                assert tc.active == tab
+                pane = app.query_one(f"#{tab}", TabPane)
+                focused = app.screen.focused
+                assert focused is not None and pane in focused.ancestors_with_self, tab
+            assert "t Surface" not in screen_text(app).splitlines()[-1]
+            await pilot.click("#--content-tab-landscape")
+            await pilot.pause()
+            await pilot.pause()
+            assert "t Surface" in screen_text(app).splitlines()[-1]
+
+    asyncio.run(go())
