@@ -20,12 +20,18 @@ class PanelTabs(TabbedContent):
     or two frame times, 17-33 ms at 60 fps, on every switch; ``bench_tui_pty.py`` saw the
     panel 26 ms before the tab bar in a stock 8-tab app). The tabs never move when the
     pane changes, so their places in the current layout are the new ones: without
-    animations the underline is set at once and the switch shows in one frame. (With
-    animations on, Textual's slide is left as it is.)
+    animations the underline is set at once. (With animations on, Textual's slide is left
+    as it is.)
+
+    **The layout.** The switch asks the screen for a layout at once. Left to the panes'
+    own layout requests, the screen's update timer often ran before those reached the
+    screen: the first frame was a repaint without the new pane, and the pane came one or
+    two frame times later (the tab bar at 22 ms, the pane at 54 ms in bench_tui_pty.py).
+    With both, the tab bar and the pane show in the same frame.
 
     **Late focus messages.** TabbedContent switches to a pane when something inside it
-    takes the focus, through a message. The app focuses a pane's main widget just after
-    showing it; when the next panel key arrives before that message is handled (fast
+    takes the focus, through a message. The app focuses a pane's main widget as it shows
+    it; when the next panel key arrives before that message is handled (fast
     typing, a loaded machine), the late message switched back to the previous pane and the
     key was lost (about 1 key in 100 under a job, benchmarks/bench_tui_latency.py). By then
     the focus has left that pane (the app blurs before each switch), so a message whose pane
