@@ -429,6 +429,55 @@ def run_tui(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list
     return with_trace(res, tmp)
 
 
+def region_names(rows: list[int], height: int) -> str:
+    """The parts of the screen that ``rows`` touch: tabs (rows 0-1), footer (the last row),
+    pane (the rest)."""
+    parts = [("tabs", any(r < 2 for r in rows)), ("pane", any(2 <= r < height - 1 for r in rows)),
+             ("keys", any(r == height - 1 for r in rows))]  # fmt: skip
+    return "+".join(name for name, hit in parts if hit)
+
+
+def show_frames(a: argparse.Namespace, spec_file: Path, tmp: Path) -> None:
+    """``--frames``: the pieces in which each panel switch reaches the screen. The TUI is
+    opened on the sweep's spec (no job); after each key the pane is read for 0.4 s and each
+    change is listed with the parts it touched (the status row aside). Changes less than
+    two reads apart are one frame that tmux took in in pieces."""
+    env = dict(child_env(), MALLEABILITY_RUNS=str(tmp / "runs"))
+    pane = Pane([sys.executable, __file__, "--tui-app", str(spec_file)], env)
+    one = 0
+    try:
+        if not pane.wait_for("1 Setup", 60):
+            sys.exit("error: the TUI did not start:\n" + "\n".join(pane.screen()))
+        time.sleep(1.0)
+        print("key  frames after the key: ms, parts changed (tabs, pane, keys = footer)")
+        for i in range(a.frames):
+            key = KEYS[i % len(KEYS)]
+            before = pane.screen()
+            t0 = time.perf_counter()
+            pane.send(key)
+            last, seen = masked(before), []  # (ms, rows changed)
+            while time.perf_counter() - t0 < 0.4:
+                m = masked(pane.screen())
+                rows = [r for r in range(max(len(m), len(last))) if m[r : r + 1] != last[r : r + 1]]
+                if rows:
+                    ms = 1000 * (time.perf_counter() - t0)
+                    if seen and ms - seen[-1][0] < 2 * a.poll:
+                        seen[-1] = (seen[-1][0], sorted(set(seen[-1][1]) | set(rows)))
+                    else:
+                        seen.append((ms, rows))
+                    last = m
+                time.sleep(a.poll / 1000)
+            height = len(masked(before))
+            one += len(seen) == 1
+            print(f"  {key}  " + "; ".join(f"{ms:.0f} {region_names(r, height)}" for ms, r in seen))
+            time.sleep(0.2)
+        print(f"{one} of {a.frames} switches reached the screen in one frame")
+        pane.send("q")
+        pane.wait_exit(15)
+    finally:
+        pane.close()
+
+
 def stats(xs: list[float]) -> tuple[float, float]:
     ms = sorted(1000 * x for x in xs)
     return statistics.median(ms), ms[int(0.9 * (len(ms) - 1))]
@@ -449,6 +498,10 @@ def main() -> None:
     ap.add_argument("--quiet", type=float, default=250.0, help="ms without change = settled")
     ap.add_argument("--profile", help="run the TUI under cProfile, writing this file")
     ap.add_argument("--no-trace", action="store_true", help="run the apps without the trace")
+    ap.add_argument(
+        "--frames", type=int, default=0, metavar="N",
+        help="instead: list the frames each of N panel switches reaches the screen in (no job)",
+    )  # fmt: skip
     ap.add_argument("--bare-app", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--echo-app", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tui-app", help=argparse.SUPPRESS)
@@ -482,6 +535,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-tui-pty-"))
     spec_file = tmp / "sweep.toml"
     spec.save(spec_file)
+    if a.frames:
+        show_frames(a, spec_file, tmp)
+        return
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"load average before: {load} on {os.cpu_count()} cores; 80×24 tmux pane; "
           f"{a.presses} presses × {a.rounds} rounds per app; keys {', '.join(KEYS)}")  # fmt: skip
@@ -553,6 +609,8 @@ def main() -> None:
         f"  median {f_med:.0f} ms ≤ {GOAL_MEDIAN * 1000:.0f} ms: {ok(f_med <= GOAL_MEDIAN * 1000)}"
     )
     print(f"  p90 {f_p90:.0f} ms ≤ {GOAL_P90 * 1000:.0f} ms: {ok(f_p90 <= GOAL_P90 * 1000)}")
+    worst = {n: 1000 * max(out[n]["first"]) for n in out if out[n]["first"]}
+    print("worst first change (no goal): " + ", ".join(f"{n} {w:.0f} ms" for n, w in worst.items()))
 
 
 if __name__ == "__main__":
