@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Iterable
@@ -92,6 +93,10 @@ class Settings:
     """This machine's matmul rate for run-time estimates (None: measured once, 0.1 s)."""
     subset_counts: Any = None
     """(data set, data dir) → class counts for the form's checks (None: the engine's)."""
+    freeze_heap: bool = False
+    """Take the long-lived heap out of the collector's full passes after start-up and after
+    the first job's imports (``freeze_startup_heap``). ``malleability-tui`` sets it; tests,
+    which share one process, leave its collector alone."""
 
 
 def _experiment_names() -> list[str]:
@@ -133,6 +138,7 @@ class MalleabilityApp(App):
         self._quitting = False
         self.valid_spec: RunSpec | None = self.settings.spec or RunSpec()
         self._flops: float | None = None
+        self._frozen_after_job = False
         self.last_export: list[Path] = []
 
     # -- layout -----------------------------------------------------------------------------
@@ -163,6 +169,13 @@ class MalleabilityApp(App):
         if self.settings.open_run:
             self.open_run(self.settings.open_run)
         self._push_state(force=True)
+        self.call_after_refresh(self._freeze_heap)  # Textual's own start-up, the widgets
+
+    def _freeze_heap(self) -> None:
+        """``gc.freeze`` what lives now (modules imported since, widgets), when the settings
+        ask (see ``freeze_startup_heap``): a full collection then skips it."""
+        if self.settings.freeze_heap:
+            gc.freeze()
 
     # -- pushing the state down -------------------------------------------------------------------
 
@@ -423,6 +436,9 @@ class MalleabilityApp(App):
         self.refresh_bindings()  # c Cancel now applies
         self._job_t0 = time.monotonic()
         self._push_state(force=True)
+        if not self._frozen_after_job:  # the first job imported the rest of the engine
+            self._frozen_after_job = True
+            self.call_after_refresh(self._freeze_heap)
 
     def action_reproduce(self, _where: str = "") -> None:
         """The paper's reproduction (``malleability reproduce``) for the form's data set,
@@ -768,6 +784,23 @@ def make_app(settings: Settings | None = None, runner: JobRunner | None = None) 
     return MalleabilityApp(settings, runner)
 
 
+def freeze_startup_heap() -> None:
+    """Take what start-up built out of the garbage collector's full passes.
+
+    Start-up imports torch, Textual and the engine: ~200,000 objects the collector tracks
+    and that live as long as the app. Python's full (generation 2) pass walked them all,
+    90-110 ms on an idle core and 170 ms beside a job, on the event loop: a frozen screen
+    in about 1 panel switch of 20 (``python benchmarks/bench_tui_pty.py --frames 24`` read
+    ~200 ms for those). Frozen (``gc.freeze``), they are skipped; the objects the app makes
+    later are collected as before. What start-up left as garbage is collected first.
+    The app freezes again after its first frame and after its first job has started
+    (``Settings.freeze_heap``): Textual's start-up and the engine's lazy imports (another
+    ~130,000 and ~100,000 objects) had put full passes back at 80-230 ms.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def main() -> None:
     """Console-script entry point of ``malleability-tui`` (optional argument: a run directory
     or a spec TOML). The front end's error boundary: a bad argument or an unexpected error
@@ -841,6 +874,8 @@ def _main() -> None:
 
             for sig in STOP_SIGNALS:
                 signal.signal(sig, stop)
+            freeze_startup_heap()
+            app.settings.freeze_heap = True
             app.run()
     except KeyboardInterrupt:  # Ctrl-C outside Textual, SIGTERM, SIGHUP
         runner = app.runner if app is not None else None

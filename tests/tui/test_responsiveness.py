@@ -237,3 +237,52 @@ def test_a_click_on_a_tab_switches_and_focuses_the_pane(tmp_path):
             assert "t Surface" in screen_text(app).splitlines()[-1]
 
     asyncio.run(go())
+
+
+def test_malleability_tui_freezes_the_start_up_heap_and_the_app_freezes_after_mount(
+    tmp_path, monkeypatch
+):
+    """``malleability-tui`` takes start-up's objects (torch, Textual, the engine: ~200,000)
+    out of the collector's full passes before the app runs (a full pass over them stalled
+    a panel switch ~200 ms in 1 of ~20), and the app freezes again after its first frame
+    when its settings ask; an app built by a test (settings unchanged) leaves the
+    process's collector alone."""
+    import gc
+    import sys
+
+    from tui_support import make_test_app
+
+    import malleability_tui.boundary as boundary
+    from malleability_tui.app import MalleabilityApp, _main
+
+    seen: dict[str, object] = {}
+
+    def fake_run(self, *a, **k):
+        seen["frozen"] = gc.get_freeze_count()
+        seen["asks"] = self.settings.freeze_heap
+
+    gc.unfreeze()
+    monkeypatch.setattr(MalleabilityApp, "run", fake_run)
+    monkeypatch.setattr(boundary, "terminal_problem", lambda: None)
+    monkeypatch.setattr(sys, "argv", ["malleability-tui"])
+    monkeypatch.setenv("MALLEABILITY_RUNS", str(tmp_path / "runs"))
+    try:
+        _main()
+        assert seen["asks"] is True
+        assert isinstance(seen["frozen"], int) and seen["frozen"] > 50_000
+    finally:
+        gc.unfreeze()
+
+    async def go(freeze: bool) -> int:
+        app = make_test_app(tmp_path)
+        app.settings.freeze_heap = freeze
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            return gc.get_freeze_count()
+
+    try:
+        assert asyncio.run(go(False)) == 0
+        assert asyncio.run(go(True)) > 0
+    finally:
+        gc.unfreeze()
