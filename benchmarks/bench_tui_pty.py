@@ -455,7 +455,8 @@ def show_frames(a: argparse.Namespace, spec_file: Path, tmp: Path) -> None:
             before = pane.screen()
             t0 = time.perf_counter()
             pane.send(key)
-            last, seen = masked(before), []  # (ms, rows changed)
+            last = masked(before)
+            seen: list[tuple[float, list[int]]] = []  # (ms, rows changed)
             while time.perf_counter() - t0 < 0.4:
                 m = masked(pane.screen())
                 rows = [r for r in range(max(len(m), len(last))) if m[r : r + 1] != last[r : r + 1]]
