@@ -233,6 +233,9 @@ def test_an_interrupt_lost_in_a_callback_is_sent_again(stop: str) -> None:
     before = sys.unraisablehook
     passed_on = seen.append
     sys.unraisablehook = passed_on  # what the boundary passes on: nothing, here
+    # Ctrl-C raises here however pytest was started: a shell starts a background job with
+    # SIGINT ignored, and the resent SIGINT was then dropped (the test failed that way).
+    sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt), boundary.sigterm_as_interrupt():
             ref = _drop_in_a_callback(lost)
@@ -243,6 +246,7 @@ def test_an_interrupt_lost_in_a_callback_is_sent_again(stop: str) -> None:
         assert sys.unraisablehook is passed_on  # the block put the hook back
     finally:
         sys.unraisablehook = before
+        signal.signal(signal.SIGINT, sigint)
 
 
 def test_a_lost_interrupt_is_not_sent_once_the_block_has_ended() -> None:
@@ -253,7 +257,11 @@ def test_a_lost_interrupt_is_not_sent_once_the_block_has_ended() -> None:
     def lost() -> None:
         raise KeyboardInterrupt
 
-    with boundary.sigterm_as_interrupt():
-        ref = _drop_in_a_callback(lost)  # the resend would be due 50 ms later, after the block
-    time.sleep(0.5)  # a KeyboardInterrupt here fails the test
+    sigint = signal.signal(signal.SIGINT, signal.default_int_handler)  # as above
+    try:
+        with boundary.sigterm_as_interrupt():
+            ref = _drop_in_a_callback(lost)  # the resend would be due 50 ms later, after it
+        time.sleep(0.5)  # a KeyboardInterrupt here fails the test
+    finally:
+        signal.signal(signal.SIGINT, sigint)
     assert ref() is None
