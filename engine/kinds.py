@@ -2,12 +2,15 @@
 
 Pure typing (no torch), so the spec (``engine.run.spec``, which reads its field
 types off these annotations) and the numeric packages share one definition; each tuple
-is its type's values in order, for validators and help texts.
+is its type's values in order, for validators and help texts. ``check_flip`` is the one
+check of the flip section's names and limits that both read.
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
+
+from engine.errors import ConfigError
 
 Predictor = Literal["ridge", "flow"]
 """The NTK predictor: kernel ridge regression, or gradient flow to a finite time."""
@@ -32,6 +35,10 @@ RANKINGS: tuple[Ranking, ...] = get_args(Ranking)
 Intervention = Literal["transformed", "curated", "adversarial"]
 """What is done to the selected training points (``engine.malleability.protocol``)."""
 INTERVENTIONS: tuple[Intervention, ...] = get_args(Intervention)
+
+CiMethod = Literal["wilson", "clopper_pearson"]
+"""The binomial confidence intervals of the flip rates (``engine.results.stats``)."""
+CI_METHODS: tuple[CiMethod, ...] = get_args(CiMethod)
 
 Norm = Literal["linf", "l2"]
 """The attacks' threat-model norm."""
@@ -68,3 +75,24 @@ GradientMethod = Literal["cg", "exact"]
 GRADIENT_METHODS: tuple[GradientMethod, ...] = get_args(GradientMethod)
 MODEL_LABELS: dict[str, str] = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
 """Model kind → the display name every table, headline and panel prints."""
+
+
+def check_flip(
+    *, top_frac: float, intervention: str, retrain: bool = False, ci: str = "wilson"
+) -> None:
+    """The flip protocol's own limits, checked once for ``FlipOptions``
+    (``engine.malleability.protocol``) and the run spec's ``flip`` section:
+    ``ConfigError`` naming the ``flip.*`` field. Here, not beside the protocol, so that
+    reading a spec imports no torch."""
+    if retrain:
+        raise ConfigError(
+            "flip.retrain",
+            True,
+            "not supported yet: influences are recomputed with the trained weights frozen (paper)",
+        )
+    if intervention not in INTERVENTIONS:
+        raise ConfigError("flip.intervention", intervention, f"one of {', '.join(INTERVENTIONS)}")
+    if not (isinstance(top_frac, (int, float)) and 0 < top_frac <= 1):
+        raise ConfigError("flip.top_frac", top_frac, "a fraction in (0, 1]")
+    if ci not in CI_METHODS:
+        raise ConfigError("ci", ci, f"one of {', '.join(CI_METHODS)}")

@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 from engine.errors import ConfigError
-from engine.kinds import INTERVENTIONS, NtkMethod
+from engine.kinds import INTERVENTIONS, NtkMethod, check_flip
 from engine.malleability.ranking import (
     RANKINGS,
     Selection,
@@ -56,7 +56,7 @@ from engine.malleability.ranking import (
     select,
     top_indices,
 )
-from engine.malleability.stats import CI_METHODS, proportion_ci
+from engine.malleability.stats import proportion_ci
 from engine.models.two_layer import normalize_rows
 from engine.ridge import Ridge, resolve_ridge
 
@@ -236,25 +236,6 @@ def _unpack(data: Any, y_train, x_test, y_test) -> tuple[torch.Tensor, ...]:
             "data", type(data).__name__, "a Dataset, or x_train, y_train, x_test, y_test tensors"
         )
     return data, y_train, x_test, y_test
-
-
-def check_flip(
-    *, top_frac: float, intervention: str, retrain: bool = False, ci: str = "wilson"
-) -> None:
-    """The flip protocol's own limits, checked once for ``FlipOptions`` and the run spec's
-    ``flip`` section: ``ConfigError`` naming the ``flip.*`` field."""
-    if retrain:
-        raise ConfigError(
-            "flip.retrain",
-            True,
-            "not supported yet: influences are recomputed with the trained weights frozen (paper)",
-        )
-    if intervention not in INTERVENTIONS:
-        raise ConfigError("flip.intervention", intervention, f"one of {', '.join(INTERVENTIONS)}")
-    if not (isinstance(top_frac, (int, float)) and 0 < top_frac <= 1):
-        raise ConfigError("flip.top_frac", top_frac, "a fraction in (0, 1]")
-    if ci not in CI_METHODS:
-        raise ConfigError("ci", ci, f"one of {', '.join(CI_METHODS)}")
 
 
 @dataclass(frozen=True)

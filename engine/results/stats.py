@@ -17,13 +17,12 @@ import functools
 import math
 import warnings
 from collections.abc import Iterable
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from engine.errors import ConfigError
+from engine.kinds import CI_METHODS
 
 Z95 = 1.959963984540054  # Φ⁻¹(0.975)
-CI_METHODS = ("wilson", "clopper_pearson")
-CiMethod = Literal["wilson", "clopper_pearson"]
 TREND_ALPHA = 0.05
 """p-value below which a Spearman trend counts as falling or rising."""
 NAN = float("nan")

@@ -26,8 +26,8 @@ from engine.kinds import (
     RANKINGS,
     UNTIL,
     Predictor,
+    check_flip,
 )
-from engine.malleability.protocol import check_flip
 from engine.ridge import check_ridge_rule
 from engine.run.spec.codec import _from_dict, _texts, _to_plain, _utf8, dumps_toml
 
