@@ -56,9 +56,9 @@ def spec_to_form(spec: RunSpec) -> dict[str, str]:
 
 def _experiment_error(name: str) -> str | None:
     try:
-        from engine.experiments.registry import select
+        from engine.experiments.registry import check_names
 
-        select(name)
+        check_names(name)  # imports no experiment (nor torch): the form is checked at start
     except ConfigError as e:
         return f"{e.allowed}"
     return None

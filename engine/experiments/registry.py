@@ -96,18 +96,28 @@ def experiments() -> dict[str, Experiment]:
     return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
+def check_names(names: str) -> list[str]:
+    """``all`` or a comma-separated list of names → the names asked for, checked against
+    ``LISTING`` (which the registrations match, in order: tests/engine/experiments/
+    test_registry_listing.py) without importing an experiment (and torch): ``ConfigError``
+    naming what is allowed."""
+    if names == "all":
+        return list(LISTING)
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    if not wanted or any(n not in LISTING for n in wanted):
+        raise ConfigError(
+            "experiment", names, f"all or a comma-separated list of: {', '.join(LISTING)}"
+        )
+    return list(dict.fromkeys(wanted))
+
+
 def select(names: str) -> list[Experiment]:
     """``all`` or a comma-separated list of names → experiments in run order."""
+    wanted = check_names(names)
     known = experiments()
     if names == "all":
         return [e for e in known.values() if e.in_all]
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
-    bad = [n for n in wanted if n not in known]
-    if bad or not wanted:
-        raise ConfigError(
-            "experiment", names, f"all or a comma-separated list of: {', '.join(known)}"
-        )
-    return sorted((known[n] for n in dict.fromkeys(wanted)), key=lambda e: (e.order, e.name))
+    return sorted((known[n] for n in wanted), key=lambda e: (e.order, e.name))
 
 
 def subset_sizes(spec: RunSpec) -> list[tuple[int, int]]:
