@@ -123,7 +123,10 @@ def test_sigterm_closes_the_tuis_running_job(tmp_path: Path) -> None:
             "device": "cpu",
             "data": {"name": "digits", "n_train": 60, "n_test": 20},
             "model": {"widths": [8], "kinds": ["relu"]},
-            "train": {"epochs": 4000},
+            # Long enough to be running when SIGTERM comes (~6 s after ctrl+r): 4000
+            # epochs of this tiny net take ~7 s as a whole headless process here, and once
+            # finished first on an idle machine (the run read "finished").
+            "train": {"epochs": 40000},
         }
     )
     spec.save(tmp_path / "s.toml")
