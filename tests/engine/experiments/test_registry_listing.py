@@ -27,7 +27,7 @@ def test_describe_imports_no_experiment() -> None:
 def test_checking_names_and_reading_a_spec_import_no_torch() -> None:
     """The TUI's form checks the experiment names and builds a RunSpec at start, and CLI
     commands read specs: neither imports an experiment or torch (1.1 s of import here:
-    ``malleability data show digits`` took 3.4 s with it, 1.7 s without)."""
+    ``malleability data show digits`` took 2.9-3.4 s with it, 1.4-1.5 s without)."""
     code = (
         "import sys; from engine.experiments.registry import check_names;"
         "from engine.run.spec import RunSpec;"
