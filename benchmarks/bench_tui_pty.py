@@ -99,8 +99,10 @@ def bare_app() -> None:
 
 def trace_to(path: str) -> None:
     """Record, in this (the app's) process, when each key is read and handled and when each
-    frame is written, with the main thread's CPU time; written to ``path`` at exit."""
+    frame is written, with the main thread's CPU time, and each full (generation 2) garbage
+    collection with its length; written to ``path`` at exit."""
     import atexit
+    import gc
     import json
 
     from textual import events
@@ -139,6 +141,17 @@ def trace_to(path: str) -> None:
     def traced_init(self: Any, file: Any) -> None:
         init(self, File(file))  # type: ignore[arg-type]
 
+    gc_start: list[float] = []
+
+    def traced_gc(phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            gc_start[:] = [clock()]
+        elif gc_start:
+            log.append(("gc2", gc_start[0], clock() - gc_start[0]))
+
+    gc.callbacks.append(traced_gc)
     XTermParser.feed = traced_feed  # type: ignore[method-assign]
     App.on_event = traced_on_event  # type: ignore[method-assign]
     App._display = traced_display  # type: ignore[method-assign]
@@ -340,17 +353,32 @@ def app_cmd(a: argparse.Namespace, tmp: Path, *args: str) -> list[str]:
     """This script as the pane's program: ``args`` (the app), traced unless --no-trace."""
     tmp.mkdir(parents=True, exist_ok=True)
     trace = [] if a.no_trace else ["--trace-to", str(tmp / "trace.json")]
-    return [sys.executable, __file__, *trace, *args]
+    freeze = ["--no-freeze"] if a.no_freeze else []
+    return [sys.executable, __file__, *trace, *freeze, *args]
 
 
 def with_trace(res: dict[str, list[float]], tmp: Path) -> dict[str, list[float]]:
-    """``res`` and, when the app left a trace, the split of each press (``split``)."""
+    """``res`` and, when the app left a trace, the split of each press (``split``) and the
+    app's full garbage collections while the presses ran (``gc2``, seconds each)."""
     import json
 
     f = tmp / "trace.json"
     if f.is_file():
-        res.update(split(json.loads(f.read_text(encoding="utf-8")), res["sent"], res["first"]))
+        log = json.loads(f.read_text(encoding="utf-8"))
+        res.update(split(log, res["sent"], res["first"]))
+        if res["sent"]:
+            t0, t1 = res["sent"][0], res["sent"][-1] + 0.5
+            res["gc2"] = [e[2] for e in log if e[0] == "gc2" and t0 <= e[1] <= t1]
     return res
+
+
+def gc_line(gc2: list[float], presses: int) -> str:
+    """The full collections a run of ``presses`` saw: how many, median and longest."""
+    if not gc2:
+        return f"no full collection in {presses} presses"
+    ms = sorted(1000 * x for x in gc2)
+    return (f"{len(ms)} full collections in {presses} presses: median {statistics.median(ms):.0f}"
+            f" ms, longest {ms[-1]:.0f} ms")  # fmt: skip
 
 
 def run_bare(a: argparse.Namespace, spec_file: Path, tmp: Path) -> dict[str, list[float]]:
@@ -443,8 +471,8 @@ def show_frames(a: argparse.Namespace, spec_file: Path, tmp: Path) -> None:
     change is listed with the parts it touched (the status row aside). Changes less than
     two reads apart are one frame that tmux took in in pieces."""
     env = dict(child_env(), MALLEABILITY_RUNS=str(tmp / "runs"))
-    pane = Pane([sys.executable, __file__, "--tui-app", str(spec_file)], env)
-    one = 0
+    pane = Pane(app_cmd(a, tmp / "frames", "--tui-app", str(spec_file)), env)
+    one, sent, slowest = 0, [], 0.0
     try:
         if not pane.wait_for("1 Setup", 60):
             sys.exit("error: the TUI did not start:\n" + "\n".join(pane.screen()))
@@ -455,6 +483,7 @@ def show_frames(a: argparse.Namespace, spec_file: Path, tmp: Path) -> None:
             before = pane.screen()
             t0 = time.perf_counter()
             pane.send(key)
+            sent.append(t0)
             last = masked(before)
             seen: list[tuple[float, list[int]]] = []  # (ms, rows changed)
             while time.perf_counter() - t0 < 0.4:
@@ -470,13 +499,18 @@ def show_frames(a: argparse.Namespace, spec_file: Path, tmp: Path) -> None:
                 time.sleep(a.poll / 1000)
             height = len(masked(before))
             one += len(seen) == 1
+            slowest = max([slowest] + [ms for ms, _ in seen[:1]])
             print(f"  {key}  " + "; ".join(f"{ms:.0f} {region_names(r, height)}" for ms, r in seen))
             time.sleep(0.2)
-        print(f"{one} of {a.frames} switches reached the screen in one frame")
+        print(f"{one} of {a.frames} switches reached the screen in one frame; "
+              f"the slowest first frame {slowest:.0f} ms")  # fmt: skip
         pane.send("q")
-        pane.wait_exit(15)
+        pane.wait_exit(15)  # the app exits (and writes its trace)
     finally:
         pane.close()
+    res = with_trace({"sent": sent, "first": []}, tmp / "frames")
+    if "gc2" in res:
+        print("the app's " + gc_line(res["gc2"], a.frames))
 
 
 def stats(xs: list[float]) -> tuple[float, float]:
@@ -503,6 +537,10 @@ def main() -> None:
         "--frames", type=int, default=0, metavar="N",
         help="instead: list the frames each of N panel switches reaches the screen in (no job)",
     )  # fmt: skip
+    ap.add_argument(
+        "--no-freeze", action="store_true",
+        help="run malleability-tui without its gc.freeze of the start-up heap (to compare)",
+    )  # fmt: skip
     ap.add_argument("--bare-app", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--echo-app", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tui-app", help=argparse.SUPPRESS)
@@ -512,7 +550,12 @@ def main() -> None:
         trace_to(a.trace_to)
     if a.tui_app:
         sys.path.insert(0, str(ROOT))
+        import malleability_tui.app as tui_module
         from malleability_tui.app import main as tui_main
+
+        if a.no_freeze:  # the app as before its start-up heap was frozen
+            tui_module.freeze_startup_heap = lambda: None
+            tui_module.MalleabilityApp._freeze_heap = lambda self: None  # type: ignore[method-assign]
 
         sys.argv = [sys.argv[0], a.tui_app]
         tui_main()
@@ -544,7 +587,7 @@ def main() -> None:
           f"{a.presses} presses × {a.rounds} rounds per app; keys {', '.join(KEYS)}")  # fmt: skip
     out: dict[str, dict[str, list[float]]] = {
         name: {"first": [], "panel": [], "settled": [], "ended_early": [], "app": [], "cpu": [],
-               "terminal": [], **{f"key{k}": [] for k in KEYS}}
+               "terminal": [], "gc2": [], **{f"key{k}": [] for k in KEYS}}
         for name in ("bare", "tui")
     }  # fmt: skip
     pane = Pane([sys.executable, __file__, "--echo-app"], child_env())
@@ -612,6 +655,9 @@ def main() -> None:
     print(f"  p90 {f_p90:.0f} ms ≤ {GOAL_P90 * 1000:.0f} ms: {ok(f_p90 <= GOAL_P90 * 1000)}")
     worst = {n: 1000 * max(out[n]["first"]) for n in out if out[n]["first"]}
     print("worst first change (no goal): " + ", ".join(f"{n} {w:.0f} ms" for n, w in worst.items()))
+    if not a.no_trace:
+        for n in out:
+            print(f"{n}: the app's " + gc_line(out[n]["gc2"], len(out[n]["first"])))
 
 
 if __name__ == "__main__":

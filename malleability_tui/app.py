@@ -787,16 +787,16 @@ def make_app(settings: Settings | None = None, runner: JobRunner | None = None) 
 def freeze_startup_heap() -> None:
     """Take what start-up built out of the garbage collector's full passes.
 
-    Start-up builds ~450,000 objects the collector tracks and that live as long as the app:
-    the imports (Textual, the engine) before the app runs, then torch and the rest of the
-    engine, imported as the panels first get their state, and Textual's own start-up.
-    Python's full (generation 2) pass walked them all, 90-110 ms on an idle core and 170 ms
-    beside a job, on the event loop: a frozen screen in about 1 panel switch of 20
-    (``python benchmarks/bench_tui_pty.py --frames 24`` read ~200 ms for those). Frozen
-    (``gc.freeze``), they are skipped; the objects the app makes later are collected as
-    before. This freezes what the imports built (after collecting what they left as
-    garbage); the app freezes again after its first frame and after its first job has
-    started (``Settings.freeze_heap``), the imports those bring included.
+    Start-up builds objects the collector tracks and that live as long as the app: the
+    imports before the app runs (Textual, the engine: ~65,000 objects), then torch and the
+    rest of the engine, imported as the panels first get their state, and Textual's own
+    start-up. Python's full (generation 2) pass walked them all on the event loop: 179-186
+    ms each, the slowest panel switch 219 ms (``python benchmarks/bench_tui_pty.py --frames
+    40 --no-freeze``); frozen (``gc.freeze``) they are skipped: 9-10 ms, the slowest switch
+    53 ms (the same without ``--no-freeze``). The objects the app makes later are collected
+    as before. This freezes what the imports built, after collecting what they left as
+    garbage (16-23 ms, once); the app freezes again after its first frame and after its
+    first job has started (``Settings.freeze_heap``), the imports those bring included.
     """
     gc.collect()
     gc.freeze()

@@ -26,8 +26,9 @@ class PanelTabs(TabbedContent):
     **The layout.** The switch asks the screen for a layout at once. Left to the panes'
     own layout requests, the screen's update timer often ran before those reached the
     screen: the first frame was a repaint without the new pane, and the pane came one or
-    two frame times later (the tab bar at 22 ms, the pane at 54 ms in bench_tui_pty.py).
-    With both, the tab bar and the pane show in the same frame.
+    two frame times later (with the underline moved alone, the tab bar showed a frame or
+    two before the pane). With both, the tab bar and the pane show in the same frame
+    (``bench_tui_pty.py --frames``).
 
     **Late focus messages.** TabbedContent switches to a pane when something inside it
     takes the focus, through a message. The app focuses a pane's main widget as it shows

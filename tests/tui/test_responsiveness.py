@@ -134,10 +134,10 @@ def test_a_tab_switch_moves_the_underline_with_the_pane_in_one_frame():
 
 def test_a_panel_key_shows_the_new_pane_and_its_tab_in_the_first_frame(tmp_path):
     """The first frame the app writes after a panel key has the new pane laid out, the
-    underline under its tab and the pane's keys in the footer. (The switch used to reach the screen in pieces: a frame with
-    only the tab bar changed, the pane one to two frame times later, since the screen's
-    update timer ran before the panes' layout requests reached it; bench_tui_pty.py saw
-    the tab bar at 22 ms and the pane at 54 ms, and the footer's keys ~30 ms after.)"""
+    underline under its tab and the pane's keys in the footer. (The switch used to reach
+    the screen in pieces: the pane a frame or two after the tab bar, since the screen's
+    update timer ran before the panes' layout requests reached it, and the footer's keys
+    ~30 ms after the pane; ``bench_tui_pty.py --frames`` on the commit before.)"""
     from textual.errors import NoWidget
     from textual.widgets import TabPane
     from textual.widgets.tabbed_content import ContentTabs
@@ -242,11 +242,11 @@ def test_a_click_on_a_tab_switches_and_focuses_the_pane(tmp_path):
 def test_malleability_tui_freezes_the_start_up_heap_and_the_app_freezes_after_mount(
     tmp_path, monkeypatch
 ):
-    """``malleability-tui`` takes start-up's objects (torch, Textual, the engine: ~200,000)
-    out of the collector's full passes before the app runs (a full pass over them stalled
-    a panel switch ~200 ms in 1 of ~20), and the app freezes again after its first frame
-    when its settings ask; an app built by a test (settings unchanged) leaves the
-    process's collector alone."""
+    """``malleability-tui`` takes start-up's objects out of the collector's full passes
+    before the app runs (full passes over them took ~180 ms and stalled a panel switch:
+    ``bench_tui_pty.py --frames 40 --no-freeze``), and the app freezes again after its
+    first frame when its settings ask; an app built by a test (settings unchanged) leaves
+    the process's collector alone."""
     import gc
     import sys
 
@@ -286,3 +286,29 @@ def test_malleability_tui_freezes_the_start_up_heap_and_the_app_freezes_after_mo
         assert asyncio.run(go(True)) > 0
     finally:
         gc.unfreeze()
+
+
+def test_the_app_freezes_once_more_after_its_first_job_only(tmp_path, monkeypatch):
+    """After the first frame, and once after the first job has started (its imports), not
+    after every job: a run state frozen with each job would never be collected."""
+    import gc
+
+    from tui_support import make_test_app, wait_job
+
+    calls: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append(1))
+
+    async def go() -> list[int]:
+        app = make_test_app(tmp_path)
+        app.settings.freeze_heap = True
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            counts = [len(calls)]
+            for _ in range(2):
+                await pilot.press("ctrl+r")
+                await wait_job(pilot, app)
+                counts.append(len(calls))
+            return counts
+
+    assert asyncio.run(go()) == [1, 2, 2]
