@@ -126,16 +126,17 @@ def test_guard_columns_are_booleans_and_optional_on_read(tmp_path) -> None:
         read_csv_table(p, TrainRow)
 
 
-def test_the_readme_lists_every_table_with_its_columns():
-    """README's run-directory block names every table of the store with its columns."""
+def test_the_docs_list_every_table_with_its_columns():
+    """docs/architecture.md's run-directory block names every table of the store with its
+    columns."""
     from pathlib import Path
 
     from engine.run.store import TABLE_COLUMNS
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    page = Path(__file__).resolve().parents[3] / "docs" / "architecture.md"
     lines = {
         ln.split()[0]: ln.split()[1]
-        for ln in readme.splitlines()
+        for ln in page.read_text(encoding="utf-8").splitlines()
         if ln.startswith("<run>/") and ".csv" in ln
     }
     for table, cols in TABLE_COLUMNS.items():
