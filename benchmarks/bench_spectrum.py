@@ -4,7 +4,7 @@
 
 Target (issue #4): MNIST's 10,000 test images (784 pixels) in under 30 s on 2 CPU
 cores. Reads the IDX / CIFAR pickle files directly (16-byte IDX header, uint8 pixels)
-from ../shared/data so it does not depend on engine.data; preprocessing is PAPER.md §2:
+from ../shared/data so it does not depend on engine.data; preprocessing is docs/protocol.md#models:
 pixels / 255, each row scaled to unit ℓ2 norm. --quick uses the first 2,000 images.
 """
 

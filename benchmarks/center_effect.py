@@ -1,4 +1,4 @@
-"""The measured effect of ``data.center`` on MLP-Attn (README "Defaults vs the paper").
+"""The measured effect of ``data.center`` on MLP-Attn (docs/protocol.md#defaults).
 
     python benchmarks/center_effect.py
 

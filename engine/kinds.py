@@ -51,7 +51,7 @@ UNTIL: tuple[Until, ...] = get_args(Until)
 
 Protocol = Literal["paper", "centred"]
 """A reproduction's preprocessing: the paper's (pixels in [0, 1], unit rows) or with
-per-pixel centring first (``data.center``; not in the paper, PAPER.md §6a)."""
+per-pixel centring first (``data.center``; not in the paper, docs/protocol.md#evidence)."""
 PROTOCOLS: tuple[Protocol, ...] = get_args(Protocol)
 
 AdvRecipe = Literal["pgd", "fgsm_rs"]

@@ -5,7 +5,7 @@ Used by the kernel leave-one-out influence (``flip.ridge``) and the NTK predicto
 resolve it here, so a run directory's ``objective:0.5`` always means the same thing.
 (A top-level, torch-free module: the spec validates ridge options without loading torch.)
 
-Derivation (MSE, the binary tasks of PAPER.md §3). The network is trained on
+Derivation (MSE, the binary tasks of docs/protocol.md#training). The network is trained on
 
     R(θ) = (1/n) Σ_i (f(x_i; θ) − y_i)² + (λ/2) ‖θ‖²
 
@@ -21,7 +21,7 @@ K = J Jᵀ the NTK:
 So the minimiser of the linearized objective is kernel ridge regression with ridge
 ρ = nλ/2 (0.5 for n = 1000, λ = 1e-3), and predictions f(x) = k(x)ᵀ α. The bare λ
 (``"lambda"``) is the ridge of Σ_i(…)² + λ‖θ‖², a different objective: at λ = 1e-3 it
-leaves the surrogate almost interpolating (PAPER.md §6a). ``"nlambda"`` (nλ) is the
+leaves the surrogate almost interpolating (docs/protocol.md#evidence). ``"nlambda"`` (nλ) is the
 ridge of (1/n)Σ_i(…)² + λ‖θ‖² (the penalty without its ½), the other reading of §6a;
 ``influence_check`` compares all three with retraining.
 

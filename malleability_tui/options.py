@@ -241,7 +241,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "data__name",
         "data.name",
         "lower",
-        'Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic; or your own: npz:FILE, folder:DIR, hf:DIR (README "Your own data").',
+        "Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic; or your own: npz:FILE, folder:DIR, hf:DIR (docs/guide.md#own-data).",
     ),
     RunOption(
         "image_size",

@@ -1,4 +1,4 @@
-"""Write small example data sets in the three "your own data" formats (README "Your own data").
+"""Write small example data sets in the three "your own data" formats (docs/guide.md#own-data).
 
     python sample_data/make_own_data.py DIR [--per-class N]
 

@@ -1,4 +1,4 @@
-"""The import graph (DESIGN.md "Layout"): no module of the engine or the TUI imports, even
+"""The import graph (docs/architecture.md#floors): no module of the engine or the TUI imports, even
 lazily or for type checking, a module that imports it back (no circle); the floors
 themselves are the ``layers`` contract that ``lint-imports`` checks."""
 

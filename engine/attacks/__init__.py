@@ -1,4 +1,4 @@
-"""Adversarial attacks in pixel space: FGSM, PGD, MIM (PAPER.md §6).
+"""Adversarial attacks in pixel space: FGSM, PGD, MIM (docs/protocol.md#influence).
 
 Every attack takes x [n, d] in [0, 1] and returns an ``AttackResult`` (x_adv inside
 the ε-ball and [0, 1], per-example loss before and after). See ``engine.attacks.base``

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # torch loads with the tensors: `malleability data list` need
 
 @dataclass(frozen=True)
 class Dataset:
-    """A seeded, class-balanced train/test subset, preprocessed per PAPER.md §2.
+    """A seeded, class-balanced train/test subset, preprocessed per docs/protocol.md#models.
 
     ``x_train`` [n_train, d] / ``x_test`` [n_test, d]: flattened, pixels in [0, 1], each
     row scaled to unit ℓ2 norm (float64). ``x_train_raw`` / ``x_test_raw``: the same

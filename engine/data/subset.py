@@ -1,4 +1,4 @@
-"""Seeded, class-balanced, disjoint train/test subsets and the PAPER.md §2 preprocessing."""
+"""Seeded, class-balanced, disjoint train/test subsets and the docs/protocol.md#preprocessing."""
 
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ def build_dataset(
     seed: int,
     center: bool = False,
 ) -> Dataset:
-    """The Dataset record for one seeded subset of ``raw`` (PAPER.md §2 preprocessing;
+    """The Dataset record for one seeded subset of ``raw`` (docs/protocol.md#preprocessing;
     ``center``: minus the training subset's per-pixel mean before the unit-norm scaling).
 
     x_*_raw [n, d]: flattened pixels in [0, 1]; x_* [n, d]: the same rows at unit ℓ2 norm;

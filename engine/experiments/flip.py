@@ -1,4 +1,4 @@
-"""Experiments ``flip`` and ``advtrain``: influence flip rates (PAPER.md §6, §6a, Tables 2–4).
+"""Experiments ``flip`` and ``advtrain``: influence flip rates (docs/protocol.md#influence, docs/protocol.md#evidence, docs/protocol.md#paper-numbers).
 
 One cell per (seed, model kind) at width ``flip.width`` (``executors.run_cells``: any
 executor), with a resume marker per (attack, ε) inside it; the model of each cell is

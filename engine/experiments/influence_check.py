@@ -1,4 +1,4 @@
-"""Experiment ``influence_check``: every influence estimator against retraining (PAPER.md §6a).
+"""Experiment ``influence_check``: every influence estimator against retraining (docs/protocol.md#evidence).
 
 The flip protocol trusts an estimator of "what removing training point i does to the test
 loss". This experiment measures that quantity directly on a small subset

@@ -1,4 +1,4 @@
-"""Experiment ``landscape``: loss-landscape geometry and sharpness (PAPER.md §1.6, §7).
+"""Experiment ``landscape``: loss-landscape geometry and sharpness (docs/claims.md#claim-6, docs/protocol.md#landscape).
 
 One cell per seed and model (spec.model.kinds; ``executors.run_cells``: any executor) at
 width ``spec.landscape.width``:

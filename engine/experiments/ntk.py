@@ -1,7 +1,7 @@
 """Experiment ``ntk``: does the trained network approach its NTK predictor as m grows?
 
 One cell per (seed, model kind, width). Per cell: train (shared ``ctx.train_model``),
-then compare with the infinite-width NTK predictor f_NTK (PAPER.md §4, claim 1).
+then compare with the infinite-width NTK predictor f_NTK (docs/protocol.md#ntk, claim 1).
 
 Choices where the paper is silent (documented in the summary as well):
 

@@ -5,7 +5,7 @@ the same class subset and sizes), on the first seed only: the spectrum is a prop
 of the subset, not of training, and one SVD per data set is enough to see the claim.
 
 Tables
-* ``spectrum`` (DESIGN.md columns): n, d, numerical rank, the λ-tolerance, κ(G), κ(G)³,
+* ``spectrum`` (docs/architecture.md#run-directory columns): n, d, numerical rank, the λ-tolerance, κ(G), κ(G)³,
   κ(G³) measured from the SVD of GX, κ_d and the width thresholds κ⁶, κ_d⁶ n ln n.
 * ``eigenvalues`` (index, eig_G, eig_G3): the top min(n, d) eigenvalues, index 1-based,
   for the primary data set only (the table has no data set column); every data set's
@@ -80,7 +80,9 @@ FIT_FLOOR = 1e-3
 """Relative test MSE below which a kernel counts as fitting a target (verdict lines)."""
 KAPPA_RTOLS = (1e-6, 1e-8, 1e-10, 1e-12)
 """Extra λ-tolerances whose (rank, κ) the summary lists, to show how much κ depends on it."""
-PREPROCESSING = "flattened, pixels in [0, 1], each row scaled to unit ℓ2 norm (PAPER.md §2)"
+PREPROCESSING = (
+    "flattened, pixels in [0, 1], each row scaled to unit ℓ2 norm (docs/protocol.md#models)"
+)
 
 
 def _label(name: str, classes: tuple[int, ...] | None) -> str:

@@ -89,7 +89,7 @@ def fix_hint(spec: RunSpec, model: str, summary: dict) -> str:
                 "uncentred MLP-Attn: --center made it converge (measured, quick: 0 of 16 "
                 "cells uncentred, 16 of 16 centred with --until-converged on digits and "
                 "MNIST); uncentred, the paper's 500 epochs (batch 128, n 1000, m 1024) "
-                "trained it on MNIST 3 vs 8 but not on CIFAR-10 1 vs 0 (PAPER.md §6a)"
+                "trained it on MNIST 3 vs 8 but not on CIFAR-10 1 vs 0 (docs/protocol.md#evidence)"
             )
         if spec.train.until != "converged":
             return (

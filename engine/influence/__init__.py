@@ -1,4 +1,4 @@
-"""Influence of training points on test losses (PAPER.md §6).
+"""Influence of training points on test losses (docs/protocol.md#influence).
 
 Sign convention everywhere: I[t, i] is the change of test point t's loss when training
 point i is removed, so positive = helpful.

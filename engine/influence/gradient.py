@@ -1,7 +1,7 @@
 """Gradient-based influence (Koh & Liang 2017) on a model's trainable parameters.
 
 Training objective R(θ) = (1/n) Σ_j ℓ(f_θ(x_j), y_j) + (λ/2)‖θ‖² (the L2 penalty of
-PAPER.md §3), Hessian H = ∇²R = (1/n) Σ_j ∇²ℓ_j + λI. Up-weighting point i by ε moves the
+docs/protocol.md#training), Hessian H = ∇²R = (1/n) Σ_j ∇²ℓ_j + λI. Up-weighting point i by ε moves the
 minimiser by dθ/dε = −H⁻¹∇ℓ_i; removing it is ε = −1/n, so Δθ ≈ (1/n) H⁻¹∇ℓ_i and the
 test loss changes by
 

@@ -1,4 +1,4 @@
-"""Kernel leave-one-out influence (Zhang & Zhang 2022; PAPER.md §6).
+"""Kernel leave-one-out influence (Zhang & Zhang 2022; docs/protocol.md#influence).
 
 Kernel ridge regression on the training set: A = K + λI, α = A⁻¹Y (Y [n, K]), test
 predictions f_t = k_tᵀα. Removing training point i and refitting gives, with B = A⁻¹,
@@ -17,7 +17,7 @@ I[t, i] = ℓ(f_t + Δf_{t,i}, y_t) − ℓ(f_t, y_t): positive = helpful (remov
 loss). One Cholesky factor of A serves all pairs: O(n³ + n² n_test).
 
 Multiclass: integer labels become one-hot (optionally centred) K-column targets, fitted
-with one shared scalar kernel (for the fixed ±1 heads of PAPER.md §2 every diagonal block
+with one shared scalar kernel (for the fixed ±1 heads of docs/protocol.md#models every diagonal block
 Θ_kk of the eNTK equals the scalar kernel; the off-diagonal blocks are dropped, i.e. the
 K outputs are regressed independently). The losses are in ``engine.influence.losses``.
 """

@@ -3,7 +3,7 @@
 Both influence methods measure the change of the same per-example test loss:
 
 - ``mse``: squared error summed over the K outputs, ℓ(f, t) = Σ_k (f_k − t_k)². For a
-  binary task (K = 1, targets ±1) this is the training loss of PAPER.md §3 per example.
+  binary task (K = 1, targets ±1) this is the training loss of docs/protocol.md#training per example.
 - ``ce``: cross-entropy of the logits f. K > 1: −Σ_k t_k log softmax(f)_k with one-hot t
   (= the usual CE with integer labels); K = 1: the logistic loss log(1 + e^{−t f}), t = ±1.
 

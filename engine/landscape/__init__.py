@@ -1,4 +1,4 @@
-"""Loss-landscape geometry (PAPER.md §7): filter-normalised surfaces and Hessian sharpness.
+"""Loss-landscape geometry (docs/protocol.md#landscape): filter-normalised surfaces and Hessian sharpness.
 
 - ``filter_normalized_direction``: Li et al. (2018) random directions.
 - ``surface_1d`` / ``surface_2d`` / ``interpolate``: batched (vmap) loss curves.

@@ -1,4 +1,4 @@
-"""Influence malleability: the flip-rate protocol and the paper's numbers (PAPER.md §6).
+"""Influence malleability: the flip-rate protocol and the paper's numbers (docs/protocol.md#influence).
 
 Adversarial training itself lives with the training loops (``engine.train.adversarial``);
 the ``advtrain`` experiment measures flip rates of PGD-adversarially trained models.

@@ -1,4 +1,4 @@
-"""The paper's reported flip rates (v1 Tables 2–4, PAPER.md §6), in percent.
+"""The paper's reported flip rates (v1 Tables 2–4, docs/protocol.md#influence), in percent.
 
 Tables 2 (10-class) and 3 (binary: MNIST 3 vs 8, CIFAR-10 automobile vs airplane) give
 FGSM / PGD / MIM flip rates under standard training at ε = 0.3; Table 4 the PGD flip

@@ -1,4 +1,4 @@
-"""The influence flip-rate protocol (v1 Definition 3.4, PAPER.md §6 and §6a).
+"""The influence flip-rate protocol (v1 Definition 3.4, docs/protocol.md#influence and docs/protocol.md#evidence).
 
 1. Empirical NTK Θ_m of the trained model on the training set and the test points;
    kernel leave-one-out influences I [n_test, n_train] (``ntk_loo_influence``) with the
@@ -120,7 +120,7 @@ def scalar_kernel(
 ) -> torch.Tensor:
     """The per-output empirical NTK [n1, n2] used for every output column.
 
-    One output: Θ itself. K outputs with the fixed ±1 head of PAPER.md §2: every diagonal
+    One output: Θ itself. K outputs with the fixed ±1 head of docs/protocol.md#models: every diagonal
     block Θ_kk equals the same (X̃X̃ᵀ) ⊙ (DDᵀ)/m, so Θ_00 is computed. Otherwise (a trained
     head): the mean of the K diagonal blocks. Off-diagonal blocks are dropped.
     """
@@ -341,7 +341,7 @@ def flip_rates(
 
     f64 = torch.float64
     xte64 = x_te.to(f64)
-    # kernels from a float64 copy: Θ_m of MLP-Attn is very ill-conditioned (PAPER.md §5);
+    # kernels from a float64 copy: Θ_m of MLP-Attn is very ill-conditioned (docs/protocol.md#spectra);
     # the attacks use the model as trained (``work``, its own dtype)
     k64 = copy.deepcopy(work).to(f64)
 

@@ -1,6 +1,6 @@
 """Which training points count as "most influential", and what a flip of them is.
 
-The paper leaves the ranking unstated (PAPER.md §6a). With I [n_test, n_train] the
+The paper leaves the ranking unstated (docs/protocol.md#evidence). With I [n_test, n_train] the
 influences (positive = helpful) and s_i = mean_t I[t, i] the one scalar per training point:
 
 - ``abs_signed_mean`` (default, ours): rank by |s_i|; flip = sign(s_i) changed. Ranking and

@@ -1,4 +1,4 @@
-"""Models of PAPER.md §2: TwoLayerNet (2L-ReLU), LinearizedAttention, MLPAttn, QKVAttn (v2)."""
+"""Models of docs/protocol.md#models: TwoLayerNet (2L-ReLU), LinearizedAttention, MLPAttn, QKVAttn (v2)."""
 
 from __future__ import annotations
 

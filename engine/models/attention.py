@@ -1,4 +1,4 @@
-"""Parameter-free linearized attention (PAPER.md §2)."""
+"""Parameter-free linearized attention (docs/protocol.md#models)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MLP-Attn: the two-layer network behind linearized attention (PAPER.md §2)."""
+"""MLP-Attn: the two-layer network behind linearized attention (docs/protocol.md#models)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """QKV-Attn: trainable Q/K/V linearized attention before the two-layer head (v2 extension).
 
-PAPER.md §2, last bullet: v2 extends the argument from the parameter-free layer
+docs/protocol.md#qkv: v2 extends the argument from the parameter-free layer
 (W_Q = W_K = W_V = I) to trainable projections under standard initialisation. With
 exp(a) ≈ 1 + a and the constant dropped, attention over the context set X̂ [n, d]
 (rows unit-normalised) is (X̂W_Q)(X̂W_K)ᵀ(X̂W_V); its row for a point x is

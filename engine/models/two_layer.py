@@ -1,4 +1,4 @@
-"""The two-layer network of PAPER.md §2 in NTK parameterisation."""
+"""The two-layer network of docs/protocol.md#models in NTK parameterisation."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _shift(shift: torch.Tensor, d: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 class TwoLayerNet(nn.Module):
-    """f(x) = m^{-1/2} Σ_r a_r ReLU(w_rᵀ x̃), x̃ = x/‖x‖ (PAPER.md §2).
+    """f(x) = m^{-1/2} Σ_r a_r ReLU(w_rᵀ x̃), x̃ = x/‖x‖ (docs/protocol.md#models).
 
     ``weight`` W [m, d] is trained and initialised N(0, σ_w² I); ``output`` a [m, n_out]
     is ±1, fixed (a buffer) unless ``train_output``. Output shape [n, n_out].

@@ -1,4 +1,4 @@
-"""NTK engine (PAPER.md §4): analytic Θ∞, empirical Θ_m, the NTK predictor, distances.
+"""NTK engine (docs/protocol.md#ntk): analytic Θ∞, empirical Θ_m, the NTK predictor, distances.
 
 Multi-output convention: ``empirical_ntk`` returns [n1, n2] for one output and
 [n1, n2, K, K] for K outputs (``ntk_blocks_to_matrix`` → [n1·K, n2·K]); the analytic

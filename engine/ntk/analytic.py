@@ -1,4 +1,4 @@
-"""Infinite-width NTK Θ∞ of the two-layer ReLU network (PAPER.md §4).
+"""Infinite-width NTK Θ∞ of the two-layer ReLU network (docs/protocol.md#ntk).
 
 For f_k(x) = m^{-1/2} Σ_r a_rk ReLU(w_rᵀx), w_r ~ N(0, σ_w² I), a_rk = ±1:
 

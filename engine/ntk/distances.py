@@ -1,4 +1,4 @@
-"""Distances of PAPER.md §4: predictor distance and relative kernel distance."""
+"""Distances of docs/protocol.md#ntk: predictor distance and relative kernel distance."""
 
 from __future__ import annotations
 

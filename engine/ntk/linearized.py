@@ -1,4 +1,4 @@
-"""The linearized twin of a network: its first-order Taylor model around θ₀ (PAPER.md §4).
+"""The linearized twin of a network: its first-order Taylor model around θ₀ (docs/protocol.md#ntk).
 
     f_lin(x; θ) = f(x; θ₀) + J(x; θ₀)(θ − θ₀),    J = ∂f/∂θ at the initial weights.
 

@@ -1,4 +1,4 @@
-"""The paper's reported NTK distances (arXiv 2603.13085 v1, Table 1; PAPER.md §4), as data."""
+"""The paper's reported NTK distances (arXiv 2603.13085 v1, Table 1; docs/protocol.md#ntk), as data."""
 
 from __future__ import annotations
 

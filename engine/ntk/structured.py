@@ -59,7 +59,7 @@ def structured_ntk(
     block_size: int = 4096,
     output: int | None = None,
 ) -> torch.Tensor:
-    """Closed form Θ_m of f = m^{-1/2} ReLU(X̃Wᵀ) a (PAPER.md §4), see ``empirical_ntk``.
+    """Closed form Θ_m of f = m^{-1/2} ReLU(X̃Wᵀ) a (docs/protocol.md#ntk), see ``empirical_ntk``.
 
     First layer: Θ_kl = (X̃X̃'ᵀ) ⊙ (D diag(a_k ⊙ a_l) D'ᵀ)/m, D = 1[X̃Wᵀ > 0].
     Output layer (when a is trained): relu(X̃Wᵀ) relu(X̃'Wᵀ)ᵀ/m on the diagonal blocks.

@@ -1,7 +1,7 @@
-"""The claims checklist: one verdict per claim of PAPER.md §1 and data set, from the rows
+"""The claims checklist: one verdict per claim of docs/claims.md and data set, from the rows
 of the reproduction's runs (holds / does not hold / inconclusive: why / no data).
 
-Verdicts from trained models (README "Claims checklist"): a claim that rests on trained
+Verdicts from trained models (docs/claims.md#rules): a claim that rests on trained
 cells is decided on the cells that pass both guards (``engine.results.guards``: converged
 and above chance). A group of cells the rule compares (claim 1: a model at a width;
 claim 3: a model under an attack; claim 4: a training recipe; claim 6: a model) is kept

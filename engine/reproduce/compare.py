@@ -5,7 +5,7 @@ checklist (``claims.py``, decided by the written rules below) over the runs that
 The comparison reads only the run directories' CSV tables (the public contract), so
 it works the same on a run that just finished and on one reopened from disk.
 
-Checklist rules (README "Claims checklist"), α = 0.05:
+Checklist rules (docs/claims.md#rules), α = 0.05:
 
 1. Non-convergence — on the distance to each model's linearized twin (``lin_distance_rel``;
    ``ntk_distance`` for runs without it), Spearman ρ vs log₂ width over every (width, seed)

@@ -24,7 +24,7 @@ REPRODUCE_SEEDS = (0, 1, 2)
 one seed the quick digits reproduction decided 4 of claims 1–6 (claims 3 and 4: 30
 flipped-or-not points an attack, intervals overlapping; claim 6 without a spread), with
 three it decided 5 (``malleability reproduce --dataset digits --quick --seeds 0,1,2``:
-8 CPU-minutes on 2 cores, against 3 for one seed; README "Results on the shared data")."""
+8 CPU-minutes on 2 cores, against 3 for one seed; docs/benchmarks.md#results-log)."""
 
 
 GRID_RIDGES = ("lambda", "objective")
@@ -32,7 +32,7 @@ GRID_RIDGES = ("lambda", "objective")
 
 
 GRID_RANKINGS = ("abs_mean", "abs_signed_mean")
-"""… × mean |I| (the earlier default) vs |mean I| (PAPER.md §6a)."""
+"""… × mean |I| (the earlier default) vs |mean I| (docs/protocol.md#evidence)."""
 
 
 GD_SWEEP: dict[str, Any] = {"train__optimizer": "gd", "train__lr": 1.0, "model__sigma_w": 1.0}

@@ -34,7 +34,7 @@ QUICK = {
     "train__max_epochs": 900,
     "quick": True,
 }
-"""The --quick preset (README "Presets"): n_train 300, n_test 100 (capped to what a
+"""The --quick preset (docs/benchmarks.md#quick-preset): n_train 300, n_test 100 (capped to what a
 one-split data set has, ``cap_sizes``), widths 16/32/64/256/1024 (five: four widths
 cannot reach p < 0.05 in claim 1's exact Spearman test with one seed), at least 200 epochs at
 batch 32 (10 Adam steps an epoch; the paper's lr 1e-3 and L2) and then until converged
@@ -125,7 +125,7 @@ KNOWN_FAILURES: dict[tuple[str, tuple[int, ...] | None, bool, bool], str] = {
 }
 """(data set, classes, centred, quick) → the cells that measurement saw fail a guard:
 the --quick preset's (``benchmarks/bench_quick_convergence.py``, centred, until
-converged) and the full preset's (PAPER.md §6a: n 500, m 1024, 500 epochs, seed 0; again
+converged) and the full preset's (docs/protocol.md#evidence: n 500, m 1024, 500 epochs, seed 0; again
 with ``malleability headless --config sample_data/configs/flip_cifar10_1v0_grid.toml
 --data-dir ../shared/data/cifar10``: until converged, cap 1000, seeds 0-2, train loss
 1.00-1.005 and at chance in every seed)."""

@@ -3,7 +3,7 @@
 Two guards, each written once and used by every experiment, summary, the ``reproduce``
 checklist and the TUI:
 
-* ``convergence`` / ``converged``: did training settle? The rule (README "Guards"), on
+* ``convergence`` / ``converged``: did training settle? The rule (docs/claims.md#guards), on
   the epoch-mean training loss L_1 … L_E (the data loss without the L2 term):
   with a window of w = max(2, ⌈0.1·E⌉) epochs, last = mean of the last w epochs,
   prev = mean of the w before them, and noise = 2·SE(prev − last) from the two windows'

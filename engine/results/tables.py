@@ -1,7 +1,6 @@
 """The tables of a run directory as typed rows: one frozen dataclass per CSV.
 
-Each class's fields are its table's columns, in order (the public interface: DESIGN.md,
-README "Run directory"), and their annotations are the columns' types:
+Each class's fields are its table's columns, in order (the public interface: docs/architecture.md#run-directory), and their annotations are the columns' types:
 
 * ``str``: a label (model, dataset, attack, ridge rule, …), "" when missing;
 * ``float``: a number, NaN when missing ("" in the CSV, None in an event);

@@ -82,7 +82,7 @@ class TrainedModel:
 
     def guards(self) -> dict[str, bool]:
         """The guard columns of every row measured on this model (``converged``,
-        ``above_chance``; README "Guards")."""
+        ``above_chance``; docs/claims.md#guards)."""
         return {"converged": self.converged, "above_chance": self.above_chance}
 
 

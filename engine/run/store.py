@@ -1,4 +1,4 @@
-"""The run store: writes a run directory (DESIGN.md) from the event stream.
+"""The run store: writes a run directory (docs/architecture.md#run-directory) from the event stream.
 
 Everything is written as events arrive, atomically (temp file + rename for the
 CSVs, spec, env and summary; events.jsonl is append-only and flushed per line),
@@ -33,7 +33,7 @@ from engine.run.lock import LOCK_NAME, RunLock
 from engine.run.paths import atomic_write, claim_run_dir
 from engine.run.spec import RunSpec
 
-# Column names are part of the public interface (DESIGN.md, README "Run directory"):
+# Column names are part of the public interface (docs/architecture.md#run-directory):
 # the fields of each table's row type, in order (engine.results.tables).
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {name: t.columns() for name, t in TABLES.items()}
 

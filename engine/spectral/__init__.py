@@ -1,4 +1,4 @@
-"""Gram spectra, condition numbers, width thresholds and kernel alignment (PAPER.md §2, §5).
+"""Gram spectra, condition numbers, width thresholds and kernel alignment (docs/protocol.md#models, docs/protocol.md#spectra).
 
 ``spectrum(x)`` is the entry point: eigenvalues of G = XXᵀ and of the attention kernel
 G³ from float64 SVDs, the numerical rank, κ(G), κ(G)³, κ(G³) measured directly, κ_d and

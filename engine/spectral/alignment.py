@@ -1,4 +1,4 @@
-"""The dual implication (PAPER.md §2 claim 5), measured with kernels.
+"""The dual implication (docs/claims.md#claim-5), measured with kernels.
 
 Kernel-target alignment A(K, y) = yᵀKy / (‖K‖_F ‖y‖²) (for a target matrix Y [n, c]:
 tr(YᵀKY) / (‖K‖_F ‖Y‖_F²)), and kernel ridge regression with G = XXᵀ against the

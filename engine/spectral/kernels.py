@@ -2,7 +2,7 @@
 
 2L-ReLU's infinite-width NTK acts on x̃ = x/‖x‖, MLP-Attn's on x̃ = Cx/‖Cx‖ with
 C = XᵀX of the unit-norm training rows (``engine.models.LinearizedAttention``).
-Θ∞ (PAPER.md §4) comes from ``engine.ntk.analytic_ntk``.
+Θ∞ (docs/protocol.md#ntk) comes from ``engine.ntk.analytic_ntk``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The paper's reported spectral numbers (PAPER.md §2 claim 2), for side-by-side display.
+"""The paper's reported spectral numbers (docs/claims.md#claim-2), for side-by-side display.
 
 The paper does not say how κ was computed (preprocessing, n, tolerance); the v2 width
 bounds match κ⁶ · n ln n with the full training sets, so ``n`` below is the full

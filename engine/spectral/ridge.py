@@ -1,4 +1,4 @@
-"""Kernel ridge for many targets at once (the kernel study of PAPER.md §5, claim 5).
+"""Kernel ridge for many targets at once (the kernel study of docs/protocol.md#spectra, claim 5).
 
 The spectrum experiment fits every target (top / bottom eigen-targets, clean and
 noisy, the labels: about 14 columns) with every kernel at a few relative ridges ρ.

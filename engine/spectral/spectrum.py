@@ -1,4 +1,4 @@
-"""Gram spectra and condition numbers (PAPER.md §2 claim 2, §5).
+"""Gram spectra and condition numbers (docs/claims.md#claim-2, docs/protocol.md#spectra).
 
 Everything is computed from singular values in float64, never by eigendecomposing
 an explicitly formed Gram matrix:
@@ -115,7 +115,7 @@ class Spectrum:
         return self.eig_G[:k].copy(), self.eig_G3[:k].copy()
 
     def row(self, dataset: str) -> dict[str, float | int | str]:
-        """The ``spectrum`` table row (DESIGN.md column names, in order)."""
+        """The ``spectrum`` table row (docs/architecture.md#run-directory column names, in order)."""
         return {
             "dataset": dataset,
             "n": self.n,

@@ -1,4 +1,4 @@
-"""Width thresholds for kernel-regime convergence (PAPER.md §2 claim 2, §5).
+"""Width thresholds for kernel-regime convergence (docs/claims.md#claim-2, docs/protocol.md#spectra).
 
 * v1 (attention): m = κ(G)⁶, because the attention kernel G³ has κ(G³) = κ(G)³ and
   the kernel-regime bound needs m = Ω(κ(kernel)²).
@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 LARGEST_MODEL = 1e12
-"""Parameters of today's largest models (PAPER.md §5: ~10¹²)."""
+"""Parameters of today's largest models (docs/protocol.md#spectra: ~10¹²)."""
 
 
 def orders_beyond(m: float, reference: float = LARGEST_MODEL) -> float:

@@ -1,6 +1,6 @@
 """Log a run directory to MLflow (the optional ``[mlflow]`` extra; imported lazily).
 
-What goes where (README "Tracking"):
+What goes where (docs/guide.md#mlflow):
 
 - params: the resolved spec, flattened (``data.name``, ``model.widths`` = "16,64", ...);
 - metrics: every ``Metric`` event of events.jsonl (per-epoch ``train_loss``,

@@ -1,4 +1,4 @@
-"""Training loops (PAPER.md §3): Adam / SGD / full-batch GD, MSE or cross-entropy, L2."""
+"""Training loops (docs/protocol.md#training): Adam / SGD / full-batch GD, MSE or cross-entropy, L2."""
 
 from engine.train.loop import EpochStats, accuracy, data_loss, evaluate, is_classification, train
 

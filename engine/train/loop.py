@@ -1,4 +1,4 @@
-"""Training loops that yield one event per epoch (PAPER.md §3).
+"""Training loops that yield one event per epoch (docs/protocol.md#training).
 
 Binary tasks (float ±1 targets, one output) use MSE; multi-class tasks (integer
 labels, K outputs) use cross-entropy. The L2 penalty is (λ/2)‖θ‖² over the trainable

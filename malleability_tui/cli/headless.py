@@ -235,12 +235,12 @@ def show_results(tables: dict, summary: dict, warned: set[str] | None = None) ->
     print_headlines(console, summary, warned)
 
 
-# The executor options, shared by headless and reproduce (README "Scale out").
+# The executor options, shared by headless and reproduce (docs/guide.md#ray).
 ExecutorOpt = Annotated[
     str | None,
     typer.Option(
         "--executor",
-        help='Where sweep cells run: local (default, in this process) or ray (parallel; README "Scale out").',
+        help="Where sweep cells run: local (default, in this process) or ray (parallel; docs/guide.md#ray).",
     ),
 ]
 AddressOpt = Annotated[

@@ -29,7 +29,7 @@ SHORT_CLAIM = {
 """Each claim's name in the checklist's one line (its full title is in the details)."""
 
 
-CHECKLIST_TITLE = "Claims checklist (rules: README 'Claims checklist')"
+CHECKLIST_TITLE = "Claims checklist (rules: docs/claims.md#rules)"
 
 
 def _pm(c: dict[str, Any], key: str = "mean", unit: str = "") -> str:

@@ -109,7 +109,7 @@ def test_reproduce_comparison(capsys: pytest.CaptureFixture[str]) -> None:
         tokens.add(str(c["width"]))
     assert_fits(out, tokens)
     lines = out.splitlines()
-    head = lines.index("Claims checklist (rules: README 'Claims checklist')")
+    head = lines.index("Claims checklist (rules: docs/claims.md#rules)")
     marks = [ln for ln in lines[head + 1 :] if ln[:1] in "✓✗?·"]
     assert len(marks) == len(cmp["checklist"])
     golden("reproduce_comparison.txt", out)
@@ -160,7 +160,7 @@ def test_reproduce_comparison_ascii(monkeypatch: pytest.MonkeyPatch) -> None:
     tokens = {"2L-ReLU", "MLP-Attn", "kappa(G)^3", "kappa(G^3) measured", "+/-"}
     assert_fits(out, tokens)
     lines = out.splitlines()
-    head = lines.index("Claims checklist (rules: README 'Claims checklist')")
+    head = lines.index("Claims checklist (rules: docs/claims.md#rules)")
     marks = [ln for ln in lines[head + 1 :] if ln[:2] in ("+ ", "x ", "? ", "- ")]
     assert len(marks) == len(cmp["checklist"])
     assert len({ln.index(" digits") for ln in marks}) == 1  # the columns stay aligned

@@ -66,7 +66,7 @@ def test_flip_rows_ci_ratio_paper():
     assert math.isclose(relu.lo, 0.07377, abs_tol=1e-4) and math.isclose(
         relu.hi, 0.16093, abs_tol=1e-4
     )
-    assert relu.paper == 3.3 and attn.paper == 28.9  # PAPER.md Table 2, MNIST PGD
+    assert relu.paper == 3.3 and attn.paper == 28.9  # docs/protocol.md#paper-numbers, MNIST PGD
     assert paper_flip("mnist:3v8", "MLP-Attn", "fgsm", "standard") == 25.9
 
 

@@ -4,7 +4,7 @@ A source name is ``<kind>:<path>``; it goes everywhere a built-in name does (``-
 ``spectrum.datasets``, ``malleability data show``) and through the same loader contract:
 each source reads whole splits into a :class:`~engine.data.raw.RawData` and
 ``engine.data.subset.build_dataset`` draws the seeded, class-balanced subset and applies
-the PAPER.md §2 preprocessing, exactly as for the built-ins. ``SourceOptions`` carries the
+the docs/protocol.md#preprocessing, exactly as for the built-ins. ``SourceOptions`` carries the
 spec's ``data.image_size`` / ``data.mode`` / ``data.image_column`` / ``data.label_column``.
 
 Every source is validated before any work and every failure is one ``DatasetError`` line:

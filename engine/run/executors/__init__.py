@@ -1,4 +1,4 @@
-"""Executors: where the cells of a sweep run (README "Scale out").
+"""Executors: where the cells of a sweep run (docs/guide.md#ray).
 
 An experiment describes its sweep as a list of ``Cell``s (a pure, picklable cell
 function plus its inputs) and hands it to ``run_cells(ctx, cells)``; the executor

@@ -1,6 +1,6 @@
 """Typed run specifications: frozen dataclasses, validated, TOML round-trip.
 
-Every default below is documented in the README ("Defaults vs the paper"); the
+Every default below is documented in the docs/protocol.md#defaults; the
 paper's own settings are marked "paper", our choices where it is silent "ours".
 """
 
@@ -198,7 +198,7 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class TrainSpec:
-    """Optimisation (PAPER.md §3)."""
+    """Optimisation (docs/protocol.md#training)."""
 
     optimizer: str = "adam"
     """adam (paper), sgd (mini-batch) or gd (full batch)."""
@@ -260,12 +260,12 @@ class TrainSpec:
 
 @dataclass(frozen=True)
 class NTKSpec:
-    """NTK predictor and distances (PAPER.md §4)."""
+    """NTK predictor and distances (docs/protocol.md#ntk)."""
 
     lam: float = 1e-3
     """Ridge of f_NTK when ridge = "lambda" (the earlier default)."""
     ridge: str | float = "objective"
-    """Ridge of f_NTK: objective (nλ/2 from the training L2 λ, PAPER.md §6a), lambda (ntk.lam) or a number."""
+    """Ridge of f_NTK: objective (nλ/2 from the training L2 λ, docs/protocol.md#evidence), lambda (ntk.lam) or a number."""
     predictor: Predictor = "ridge"
     """ridge (kernel ridge regression) or flow (gradient flow to time flow_time, MSE)."""
     flow_time: float = 1000.0
@@ -301,7 +301,7 @@ class NTKSpec:
 
 @dataclass(frozen=True)
 class SpectrumSpec:
-    """Gram spectra and condition numbers (PAPER.md §5)."""
+    """Gram spectra and condition numbers (docs/protocol.md#spectra)."""
 
     rtol: float | None = None
     """Eigenvalue tolerance relative to λ_max for the numerical rank (None: (max(n, d)·eps)², i.e. σ > max(n, d)·eps·σ_max)."""
@@ -328,7 +328,7 @@ class SpectrumSpec:
 
 @dataclass(frozen=True)
 class FlipSpec:
-    """Influence flip-rate protocol (PAPER.md §6)."""
+    """Influence flip-rate protocol (docs/protocol.md#influence)."""
 
     attacks: tuple[str, ...] = ATTACKS
     """Attacks: fgsm, pgd, mim."""
@@ -341,7 +341,7 @@ class FlipSpec:
     top_frac: float = 0.1
     """Fraction of training points selected as most influential (paper: 10%)."""
     ranking: str = "abs_signed_mean"
-    """abs_signed_mean: rank by |s_i|, s_i = mean_t I[t, i], flip = sign change of s_i (ours, PAPER.md §6a); abs_mean: mean_t |I|; signed_mean: s_i, most helpful first; per_test: top set per test point, flips per (t, i) pair."""
+    """abs_signed_mean: rank by |s_i|, s_i = mean_t I[t, i], flip = sign change of s_i (ours, docs/protocol.md#evidence); abs_mean: mean_t |I|; signed_mean: s_i, most helpful first; per_test: top set per test point, flips per (t, i) pair."""
     intervention: str = "transformed"
     """transformed (replace the top set by adversarial versions; paper's tables), curated, adversarial."""
     ridge: str | float = "objective"
@@ -476,7 +476,7 @@ class FlipSpec:
 
 @dataclass(frozen=True)
 class InfluenceCheckSpec:
-    """Ground truth by retraining (``influence_check``, PAPER.md §6a): every influence
+    """Ground truth by retraining (``influence_check``, docs/protocol.md#evidence): every influence
     estimator against the true effect of removing a training point."""
 
     n_train: int = 200
@@ -558,7 +558,7 @@ class InfluenceCheckSpec:
 
 @dataclass(frozen=True)
 class LandscapeSpec:
-    """Loss landscape and sharpness (PAPER.md §7)."""
+    """Loss landscape and sharpness (docs/protocol.md#landscape)."""
 
     width: int = 1024
     """Width of the networks whose landscape is measured (ours)."""
@@ -630,7 +630,7 @@ class LandscapeSpec:
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    """Where sweep cells run (README "Scale out"); never changes the numbers."""
+    """Where sweep cells run (docs/guide.md#ray); never changes the numbers."""
 
     kind: str = "local"
     """local (in this process, one cell after another) or ray (parallel cells)."""
@@ -686,7 +686,7 @@ class ExecutorSpec:
 
 @dataclass(frozen=True)
 class QKVSpec:
-    """QKV-Attn, trainable Q/K/V linearized attention (v2 extension, PAPER.md §2)."""
+    """QKV-Attn, trainable Q/K/V linearized attention (v2 extension, docs/protocol.md#models)."""
 
     d_k: int = 0
     """Width d_k of W_Q, W_K, W_V ∈ R^{d×d_k} (0: d_k = d, the v2 setting)."""

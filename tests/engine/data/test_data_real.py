@@ -34,7 +34,7 @@ def test_mnist_test_split_only(shared_data: Path) -> None:
     assert not {r.tobytes() for r in ds.x_train_raw.numpy()} & {
         r.tobytes() for r in ds.x_test_raw.numpy()
     }
-    # about 67 pixels are zero in every MNIST image (PAPER.md §5): the corners at least
+    # about 67 pixels are zero in every MNIST image (docs/protocol.md#spectra): the corners at least
     assert float(ds.x_train_raw.reshape(-1, 28, 28)[:, 0, 0].abs().max()) == 0.0
     with pytest.raises(DatasetError, match=r"class 5 \(5\) has 892 images"):
         load_dataset("mnist", root=shared_data, classes=(5, 6), n_train=1790, n_test=10, seed=0)

@@ -1,4 +1,4 @@
-"""Models match PAPER.md §2 exactly."""
+"""Models match docs/protocol.md#models exactly."""
 
 from __future__ import annotations
 

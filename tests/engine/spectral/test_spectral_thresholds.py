@@ -1,4 +1,4 @@
-"""Width thresholds against hand-computed values (PAPER.md §2 claim 2)."""
+"""Width thresholds against hand-computed values (docs/claims.md#claim-2)."""
 
 from __future__ import annotations
 
