@@ -23,6 +23,13 @@ def shown(value: Any) -> str:
     return r if len(r) <= limit else r[: limit - 1] + "…"
 
 
+def needs_extra(extra: str, what: str) -> str:
+    """The one install hint for an optional extra, the same words in every front end:
+    ``needs the [ray] extra: pip install 'malleability[ray]'`` (``what``: the thing
+    that needs it, e.g. "--executor ray")."""
+    return f"{what} needs the [{extra}] extra: pip install 'malleability[{extra}]'"
+
+
 class EngineError(Exception):
     """Base class of every expected engine failure."""
 

@@ -339,6 +339,44 @@ def help_of(name: str) -> str:
     return BY_NAME[name].help
 
 
+QUICK_PRESET = (
+    "Small preset: n_train 300 (capped to what the data set has), widths 16,32,64,256,1024, "
+    "batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: "
+    "it says so)"
+)
+"""What ``--quick`` sets (``engine.reproduce.presets.QUICK``; a test holds the two equal),
+written once for every command's help."""
+QUICK_MAX_EPOCHS = 900
+"""The quick preset's cap on epochs of training until converged."""
+
+
+def quick_help(seeds: str) -> str:
+    """``--quick``'s help: the preset, then the seeds the command trains with it."""
+    return f"{QUICK_PRESET}; seeds {seeds}."
+
+
+def flag_error(e: Exception, flags: Mapping[str, tuple[str, Any]]) -> str | None:
+    """A spec's ``ConfigError`` in the user's own words: ``invalid --widths '0': what is
+    allowed``, when ``e.field`` is one of ``flags`` (spec field → (flag, the text given));
+    None otherwise (the error names a field no flag set, e.g. from a config file)."""
+    field = getattr(e, "field", None)
+    if not isinstance(field, str) or field not in flags:
+        return None
+    from engine.errors import shown
+
+    flag, raw = flags[field]
+    return f"invalid {flag} {shown(raw)}: {getattr(e, 'allowed', e)}"
+
+
+def given_flags(values: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
+    """spec field → (flag, text) of the run options given (None: not given)."""
+    return {
+        BY_NAME[n].error_field: (BY_NAME[n].flag, raw)
+        for n, raw in values.items()
+        if raw is not None and n in BY_NAME
+    }
+
+
 def spec_changes(values: Mapping[str, Any]) -> dict[str, Any]:
     """``RunSpec.replace`` changes of the options given (None: not given), parsed; an
     ``OptionError`` names the flag and the text: ``invalid --widths '4,x': …``."""

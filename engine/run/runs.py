@@ -145,11 +145,12 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
             + [path / "spec.toml", path / "summary.json", path / "env.json"]
             if f.is_file()
         ]
-        if not force and to.is_dir() and any(to.iterdir()):
+        if not force and to.is_dir() and (held := sum(1 for _ in to.iterdir())):
             raise ConfigError(
                 "to",
                 str(to),
-                "a new or empty folder (it holds files; pass --force to overwrite them)",
+                f"a folder without an earlier export: it holds {held} files "
+                "(pass --force to overwrite them, or export to another folder)",
             )
         make_folder(to, "to")
         written = []

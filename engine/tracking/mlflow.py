@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ConfigError, EngineError
+from engine.errors import ConfigError, EngineError, needs_extra
 
 EXPERIMENT = "malleability"
 _BAD = re.compile(r"[^\w\-. /]")
@@ -119,7 +119,7 @@ class MlflowTracker:
             from mlflow.tracking import MlflowClient
         except ImportError:
             raise ConfigError(
-                "track", "mlflow", "needs MLflow: pip install 'malleability[mlflow]'"
+                "track", "mlflow", needs_extra("mlflow", "tracking with MLflow")
             ) from None
         import mlflow
 

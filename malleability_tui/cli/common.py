@@ -189,6 +189,16 @@ def use_plain_types() -> None:
 
     TyperOption.display_type_rich = plain_type  # type: ignore[method-assign,assignment]
     TyperArgument.display_type_rich = plain_type  # type: ignore[method-assign,assignment]
+    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign,assignment]
+
+
+def usage_name(param: Any) -> str:
+    """An argument as the usage line shows it: ``RUN`` when required, ``[RUN]`` when not,
+    ``RUN...`` for several (click's convention; typer 0.29 prints ``{run}``)."""
+    name = str(getattr(param, "metavar", None) or param.name or "").upper()
+    if getattr(param, "nargs", 1) != 1:
+        name += "..."
+    return name if getattr(param, "required", False) else f"[{name}]"
 
 
 class GuardedGroup(TyperGroup):

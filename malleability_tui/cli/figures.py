@@ -249,7 +249,7 @@ def figures_cmd(
         Path | None, typer.Option("--to", help="Output folder (default <run>/figures).")
     ] = None,
 ) -> None:
-    """Paper-style figures (needs matplotlib: pip install 'malleability\\[plots]')."""
+    """Paper-style figures (needs the \\[plots] extra: pip install 'malleability\\[plots]')."""
     if format not in ("png", "pdf", "svg"):
         die(f"invalid --format {format!r}: png, pdf or svg")
     try:
@@ -257,7 +257,9 @@ def figures_cmd(
 
         matplotlib.use("Agg")
     except ImportError:
-        die("figures need matplotlib: pip install 'malleability[plots]'")
+        from engine.errors import needs_extra
+
+        die(needs_extra("plots", "malleability figures"))
     from engine.run.paths import check_folder_target
     from engine.run.runs import collect
 

@@ -26,7 +26,7 @@ from malleability_tui.cli.sources import (
     track_run,
     tracker_of,
 )
-from malleability_tui.options import help_of
+from malleability_tui.options import help_of, quick_help
 
 if TYPE_CHECKING:  # the engine loads when a command runs, not for --help
     from engine.run.events import Event, Failed
@@ -102,7 +102,15 @@ def build_spec(
     ch.update(executor or {})
     if until_converged:
         ch["train__until"] = "converged"
-    spec = spec.replace(**ch)
+    from engine.errors import ConfigError
+    from malleability_tui.options import flag_error, given_flags
+
+    try:
+        spec = spec.replace(**ch)
+    except ConfigError as e:  # in the flag's words, not the spec key's: --widths '0'
+        if (line := flag_error(e, given_flags(given))) is None:
+            raise
+        die(line)
     if quick and n_train is None and n_test is None:
         spec, note = cap_quick(spec)
         if note:
@@ -332,14 +340,16 @@ def headless(
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", "-o", help="Run directory (default runs/<time>-<experiment>-<dataset>)."
+            "--out",
+            "-o",
+            help="Run directory (default: a new folder in runs/, named by the start time, experiment and data set).",
         ),
     ] = None,
     quick: Annotated[
         bool,
         typer.Option(
             "--quick",
-            help="Small preset: n_train 300 (capped to what the data set has), widths 16,32,64,256,1024, batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: it says so), one seed.",
+            help=quick_help("0 (one seed)"),
         ),
     ] = False,
     resume: Annotated[
@@ -417,7 +427,13 @@ def headless(
         if out is not None:  # path checks before any work
             check_folder_target(out, "out", run_writer=True)
         resolve_device(spec.device)
-        select(spec.experiment)
+        from engine.errors import ConfigError
+        from malleability_tui.options import flag_error, given_flags
+
+        try:
+            select(spec.experiment)
+        except ConfigError as e:  # --experiment 'nope', not experiment='nope'
+            die(flag_error(e, given_flags({"experiment": experiment})) or str(e))
         if not resume:
             check_data(spec)
         path = execute(spec, out, resume=resume, quiet=quiet, executor=ex)

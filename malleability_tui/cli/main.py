@@ -17,6 +17,37 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=GuardedGroup,
 )
+
+
+def version_text() -> str:
+    """``malleability X.Y.Z`` from the installed package's metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"malleability {version('malleability')}"
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "malleability (not installed: no version metadata)"
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(version_text())
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        callback=_version,
+        is_eager=True,
+    ),
+) -> None:
+    """Reproduce and explore 'Influence Malleability in Linearized Attention' (arXiv 2603.13085)."""
+
+
 app.command("headless")(headless.headless)
 app.command("experiments")(headless.experiments_cmd)
 app.command("export")(runs.export_cmd)

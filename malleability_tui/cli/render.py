@@ -119,6 +119,26 @@ def _packs(
     return packs
 
 
+def _caption_name(col: str, cols: Sequence[str]) -> str:
+    """A constant column's name in the caption: ``epochs`` is the minimum when the table
+    also has each cell's ``epochs_run`` (headed "epochs"), so it says so."""
+    return "min_epochs" if col == "epochs" and "epochs_run" in cols else col
+
+
+def table_caption(
+    name: str, rows: list[dict[str, Any]], *, max_rows: int = MAX_ROWS, encoding: str = "utf-8"
+) -> str:
+    """The columns with one value in every row (``dataset=digits, seed=0, …``) and the
+    rows left out, as ``table_parts`` puts them under its last part."""
+    cols = list(rows[0]) if rows else []
+    const = [c for c in cols if len(rows) > 1 and len({number(r.get(c)) for r in rows}) == 1]
+    caption = ", ".join(f"{_caption_name(c, cols)}={number(rows[0].get(c))}" for c in const)
+    if len(rows) > max_rows:
+        more = f"… {len(rows) - max_rows} more rows in {name}.csv"
+        caption = f"{caption}; {more}" if caption else more
+    return encodable(caption, encoding)
+
+
 def table_parts(
     name: str,
     rows: list[dict[str, Any]],
@@ -127,12 +147,14 @@ def table_parts(
     width: int = WIDTH,
     keys: Sequence[str] = KEY_COLUMNS,
     encoding: str = "utf-8",
+    caption: bool = True,
 ) -> list[Table]:
     """Result rows as rich tables no wider than ``width``: columns with one value in every
     row go to the caption, headers are abbreviated, and the columns that do not fit go to
     further parts (``name (2/3)``) that repeat the key columns; a cell never wraps. The
     text is as a stream of ``encoding`` prints it (``κ`` → ``kappa`` on an ASCII stdout,
-    ``text.encodable``) before the columns are measured."""
+    ``text.encodable``) before the columns are measured. ``caption=False`` leaves the
+    caption (``table_caption``) to the caller, to print at the console's full width."""
 
     def spell(s: str) -> str:
         return encodable(s, encoding)
@@ -143,11 +165,7 @@ def table_parts(
     heads = {c: spell(header(c)) for c in cols}
     const = [c for c in cols if len(rows) > 1 and len({number(r.get(c)) for r in rows}) == 1]
     cols = [c for c in cols if c not in const]
-    caption = ", ".join(f"{c}={number(rows[0].get(c))}" for c in const)
-    if len(rows) > max_rows:
-        more = f"… {len(rows) - max_rows} more rows in {name}.csv"
-        caption = f"{caption}; {more}" if caption else more
-    caption = spell(caption)
+    under = table_caption(name, rows, max_rows=max_rows, encoding=encoding) if caption else ""
     widths = {c: _width(heads[c], text[c]) for c in cols}
     key_cols = [c for c in cols if c in keys]
     values = [c for c in cols if c not in key_cols]
@@ -160,7 +178,7 @@ def table_parts(
             title=title,
             title_justify="left",
             header_style="bold",
-            caption=caption if last and caption else None,
+            caption=under if last and under else None,
             caption_justify="left",
         )
         for c in key_cols + pack:
@@ -172,9 +190,15 @@ def table_parts(
 
 
 def print_table(console: Console, name: str, rows: list[dict[str, Any]]) -> None:
-    """Print ``table_parts(name, rows)``."""
-    for t in table_parts(name, rows, width=min(WIDTH, console.width), encoding=console.encoding):
+    """Print ``table_parts(name, rows)``, then its caption wrapped at the console's width
+    (under the last part it would wrap at that part's width, which may be 29 columns)."""
+    width = min(WIDTH, console.width)
+    for t in table_parts(name, rows, width=width, encoding=console.encoding, caption=False):
         console.print(t)
+    if under := table_caption(name, rows, encoding=console.encoding):
+        from rich.text import Text
+
+        console.print(Text(under, style="italic"), width=width, highlight=False)
 
 
 def print_headlines(

@@ -30,6 +30,7 @@ from malleability_tui.cli.headless import (
 )
 from malleability_tui.cli.render import WIDTH, table_parts
 from malleability_tui.cli.sources import TrackingUriOpt, TrackOpt, track_run, tracker_of
+from malleability_tui.options import QUICK_MAX_EPOCHS, flag_error, quick_help
 from malleability_tui.text import MISSING, duration, number
 
 if TYPE_CHECKING:  # the engine loads when the command runs, not for --help
@@ -67,7 +68,7 @@ def reproduce(
         bool,
         typer.Option(
             "--quick",
-            help="Small preset: widths 16,32,64,256,1024, n_train 300, batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: it says so), seeds 0,1,2.",
+            help=quick_help("0,1,2 (claims 3, 4 and 6 need them)"),
         ),
     ] = False,
     data_dir: Annotated[
@@ -92,7 +93,7 @@ def reproduce(
         int | None,
         typer.Option(
             "--max-epochs",
-            help="Override the cap on epochs of training until converged (--quick: 1000).",
+            help=f"Override the cap on epochs of training until converged (default 2000; --quick: {QUICK_MAX_EPOCHS}).",
         ),
     ] = None,
     until_converged: Annotated[
@@ -177,16 +178,33 @@ def reproduce(
             protos = ("centred",)
         ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
         over.update(ex)  # every sub-run gets the same executor
-        parts = plan(
-            names,
-            tables=tabs,
-            seeds=sd,
-            quick=quick,
-            data_dir=str(data_dir) if data_dir else None,
-            device=device,
-            overrides=over,
-            protocols=tuple(protos) if protos else None,
-        )
+        from engine.errors import ConfigError
+
+        try:
+            parts = plan(
+                names,
+                tables=tabs,
+                seeds=sd,
+                quick=quick,
+                data_dir=str(data_dir) if data_dir else None,
+                device=device,
+                overrides=over,
+                protocols=tuple(protos) if protos else None,
+            )
+        except ConfigError as e:  # in the flag's words, not the spec key's: --widths '0'
+            given = {
+                "model.widths": ("--widths", widths),
+                "train.epochs": ("--epochs", epochs),
+                "train.max_epochs": ("--max-epochs", max_epochs),
+                "model.kinds": ("--models", models),
+                "seeds": ("--seeds", seeds),
+                "flip.adv_recipe": ("--adv-recipe", adv_recipe),
+                "device": ("--device", device),
+            }
+            line = flag_error(e, {k: v for k, v in given.items() if v[1] is not None})
+            if line is None:
+                raise
+            die(line)
         from engine.run.executors import check_executor
 
         for part in parts[:1]:  # before any folder exists: Ray missing is one line

@@ -22,7 +22,7 @@ TrackOpt = Annotated[
     str | None,
     typer.Option(
         "--track",
-        help="Also log the run to a tracker: mlflow (needs the [mlflow] extra; docs/guide.md#mlflow).",
+        help="Also log the run to a tracker: mlflow (needs the \\[mlflow] extra: pip install 'malleability\\[mlflow]'; docs/guide.md#mlflow).",
     ),
 ]
 TrackingUriOpt = Annotated[

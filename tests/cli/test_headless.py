@@ -92,12 +92,12 @@ def test_export_and_runs(run_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--widths", "0"], "invalid model.widths"),
+        (["--widths", "0"], "invalid --widths '0': distinct positive integers"),
         (["--widths", "abc"], "invalid --widths"),
-        (["--eps", "-0.3"], "invalid flip.eps"),
+        (["--eps", "-0.3"], "invalid --eps '-0.3'"),
         (["--dataset", "imagenet"], "imagenet"),
-        (["--experiment", "nope"], "invalid experiment"),
-        (["--device", "tpu"], "invalid device"),
+        (["--experiment", "nope"], "invalid --experiment 'nope'"),
+        (["--device", "tpu"], "invalid --device 'tpu'"),
         (["--classes", "3,99"], "99"),
     ],
 )

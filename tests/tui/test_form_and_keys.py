@@ -283,7 +283,7 @@ async def test_executor_and_ray_address_go_into_the_spec_and_are_validated(tmp_p
         monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were missing
         app.query_one("#f-address", Input).value = "head:6379"
         await _settle(pilot, app)
-        assert "pip install -e '.[ray]'" in _error(app, "executor")
+        assert "pip install 'malleability[ray]'" in _error(app, "executor")
         monkeypatch.delitem(sys.modules, "ray")
         app.query_one("#f-address", Input).value = "ray://head:10001"
         await _settle(pilot, app)

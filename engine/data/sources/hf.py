@@ -28,7 +28,7 @@ from engine.data.sources.common import (
     labels_from,
     stack_images,
 )
-from engine.errors import DatasetError
+from engine.errors import DatasetError, needs_extra
 
 IMAGE_COLUMNS = ("image", "img")
 
@@ -39,9 +39,7 @@ def _pyarrow() -> Any:
         import pyarrow.ipc
         import pyarrow.parquet
     except ImportError:
-        raise DatasetError(
-            "hf: sources need pyarrow: pip install 'malleability[hf]' (or pip install pyarrow)"
-        ) from None
+        raise DatasetError(needs_extra("hf", "an hf: source")) from None
     return pyarrow
 
 

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, needs_extra
 from engine.run.executors.base import Cell, CellOutcome, run_cells
 
 if TYPE_CHECKING:
     from engine.run.spec import ExecutorSpec
 
-RAY_HINT = (
-    "Ray is not installed here; install it with: pip install -e '.[ray]'  (or: pip install ray)"
-)
+RAY_HINT = "Ray is not installed here: " + needs_extra("ray", "--executor ray")
 
 
 CONNECT_TIMEOUT_S = 5.0

@@ -152,7 +152,7 @@ def test_executor_spec_validation() -> None:
 
 def test_ray_missing_gives_install_hint(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray → ImportError
-    with pytest.raises(ConfigError, match=r"pip install -e '\.\[ray\]'"):
+    with pytest.raises(ConfigError, match=r"the \[ray\] extra: pip install 'malleability\[ray\]'"):
         check_executor(RunSpec().executor.__class__(kind="ray"))
     check_executor(RunSpec().executor)  # local needs nothing
 
@@ -186,7 +186,7 @@ def test_cli_without_ray_prints_install_hint(monkeypatch, tmp_path, command) -> 
     args = [command, "--dataset", "digits", "--executor", "ray", "--out", str(tmp_path / "run")]
     res = CliRunner().invoke(app, args)
     assert res.exit_code != 0
-    assert "pip install -e '.[ray]'" in res.output
+    assert "pip install 'malleability[ray]'" in res.output
     assert not (tmp_path / "run").exists()  # nothing created
 
 
