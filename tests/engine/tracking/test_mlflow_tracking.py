@@ -1,5 +1,5 @@
 """--track mlflow / export --to mlflow: a run's params, metrics, artifacts and tags read
-back with the MlflowClient from a local file store."""
+back with the MlflowClient from real local stores: SQLite and a file: folder."""
 
 from __future__ import annotations
 
@@ -19,12 +19,21 @@ mlflow = pytest.importorskip("mlflow", reason="needs MLflow (the [mlflow] extra)
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def tracked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """One quick train run on a folder: source, tracked into a file: store."""
-    root = tmp_path_factory.mktemp("trk")
+STORES = {
+    "sqlite": lambda root: f"sqlite:///{root / 'mlflow.db'}",  # what MLflow 3 recommends
+    "file": lambda root: f"file:{root / 'mlruns'}",  # needs MLFLOW_ALLOW_FILE_STORE (set for it)
+}
+
+
+@pytest.fixture(scope="module", params=sorted(STORES))
+def tracked(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, str]:
+    """One quick train run on a folder: source, tracked into a real local store of each kind
+    (a SQLite database and a file: folder)."""
+    root = tmp_path_factory.mktemp(f"trk-{request.param}")
     name = write_all(root, per_class=20)["folder"]
-    uri = f"file:{root / 'mlruns'}"
+    uri = STORES[request.param](root)
     out = root / "run"
     res = runner.invoke(
         app,
