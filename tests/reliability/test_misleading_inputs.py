@@ -24,7 +24,7 @@ from engine.train.loop import divergence_hint
         (["--experiment", "train,train"], "each experiment once (train is repeated)"),
         (["--gpus-per-cell", "1"], "--gpus-per-cell goes with --executor ray"),
         (["--executor", "local", "--address", "h:1"], "--address goes with --executor ray"),
-        (["--epochs", "1000000000000"], "train.epochs=1000000000000: a positive integer up to"),
+        (["--epochs", "1000000000000"], "invalid --epochs 1000000000000: a positive integer up to"),
         (["--experiment", "spectrum", "--datasets", "nosuch"], "unknown data set 'nosuch'"),
     ],
 )

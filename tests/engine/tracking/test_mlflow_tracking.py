@@ -4,6 +4,7 @@ back with the MlflowClient from real local stores: SQLite and a file: folder."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,15 @@ STORES = {
     "sqlite": lambda root: f"sqlite:///{root / 'mlflow.db'}",  # what MLflow 3 recommends
     "file": lambda root: f"file:{root / 'mlruns'}",  # needs MLFLOW_ALLOW_FILE_STORE (set for it)
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def artifacts_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A database store keeps artifacts in ./mlruns of the working directory (MLflow's
+    default artifact root): here a temporary folder, not the repository."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path_factory.mktemp("cwd"))
+        yield
 
 
 @pytest.fixture(scope="module", params=sorted(STORES))
