@@ -1,6 +1,6 @@
 """Per trained cell of a run: the epochs it trained and its last epoch's training loss,
-read from the run's events.jsonl (the Metric events). The README's "what the guard let
-through" figures (epochs 100-140, loss 0.49-0.56 on uncentred MNIST 3 vs 8) come from it:
+read from the run's events.jsonl (the Metric events). The "what the guard let through"
+figures (docs/benchmarks.md#verdicts) (epochs 100-140, loss 0.49-0.56 on uncentred MNIST 3 vs 8) come from it:
 
     python benchmarks/cell_epochs.py RUN [RUN ...]
 """

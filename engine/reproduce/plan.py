@@ -164,10 +164,12 @@ def _parts(
             bspec = base.replace(experiment="spectrum,flip", data=bdata)
             if not (
                 base.flip.ridges or base.flip.rankings
-            ):  # the sensitivity grid (README claim 3)
+            ):  # the sensitivity grid (docs/claims.md#claim-3)
                 bspec = bspec.replace(flip__ridges=GRID_RIDGES, flip__rankings=GRID_RANKINGS)
             parts.append(Part(f"{name}-binary", name, "binary", bspec, note=note))
-        if 1 in tables:  # claim 1 under full-batch GD beside the paper's Adam (README claim 1)
+        if (
+            1 in tables
+        ):  # claim 1 under full-batch GD beside the paper's Adam (docs/claims.md#claim-1)
             gdata, note = _binary_data(name, data_dir, base)
             gspec = base.replace(experiment="ntk", data=gdata, **GD_SWEEP)
             parts.append(Part(f"{name}-binary-gd", name, "binary", gspec, role="gd", note=note))

@@ -120,7 +120,8 @@ KNOWN_FAILURES: dict[tuple[str, tuple[int, ...] | None, bool, bool], str] = {
     ),
     ("cifar10", (1, 0), False, False): (
         "measured: uncentred MLP-Attn stays at its initial output on CIFAR-10 1 vs 0\n"
-        "(1000 epochs, 3 seeds: loss 1.00, at chance; centred it trains: README)"
+        "(1000 epochs, 3 seeds: loss 1.00, at chance; centred it trains:\n"
+        "docs/benchmarks.md#verdicts)"
     ),
 }
 """(data set, classes, centred, quick) → the cells that measurement saw fail a guard:
@@ -142,8 +143,8 @@ def known_failure(spec: RunSpec) -> str:
 def quick_departures(spec: RunSpec) -> str:
     """The line a --quick run prints before it starts (one line of at most 74 characters,
     so "note: " + it fits 80 columns): where its spec departs from the paper's protocol
-    beyond sizes and budget ('' for none). Why, with the measurement, is in the README
-    ("Install and run"); a known unconverged cell follows on a line of its own."""
+    beyond sizes and budget ('' for none). Why, with the measurement, is in
+    docs/benchmarks.md#quick-preset; a known unconverged cell follows on a line of its own."""
     parts = []
     if spec.data.center:
         parts.append("centred inputs")

@@ -68,7 +68,7 @@ shrinks: the quick digits ntk sweep over 3 seeds (``--parts ntk``, every step un
 took 205 s CPU batched against 166 s separate (load 7–9); and large ones gain nothing: 3
 networks of MNIST n 500 took 1.01, 0.99, 0.93, 0.91× the separate speed at m 64, 256,
 1024, 4096 (``--parts flops --networks 3 --repeat 3``, load 2). influence_check's 82
-networks a cell do not ask (1.49× faster batched, README)."""
+networks a cell do not ask (1.49× faster batched, docs/benchmarks.md#batched)."""
 
 StopRule = Callable[[int, Sequence[float]], bool]
 
