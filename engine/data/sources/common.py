@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.data.raw import RawData, RawSplit
 from engine.errors import DatasetError
+from engine.files import kind_of
 
 MAX_IMAGE_PIXELS = 4096 * 4096
 """Pixels one image may declare (width × height) before it is decoded."""
@@ -28,33 +29,6 @@ MAX_ARRAY_BYTES = 2 << 30
 MAX_FILE_BYTES = 64 << 20
 """Bytes one image file may have on disk."""
 MODES = ("L", "RGB")
-
-
-def kind_of(path: Path) -> str:
-    """What ``path`` is, for an error line: "a regular file", "a folder", "a dangling
-    symlink", "a symlink loop", "a FIFO", "a socket", "a character device", "a block
-    device" or "missing" (never raises; the special files are never opened)."""
-    import stat
-
-    try:
-        st = path.stat()
-    except OSError as e:
-        import errno
-
-        if e.errno == errno.ELOOP:
-            return "a symlink loop"
-        return "a dangling symlink" if path.is_symlink() else "missing"
-    for test, text in (
-        (stat.S_ISREG, "a regular file"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(st.st_mode):
-            return text
-    return "a special file"
 
 
 def require_kind(path: Path, want: str, where: str, needs: str) -> None:

@@ -21,11 +21,11 @@ from engine.data.sources.common import (
     decode_image,
     finish,
     inside,
-    kind_of,
     require_kind,
     stack_images,
 )
 from engine.errors import DatasetError
+from engine.files import kind_of
 
 
 def _visible(folder: Path) -> list[Path]:

@@ -32,8 +32,11 @@ from engine.data.sources.common import (
     stack_images,
 )
 from engine.errors import DatasetError
+from engine.files import read_small_text
 
 IMAGE_COLUMNS = ("image", "img")
+MAX_JSON_BYTES = 16 << 20
+"""Largest metadata file (state.json, dataset_info.json) read: real ones are a few KB."""
 
 
 def _pyarrow() -> Any:
@@ -50,8 +53,8 @@ def _pyarrow() -> Any:
 
 def _read_json(path: Path, where: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        return json.loads(read_small_text(path, MAX_JSON_BYTES))
+    except (OSError, ValueError) as e:  # FileRefused and UnicodeDecodeError are ValueErrors
         raise DatasetError(f"{where}: cannot read {path.name} ({e})") from None
 
 

@@ -1,0 +1,137 @@
+"""The third hostile battery (issue #42), specs, run stores, trackers and the environment:
+each ends as a correct result or one line naming what was wrong and what is allowed,
+never an internal error, a hang or a spec that says something other than what ran. (The
+user's own data: ``test_third_battery_data``.)"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from reliability_support import TINY, invoke, one_line_failure
+
+from engine.errors import ConfigError
+from engine.run.spec import MAX_CONFIG_BYTES, MAX_NOTE_CHARS, DataSpec, RunSpec
+
+
+def _within(seconds: float, *args: str, unblock: Path | None = None):
+    """``invoke(*args)`` in a thread that must end within ``seconds`` (a hang fails the
+    test, and the FIFO ``unblock`` is then opened for writing so the thread can end)."""
+    box: list = []
+    t = threading.Thread(target=lambda: box.append(invoke(*args)), daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive() and unblock is not None:
+        os.close(os.open(unblock, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(5)
+    assert box, f"{' '.join(map(str, args))}: still running after {seconds} s"
+    return box[0]
+
+
+# -- 3: a source option a built-in data set would ignore ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "field"),
+    [
+        (["--image-size", "4"], "data.image_size=4"),
+        (["--mode", "L"], "data.mode='L'"),
+        (["--image-column", "img"], "data.image_column='img'"),
+        (["--label-column", "fine"], "data.label_column='fine'"),
+    ],
+)
+def test_a_source_option_for_a_built_in_is_refused(sandbox: Path, flags, field) -> None:
+    res = invoke("headless", *TINY, *flags, "--out", sandbox / "run")
+    line = one_line_failure(res)
+    assert f"invalid {field}: set only for" in line and "digits is used as stored" in line
+    assert not (sandbox / "run").exists()
+    line = one_line_failure(invoke("data", "show", "digits", *flags))
+    assert f"invalid {field}" in line and "used as stored" in line
+
+
+def test_image_size_is_refused_for_npz_and_kept_where_a_source_reads_it(sandbox: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"data.image_size=8: set only for folder: and hf: sources"
+    ):
+        RunSpec(data=DataSpec(name="npz:/x.npz", image_size=8))  # npz arrays are used as stored
+    spec = RunSpec(data=DataSpec(name="folder:/pics", image_size=8, mode="L"))
+    assert RunSpec.from_toml(spec.to_toml()) == spec
+    with_extra = RunSpec(
+        data=DataSpec(image_size=8), spectrum=spec.spectrum.__class__(datasets=("hf:/d",))
+    )
+    assert with_extra.data.source_options().image_size == 8  # --datasets hf:/d reads it
+    # a spec.toml that records an ignored size is refused when read, not run
+    (sandbox / "old.toml").write_text('[data]\nname = "digits"\nimage_size = 4\n')
+    line = one_line_failure(invoke("headless", "--config", sandbox / "old.toml", "--quiet"))
+    assert "old.toml: invalid data.image_size=4" in line
+
+
+# -- 10: a config that is not a small regular file ------------------------------------
+
+
+def test_config_from_a_fifo_is_refused_without_blocking(sandbox: Path) -> None:
+    fifo = sandbox / "spec.toml"
+    os.mkfifo(fifo)
+    res = _within(20, "headless", "--config", fifo, "--quiet", unblock=fifo)
+    line = one_line_failure(res)
+    assert f"invalid config='{fifo}': a regular TOML file of at most 1 MiB (this is a FIFO" in line
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
+def test_config_from_a_device_is_refused_before_reading(sandbox: Path, device: str) -> None:
+    # /dev/zero was read without end (and then no SIGTERM was answered)
+    line = one_line_failure(_within(20, "headless", "--config", device, "--quiet"))
+    assert f"invalid config='{device}'" in line and "this is a character device" in line
+
+
+def test_config_over_the_size_ceiling_is_refused(sandbox: Path) -> None:
+    big = sandbox / "big.toml"
+    big.write_text("# padding\n" * (MAX_CONFIG_BYTES // 10 + 1) + "[train]\nepochs = 2\n")
+    line = one_line_failure(
+        invoke("headless", "--config", big, "--save-config", sandbox / "o.toml")
+    )
+    assert "a regular TOML file of at most 1 MiB (this is larger than 1 MiB)" in line
+    assert not (sandbox / "o.toml").exists()
+    for special in ("dangling", "folder"):
+        path = sandbox / special
+        os.symlink(sandbox / "gone", path) if special == "dangling" else path.mkdir()
+        line = one_line_failure(invoke("headless", "--config", path, "--quiet"))
+        assert f"(this is a {special.replace('dangling', 'dangling symlink')}" in line, line
+
+
+# -- 15: the note ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("char", ["\x1b", "\x07", "\x00", "\r", "\x9b", "\x7f"])
+def test_control_characters_in_the_note_are_refused_and_never_echoed_raw(sandbox, char) -> None:
+    (sandbox / "c.toml").write_text(f'note = "a{_toml_escape(char)}[2J"\n')
+    res = invoke("headless", *TINY, "--config", sandbox / "c.toml", "--out", sandbox / "run")
+    line = one_line_failure(res)
+    assert "invalid note=" in line and "without control characters" in line
+    assert char not in res.output and not (sandbox / "run").exists()
+
+
+def _toml_escape(c: str) -> str:
+    return f"\\u{ord(c):04x}"
+
+
+def test_a_long_note_is_refused_in_one_short_line(sandbox: Path) -> None:
+    (sandbox / "long.toml").write_text(f'note = "{"x" * (MAX_NOTE_CHARS + 1)}"\n')
+    res = invoke("headless", *TINY, "--config", sandbox / "long.toml", "--quiet")
+    line = one_line_failure(res)
+    assert f"up to {MAX_NOTE_CHARS} characters" in line and len(line) < 400
+    RunSpec(note="x" * MAX_NOTE_CHARS)  # the ceiling itself is fine
+
+
+def test_a_stored_run_with_an_escape_in_its_note_is_listed_without_it(run_copy: Path) -> None:
+    spec = run_copy / "spec.toml"
+    text = spec.read_text()
+    assert 'note = ""\n' in text
+    spec.write_text(text.replace('note = ""', 'note = "\\u001b]0;pwned\\u0007\\u001b[2J"'))
+    res = invoke("runs", "list")
+    assert res.exit_code == 0 and "\x1b" not in res.output and "\x07" not in res.output
+    assert "copy" in res.output and "damaged" in res.output
+    res = invoke("runs", "show", run_copy)
+    assert "\x1b" not in res.output and "invalid note=" in one_line_failure(res)
