@@ -14,7 +14,6 @@ and what is there; the run store (``store.py``) writes a run, this module reads 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -156,8 +155,9 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
         for f in sources:
             if f.suffix == ".csv":
                 _copy_csv_for_spreadsheets(f, to / f.name)
-            else:
-                shutil.copy2(f, to / f.name)
+            else:  # not shutil.copy2: its error on a full disk names the source file
+                with open(f, encoding="utf-8", newline="") as src_file:
+                    atomic_write(to / f.name, src_file.read())
             written.append(to / f.name)
         return written
     target = to / f"{path.name}.json"

@@ -175,6 +175,8 @@ def plain_type(param: Any, ctx: Any) -> str | None:
         return None
     if getattr(param, "param_type_name", "") == "argument":
         return None  # the argument's name says it
+    if isinstance(getattr(param, "metavar", None), str):
+        return param.metavar  # an option that takes text but means a path (export --to)
     try:
         name = str(param.bare_type()).lower()
     except Exception:  # noqa: BLE001 - help text only: a typer without bare_type says TEXT

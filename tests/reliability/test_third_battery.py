@@ -135,3 +135,91 @@ def test_a_stored_run_with_an_escape_in_its_note_is_listed_without_it(run_copy: 
     assert "copy" in res.output and "damaged" in res.output
     res = invoke("runs", "show", run_copy)
     assert "\x1b" not in res.output and "invalid note=" in one_line_failure(res)
+
+
+# -- 4 and 14: export ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("to", ["./mlflow", "mlflow/", "{sandbox}/mlflow"])
+def test_export_to_a_folder_named_mlflow_is_a_folder(run_copy: Path, sandbox: Path, to) -> None:
+    before = (run_copy / "summary.json").read_bytes()
+    res = invoke("export", run_copy, "--to", to.format(sandbox=sandbox))
+    assert res.exit_code == 0, res.output
+    assert (sandbox / "mlflow" / "train.csv").is_file() and "MLflow" not in res.output
+    assert (run_copy / "summary.json").read_bytes() == before  # no run id written into it
+
+
+def test_export_to_a_full_destination_names_the_destination(run_copy: Path, sandbox) -> None:
+    """A file-size limit stands in for a full disk: train.csv (~260 B) fits, spec.toml
+    (~1.6 KB) does not; the error was "RUN/spec.toml: ..." as if the run were broken."""
+    import resource
+    import subprocess
+    import sys
+
+    assert (run_copy / "train.csv").stat().st_size < 1024 < (run_copy / "spec.toml").stat().st_size
+    dst = sandbox / "out"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "malleability_tui.cli.main",
+            "export",
+            str(run_copy),
+            "--to",
+            str(dst),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024)),
+        timeout=120,
+    )
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    assert f"{dst}/spec.toml: File too large" in lines[0], r.stderr
+    assert str(run_copy) not in lines[0] and "internal error" not in lines[0]
+    assert sorted(p.name for p in dst.iterdir()) == ["train.csv"]  # no temp file left
+
+
+# -- 11: an MLflow server that does not answer ---------------------------------------
+
+
+@pytest.fixture
+def closed_port():
+    """A local port bound but not listening: a connection to it is refused at once."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    yield s.getsockname()[1]
+    s.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "https", "postgresql+psycopg2"])
+def test_an_unreachable_tracking_server_is_refused_before_the_run(
+    sandbox: Path, closed_port: int, scheme: str
+) -> None:
+    uri = f"{scheme}://127.0.0.1:{closed_port}"
+    out = sandbox / "run"
+    res = _within(15, "headless", *TINY, "--track", "mlflow", "--tracking-uri", uri, "--out", out)
+    line = one_line_failure(res)
+    assert f"invalid tracking-uri='{uri}': a reachable MLflow tracking server" in line, line
+    assert f"127.0.0.1:{closed_port}: Connection refused" in line and not out.exists()
+
+
+def test_export_to_an_unreachable_server_is_refused(
+    run_copy: Path, closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = (run_copy / "summary.json").read_bytes()
+    uri = f"http://127.0.0.1:{closed_port}/mlflow"
+    line = one_line_failure(
+        _within(15, "export", run_copy, "--to", "mlflow", "--tracking-uri", uri)
+    )
+    assert "a reachable MLflow tracking server" in line and "Connection refused" in line
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # the server named by the environment
+    line = one_line_failure(_within(15, "export", run_copy, "--to", "mlflow"))
+    assert f"invalid tracking-uri='{uri}'" in line and "Connection refused" in line
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:notaport")
+    line = one_line_failure(_within(15, "export", run_copy, "--to", "mlflow"))
+    assert "invalid tracking-uri='http://127.0.0.1:notaport': a tracking URI" in line
+    assert (run_copy / "summary.json").read_bytes() == before
