@@ -822,6 +822,7 @@ def _main() -> None:
         error_line,
         sigterm_as_interrupt,
         terminal_problem,
+        working_dir_problem,
     )
 
     s = Settings()
@@ -833,6 +834,8 @@ def _main() -> None:
         )
         return
     try:
+        if cwd_problem := working_dir_problem():
+            raise EngineError(cwd_problem)
         if len(args) > 1:
             raise EngineError(
                 f"one argument at most (a run directory or a spec .toml), got {len(args)}"

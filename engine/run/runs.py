@@ -20,7 +20,7 @@ from typing import Any, TypedDict
 from engine.errors import ConfigError
 from engine.results.tables import TABLES
 from engine.run.lock import live_owner
-from engine.run.paths import RUN_MARKERS, atomic_write, runs_root
+from engine.run.paths import RUN_MARKERS, atomic_write, display_name, runs_root
 
 RunData = dict[str, Any]
 """A run directory as ``read_run`` returns it (path, spec, env, summary, tables, damage)."""
@@ -114,7 +114,7 @@ def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, RunData]
         summ = read_json_object(summ_f) if summ_f.exists() else {}
         runs = [(p["key"], read_run(path / p["key"])) for p in parts if is_run_dir(path / p["key"])]
         return summ, runs
-    return None, [(path.name, read_run(path))]
+    return None, [(display_name(path.name), read_run(path))]
 
 
 EXPORT_FORMATS = ("csv", "json")

@@ -107,8 +107,19 @@ err_console = StreamConsole(file=err_stream, stderr=True)  # type: ignore[arg-ty
 
 def die(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` as one line on stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    error_out(message)
     raise typer.Exit(code)
+
+
+def error_out(message: str) -> None:
+    """``error: message`` on stderr, in plain text when rich cannot (rich imports modules
+    as it renders, which fails under a memory limit: the line must still go out)."""
+    try:
+        err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    except MemoryError:
+        import sys
+
+        sys.stderr.write(f"error: {message}\n")
 
 
 @contextmanager
@@ -220,7 +231,7 @@ class GuardedGroup(TyperGroup):
             closed_stdout()
         except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
             msg, code = error_line(e)
-            err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+            error_out(msg)
             raise typer.Exit(code) from None
 
 

@@ -223,3 +223,104 @@ def test_export_to_an_unreachable_server_is_refused(
     line = one_line_failure(_within(15, "export", run_copy, "--to", "mlflow"))
     assert "invalid tracking-uri='http://127.0.0.1:notaport': a tracking URI" in line
     assert (run_copy / "summary.json").read_bytes() == before
+
+
+# -- 7, 8, 9, 16: names, the environment, memory, the working directory ---------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, limit=None):
+    """The ``malleability`` command in a fresh process (what matplotlib, torch and the
+    working directory are, is decided at process start)."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "malleability_tui.cli.main", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        preexec_fn=limit,
+        timeout=120,
+    )
+
+
+def test_a_run_folder_named_in_another_encoding_gets_its_report(good_run, sandbox) -> None:
+    import shutil
+
+    bad = sandbox / "runs" / os.fsdecode(b"caf\xe9")  # Latin-1 bytes: not UTF-8
+    shutil.copytree(good_run, bad)
+    for fmt in ("md", "html"):
+        res = invoke("report", bad, "--format", fmt)
+        assert res.exit_code == 0, res.output
+        text = (bad / f"report.{fmt}").read_text(encoding="utf-8")
+        assert "malleability report: caf\\xe9" in text
+    res = invoke("export", bad, "--format", "json", "--to", sandbox / "ej")
+    assert res.exit_code == 0, res.output
+    res = invoke("runs", "list")
+    assert res.exit_code == 0 and "caf" in res.output
+
+
+def test_figures_of_a_run_folder_named_in_another_encoding(good_run, sandbox) -> None:
+    pytest.importorskip("matplotlib")
+    import shutil
+
+    bad = sandbox / os.fsdecode(b"caf\xe9")
+    shutil.copytree(good_run, bad)
+    res = invoke("figures", bad, "--to", sandbox / "figs")
+    assert res.exit_code == 0, res.output
+    assert [p.name for p in (sandbox / "figs").glob("*_train_curves.png")] == [
+        "caf\\xe9_train_curves.png"  # the label as the title spells it
+    ]
+
+
+@pytest.mark.parametrize("backend", ["nonsense", "qtagg"])
+def test_figures_use_a_file_backend_whatever_mplbackend_says(good_run, tmp_path, backend) -> None:
+    pytest.importorskip("matplotlib")
+    r = _cli("figures", good_run, "--to", tmp_path / "figs", env={"MPLBACKEND": backend})
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert (tmp_path / "figs" / "run_train_curves.png").stat().st_size > 1000
+
+
+def test_torch_that_cannot_load_is_one_line(tmp_path: Path) -> None:
+    """Under a 400 MB address-space limit PyTorch's shared library cannot be mapped."""
+    import resource
+
+    def low() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))
+
+    r = _cli("headless", *TINY, "--out", tmp_path / "run", limit=low)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: cannot load PyTorch: ") and "ulimit -v" in lines[0]
+    r = _cli("data", "show", "digits", limit=low)  # scikit-learn's library, first
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: cannot load ") and "internal error" not in lines[0]
+
+
+def test_a_deleted_working_directory_is_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    for cmd in (
+        f"{sys.executable} -m malleability_tui.cli.main headless --quiet --out {tmp_path / 'r'}",
+        f"{sys.executable} -c 'from malleability_tui.app import main; main()'",
+    ):
+        r = subprocess.run(
+            ["bash", "-c", f"cd {gone} && rmdir {gone} && exec {cmd}"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=120,
+        )
+        assert r.returncode != 0 and r.stderr.strip().splitlines() == [
+            "error: the working directory no longer exists: cd to an existing folder and "
+            "run it again"
+        ], r.stderr
+        gone.mkdir()
+    assert not (tmp_path / "r").exists()
