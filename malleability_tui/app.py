@@ -330,6 +330,15 @@ class MalleabilityApp(App):
             return False
         return True
 
+    def action_command_palette(self) -> None:
+        """Ctrl+P: Textual's palette, guarded against a page key pressed with it."""
+        from textual.command import CommandPalette
+
+        from malleability_tui.screens.palette import SafeCommandPalette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(SafeCommandPalette(id="--command-palette"))
+
     def action_close_error(self) -> None:
         self.main_query(ErrorDialog).is_open = False
 
