@@ -197,3 +197,41 @@ def test_npz_and_hf_names_say_what_the_path_is(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     _fails(f"hf:{tmp_path / 'file'}", "file is a regular file; hf: needs a save_to_disk")
     _fails(f"folder:{tmp_path / 'file'}", "file is a regular file; folder: needs a folder")
+
+
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (os.mkfifo, "a FIFO"),
+        (lambda p: os.symlink(p.parent / "gone.parquet", p), "a dangling symlink"),
+    ],
+    ids=["fifo", "dangling"],
+)
+def test_special_files_among_hf_parquet_files_are_refused(tmp_path: Path, make, what) -> None:
+    name = _hf_arrays(tmp_path / "hf", _arrays(7))
+    make(tmp_path / "hf" / "more.parquet")  # a FIFO blocked the Arrow reader for good
+    res = _within_s(20, lambda: load_raw(name))
+    assert isinstance(res, DatasetError) and f"more.parquet is {what}; hf: reads regular" in str(
+        res
+    )
+    line = one_line_failure(invoke("data", "show", name))
+    assert f"more.parquet is {what}" in line
+
+
+def _within_s(seconds: float, call):
+    """``call()``'s result or exception, from a thread that must end within ``seconds``."""
+    import threading
+
+    box: list = []
+
+    def run() -> None:
+        try:
+            box.append(call())
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            box.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert box, f"still running after {seconds} s"
+    return box[0]

@@ -60,6 +60,8 @@ def _read_json(path: Path, where: str) -> Any:
 
 def _checked(root: Path, path: Path, where: str) -> Path:
     real = inside(root, path, "data folder")
+    # a FIFO would block the Arrow reader, a dangling link end in a bare OSError
+    require_kind(path, "a regular file", where, "hf: reads regular Arrow and Parquet files")
     if real.stat().st_size > MAX_ARRAY_BYTES:
         raise DatasetError(f"{where}: {path.name} is over the {MAX_ARRAY_BYTES >> 30} GiB ceiling")
     return real
