@@ -159,9 +159,9 @@ class DataSpec:
         and spectrum.datasets) reads it: a built-in's images and an npz:'s arrays are used
         as stored, so ``image_size`` / ``mode`` would be recorded in spec.toml yet ignored
         (the spec must say what ran); the columns are read by hf: sources only."""
-        from engine.data.sources import parse_source
+        from engine.data.sources import is_source, parse_source, source_problem
 
-        kinds = {parse_source(n).kind for n in names if ":" in n}
+        kinds = {parse_source(n).kind for n in names if is_source(n) and not source_problem(n)}
         for fld, unset, readers in (
             ("image_size", None, ("folder", "hf")),
             ("mode", None, ("folder", "hf")),
