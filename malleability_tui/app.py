@@ -330,6 +330,15 @@ class MalleabilityApp(App):
             return False
         return True
 
+    def action_command_palette(self) -> None:
+        """Ctrl+P: Textual's palette, guarded against a page key pressed with it."""
+        from textual.command import CommandPalette
+
+        from malleability_tui.screens.palette import SafeCommandPalette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(SafeCommandPalette(id="--command-palette"))
+
     def action_close_error(self) -> None:
         self.main_query(ErrorDialog).is_open = False
 
@@ -822,6 +831,7 @@ def _main() -> None:
         error_line,
         sigterm_as_interrupt,
         terminal_problem,
+        working_dir_problem,
     )
 
     s = Settings()
@@ -833,6 +843,8 @@ def _main() -> None:
         )
         return
     try:
+        if cwd_problem := working_dir_problem():
+            raise EngineError(cwd_problem)
         if len(args) > 1:
             raise EngineError(
                 f"one argument at most (a run directory or a spec .toml), got {len(args)}"

@@ -37,7 +37,10 @@ def log_dir() -> Path:
 
 def write_crash_log(exc: BaseException) -> Path | None:
     """The traceback of ``exc`` in a new file of ``log_dir()``; its path (None if unwritable)."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except MemoryError:  # under a memory limit: the one line still goes out
+        return None
     header = f"malleability crash {time.strftime('%Y-%m-%dT%H:%M:%S%z')} pid {os.getpid()}\nargv: {sys.argv}\n\n"
     for folder in (log_dir(), Path(tempfile.gettempdir())):
         try:
@@ -63,10 +66,43 @@ def error_line(exc: BaseException) -> tuple[str, int]:
         return f"{exc.filename}: {exc.strerror or exc}", 1
     if isinstance(exc, MemoryError):
         return "out of memory: use a smaller data subset, fewer widths or a smaller width", 1
+    if isinstance(exc, ImportError) and (lib := _library(exc)) is not None:
+        msg = " ".join(str(exc).split())[:200]
+        return (
+            f"cannot load {lib}: {msg} (a memory limit such as ulimit -v is too low, or the "
+            "install is broken: reinstall it)",
+            1,
+        )
     log = write_crash_log(exc)
     where = f"traceback in {log}" if log else "no log could be written"
     msg = " ".join(str(exc).split())[:200]
     return f"internal error {type(exc).__name__}: {msg} ({where}; please report it)", EXIT_BUG
+
+
+LIBRARIES = {"torch": "PyTorch", "sklearn": "scikit-learn", "PIL": "Pillow"}
+"""Display names of the packages whose import can fail for want of memory or a broken
+install (a native library that cannot be mapped); others are named as imported."""
+
+
+def _library(exc: ImportError) -> str | None:
+    """The installed package whose import failed (its display name), or None when it is not
+    a third-party package (an import error in this project's own code is a bug)."""
+    import re
+
+    # the first third-party frame after this project's last one is the package the project
+    # imported (torch, not the library torch was loading when memory ran out; not typer,
+    # which called the command); then the message's own path
+    root = Path(__file__).resolve().parents[1]
+    ours = tuple(f"{root / pkg}{os.sep}" for pkg in ("engine", "malleability_tui"))
+    files = [f.filename for f in traceback.extract_tb(exc.__traceback__)]
+    last_own = max((i for i, f in enumerate(files) if f.startswith(ours)), default=-1)
+    for text in files[last_own + 1 :] + [str(exc)]:
+        m = re.search(r"(?:site|dist)-packages/([A-Za-z_]\w*)", text) or re.search(
+            r"\blib(torch)\w*\.so", text
+        )
+        if m and m.group(1) not in ("engine", "malleability_tui"):
+            return LIBRARIES.get(m.group(1), m.group(1))
+    return None
 
 
 _last_stop_signal: int | None = None
@@ -150,6 +186,23 @@ def forget_caught_interrupt() -> None:
     around code that already turns it into exit 130.
     """
     exec("pass", {})  # a constant string: the point is the string exec itself
+
+
+def working_dir_problem() -> str | None:
+    """Why this process cannot work in its working directory (None when it can): the
+    folder was deleted (or made unreadable) after the shell entered it. Checked before
+    anything loads: PyTorch's MKL otherwise dies with "Cannot load libtorch_cpu.so", and
+    relative paths (the runs folder, --out) would point nowhere."""
+    try:
+        os.getcwd()
+    except OSError as e:
+        what = (
+            "no longer exists"
+            if isinstance(e, FileNotFoundError)
+            else f"is unusable ({e.strerror})"
+        )
+        return f"the working directory {what}: cd to an existing folder and run it again"
+    return None
 
 
 def terminal_problem() -> str | None:

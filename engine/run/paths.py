@@ -173,6 +173,13 @@ def claim_run_dir(path: str | Path, *, resume: bool) -> Path:
     return p
 
 
+def display_name(name: str) -> str:
+    """A file name as text every writer can encode: bytes that are not UTF-8 (Python keeps
+    them as lone surrogates) are spelled ``\\xff``, so a run folder named in another
+    encoding still gets a report, figure titles and a JSON export."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
     tmp = path.with_name(f".{path.name}.tmp")

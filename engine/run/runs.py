@@ -14,14 +14,13 @@ and what is there; the run store (``store.py``) writes a run, this module reads 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any, TypedDict
 
 from engine.errors import ConfigError
 from engine.results.tables import TABLES
 from engine.run.lock import live_owner
-from engine.run.paths import RUN_MARKERS, atomic_write, runs_root
+from engine.run.paths import RUN_MARKERS, atomic_write, display_name, runs_root
 
 RunData = dict[str, Any]
 """A run directory as ``read_run`` returns it (path, spec, env, summary, tables, damage)."""
@@ -115,7 +114,7 @@ def collect(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, RunData]
         summ = read_json_object(summ_f) if summ_f.exists() else {}
         runs = [(p["key"], read_run(path / p["key"])) for p in parts if is_run_dir(path / p["key"])]
         return summ, runs
-    return None, [(path.name, read_run(path))]
+    return None, [(display_name(path.name), read_run(path))]
 
 
 EXPORT_FORMATS = ("csv", "json")
@@ -157,8 +156,9 @@ def export_run(path: Path, fmt_: str, to: Path | None = None, *, force: bool = F
         for f in sources:
             if f.suffix == ".csv":
                 _copy_csv_for_spreadsheets(f, to / f.name)
-            else:
-                shutil.copy2(f, to / f.name)
+            else:  # not shutil.copy2: its error on a full disk names the source file
+                with open(f, encoding="utf-8", newline="") as src_file:
+                    atomic_write(to / f.name, src_file.read())
             written.append(to / f.name)
         return written
     target = to / f"{path.name}.json"

@@ -124,6 +124,10 @@ class MlflowTracker:
         import mlflow
 
         self.uri = uri or mlflow.get_tracking_uri()
+        # MLflow retries a server that stops answering for minutes, printing nothing; a
+        # tracker failure costs no run (log_run: one line), so give up within a minute
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
         if self.uri.startswith("file:") or "://" not in self.uri:
             # MLflow ≥ 3.7 refuses its file store unless opted in; asking for a file: URI
             # is that choice (an explicit MLFLOW_ALLOW_FILE_STORE=false still wins).

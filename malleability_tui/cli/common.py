@@ -107,8 +107,19 @@ err_console = StreamConsole(file=err_stream, stderr=True)  # type: ignore[arg-ty
 
 def die(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` as one line on stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    error_out(message)
     raise typer.Exit(code)
+
+
+def error_out(message: str) -> None:
+    """``error: message`` on stderr, in plain text when rich cannot (rich imports modules
+    as it renders, which fails under a memory limit: the line must still go out)."""
+    try:
+        err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    except MemoryError:
+        import sys
+
+        sys.stderr.write(f"error: {message}\n")
 
 
 @contextmanager
@@ -175,6 +186,8 @@ def plain_type(param: Any, ctx: Any) -> str | None:
         return None
     if getattr(param, "param_type_name", "") == "argument":
         return None  # the argument's name says it
+    if isinstance(getattr(param, "metavar", None), str):
+        return param.metavar  # an option that takes text but means a path (export --to)
     try:
         name = str(param.bare_type()).lower()
     except Exception:  # noqa: BLE001 - help text only: a typer without bare_type says TEXT
@@ -228,7 +241,7 @@ class GuardedGroup(TyperGroup):
             closed_stdout()
         except Exception as e:  # noqa: BLE001 - the boundary: one line, never a traceback
             msg, code = error_line(e)
-            err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+            error_out(msg)
             raise typer.Exit(code) from None
 
 

@@ -162,6 +162,7 @@ def show_cmd(
         from engine.run.spec import DataSpec
 
         opts = DataSpec(name=name, **source_flags(image_size, mode, image_column, label_column))  # type: ignore[arg-type]
+        opts.check_source_fields((name,))  # a flag the data set would ignore: refused
         raw = load_raw(name, data_dir, opts.source_options())
     console.print(raw.name, style="bold", highlight=False, markup=False, soft_wrap=True)
     table = Table()

@@ -252,14 +252,21 @@ def figures_cmd(
     """Paper-style figures (needs the \\[plots] extra: pip install 'malleability\\[plots]')."""
     if format not in ("png", "pdf", "svg"):
         die(f"invalid --format {format!r}: png, pdf or svg")
+    import os
+
+    # figures are files: Agg whatever the environment names (matplotlib's import refuses
+    # an unknown $MPLBACKEND with a ValueError, and an interactive one would need a display)
+    os.environ.pop("MPLBACKEND", None)
     try:
         import matplotlib
 
-        matplotlib.use("Agg")
+        matplotlib.use("Agg", force=True)
     except ImportError:
         from engine.errors import needs_extra
 
         die(needs_extra("plots", "malleability figures"))
+    except ValueError as e:  # a matplotlibrc it cannot read
+        die(f"cannot load matplotlib: {' '.join(str(e).split())[:200]}")
     from engine.run.paths import check_folder_target
     from engine.run.runs import collect
 

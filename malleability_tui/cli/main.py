@@ -66,9 +66,12 @@ def main() -> None:
     exits quietly (1)."""
     import sys
 
-    from malleability_tui.boundary import forget_caught_interrupt
+    from malleability_tui.boundary import forget_caught_interrupt, working_dir_problem
     from malleability_tui.cli.common import closed_stdout
 
+    if (problem := working_dir_problem()) is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
     try:
         app()
     except KeyboardInterrupt:

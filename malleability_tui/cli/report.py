@@ -92,7 +92,9 @@ def build_report(path: Path) -> list[Block]:
     from engine.run.spec import RunSpec
 
     summ, runs = collect(path)
-    blocks: list[Block] = [("h1", f"malleability report: {path.name}")]
+    from engine.run.paths import display_name
+
+    blocks: list[Block] = [("h1", f"malleability report: {display_name(path.name)}")]
     if summ is not None:
         from malleability_tui.views.claims import checklist_lines
 

@@ -122,9 +122,10 @@ def export_cmd(
         str, typer.Option("--format", "-f", help="csv (the run's CSV files) or json (one file).")
     ] = "csv",
     to: Annotated[
-        Path | None,
+        str | None,  # the text as typed: only the bare word is MLflow, ./mlflow a folder
         typer.Option(
             "--to",
+            metavar="PATH",
             help="Destination folder (default export/<run name>); the word mlflow logs the run to MLflow instead (a folder of that name: ./mlflow).",
         ),
     ] = None,
@@ -139,7 +140,7 @@ def export_cmd(
     ] = False,
 ) -> None:
     """Export a run's results for your own plots and papers (or to MLflow: --to mlflow)."""
-    if to is not None and str(to) == "mlflow":
+    if to == "mlflow":
         with expected_errors():
             tracker = tracker_of("mlflow", tracking_uri)
             path = resolve_run(run, root, reproduce=True)
@@ -153,6 +154,8 @@ def export_cmd(
     with expected_errors():
         from engine.run.runs import export_run
 
-        files = export_run(resolve_run(run, root), format, to, force=force)
+        files = export_run(
+            resolve_run(run, root), format, None if to is None else Path(to), force=force
+        )
     for f in files:
         console.print(f"wrote {f}", highlight=False)

@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from engine.run.spec import RunSpec
+from engine.run.spec import DataSpec, RunSpec
 from malleability_tui.cli.main import app
 from malleability_tui.options import (
     FORM_OPTIONS,
@@ -71,10 +71,13 @@ SAMPLE = {
     "label_column": "fine",
 }
 
+SOURCE_FIELDS = ("image_size", "mode", "image_column", "label_column")
+
 
 def test_every_option_sets_its_spec_key_and_names_its_flag():
     assert set(SAMPLE) == {o.name for o in RUN_OPTIONS}
     base = RunSpec()
+    hf_base = RunSpec(data=DataSpec(name="hf:/data/own"))
     for o in RUN_OPTIONS:
         assert o.flag == "--" + o.name.replace("_", "-")
         section, _, field = o.spec_key.partition("__")
@@ -82,7 +85,9 @@ def test_every_option_sets_its_spec_key_and_names_its_flag():
         changes = spec_changes({o.name: SAMPLE[o.name]})
         if o.name == "address":
             changes["executor__kind"] = "ray"
-        spec = base.replace(**changes)  # the key exists and takes the parsed value
+        # the source fields are read by an hf: source only (a built-in would ignore them)
+        on = hf_base if o.spec_key.removeprefix("data__") in SOURCE_FIELDS else base
+        spec = on.replace(**changes)  # the key exists and takes the parsed value
         d = spec.to_dict()
         got = d[section][field] if field else d[section]
         want = changes[o.spec_key]

@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.data.raw import RawData, RawSplit
 from engine.errors import DatasetError
+from engine.files import kind_of
 
 MAX_IMAGE_PIXELS = 4096 * 4096
 """Pixels one image may declare (width × height) before it is decoded."""
@@ -30,9 +31,26 @@ MAX_FILE_BYTES = 64 << 20
 MODES = ("L", "RGB")
 
 
+def require_kind(path: Path, want: str, where: str, needs: str) -> None:
+    """DatasetError unless ``path`` is ``want`` ("a regular file" or "a folder"): "no such
+    file/folder" when nothing is there, else what it is (``kind_of``) and ``needs``."""
+    kind = kind_of(path)
+    if kind == want:
+        return
+    if kind == "missing":
+        raise DatasetError(f"{where}: no such {'folder' if want == 'a folder' else 'file'}")
+    raise DatasetError(f"{where}: {path} is {kind}; {needs}")
+
+
 def inside(root: Path, path: Path, what: str) -> Path:
-    """``path`` resolved, refused (DatasetError) when it leads out of ``root`` (a symlink)."""
-    real, base = path.resolve(), root.resolve()
+    """``path`` resolved, refused (DatasetError) when it leads out of ``root`` (a symlink)
+    or cannot be resolved (a symlink loop)."""
+    try:
+        real, base = path.resolve(), root.resolve()
+    except (RuntimeError, OSError):  # RuntimeError: "Symlink loop" (Python < 3.13)
+        raise DatasetError(
+            f"{path}: {kind_of(path)} that cannot be resolved; refusing it"
+        ) from None
     if real != base and base not in real.parents:
         raise DatasetError(f"{path}: a symlink leading out of the {what} ({real}); refusing it")
     return real
@@ -60,6 +78,8 @@ def decode_image(
                     f"{MAX_IMAGE_PIXELS:,} ceiling (a decompression bomb?); refusing to decode it"
                 )
             im.load()
+            if im.mode in WIDE_MODES or im.mode.startswith("I;16"):
+                im = Image.fromarray(_eight_bit(np.asarray(im), im.mode, origin), mode="L")
             if mode is not None:
                 im = im.convert(mode)
             elif im.mode not in MODES:
@@ -75,6 +95,40 @@ def decode_image(
         raise DatasetError(f"{origin}: not a readable image ({e})") from None
     except (OSError, ValueError, SyntaxError) as e:  # truncated or corrupt data
         raise DatasetError(f"{origin}: unreadable or truncated image ({e})") from None
+
+
+WIDE_MODES = ("I", "F")
+"""Pillow modes wider than 8 bits a pixel (besides the ``I;16*`` family): 16-bit grey
+PNGs and TIFFs, 32-bit integer and float images. Pillow's own ``convert("L")`` clips
+them at 255 (every pixel of a typical 16-bit image becomes white), so they are scaled
+here, by their bit depth, to 0..255 (docs/guide.md#own-data)."""
+
+
+def _eight_bit(a: np.ndarray, mode: str, origin: str) -> np.ndarray:
+    """Pixels of a wide Pillow mode [h, w] → uint8 [h, w] on the same unit range.
+
+    16-bit (``I;16*``, or ``I`` holding 0..65535): ×255/65535; float (``F``) in [0, 1]:
+    ×255, in [0, 255]: as is. Anything else (negative, NaN, over 16 bits) is refused:
+    its range is unknown, and a guessed one would train on other images than the file's.
+    """
+    x = a.astype(np.float64)
+    lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+    if mode == "F":
+        if np.isfinite(lo) and np.isfinite(hi) and lo >= 0 and hi <= 255:
+            x = x * 255.0 if hi <= 1.0 else x
+        else:
+            raise DatasetError(
+                f"{origin}: float image with pixels in [{lo:g}, {hi:g}]; "
+                "expected [0, 1] or [0, 255]"
+            )
+    elif 0 <= lo and hi <= 65535:
+        x = x * (255.0 / 65535.0)
+    else:
+        raise DatasetError(
+            f"{origin}: {mode} image with pixels in [{lo:g}, {hi:g}]; "
+            "expected 8-bit, or 16-bit 0..65535"
+        )
+    return np.clip(np.rint(x), 0, 255).astype(np.uint8)
 
 
 def stack_images(images: Sequence[np.ndarray], origins: Sequence[str], where: str) -> np.ndarray:
@@ -94,8 +148,49 @@ def stack_images(images: Sequence[np.ndarray], origins: Sequence[str], where: st
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
+    if len(shape) == 1:  # a flat array image (npz:, hf:)
+        return f"{shape[0]} values"
     kind = "RGB" if len(shape) == 3 else "L"
     return f"{shape[1]}×{shape[0]} {kind}"
+
+
+def image_shape_problem(shape: tuple[int, ...]) -> str | None:
+    """Why one stored image of ``shape`` ([d], [h, w] or [h, w, c]) cannot be used, or None:
+    no pixels, or a channel count other than 1 or 3 (grey or RGB)."""
+    if len(shape) not in (1, 2, 3):
+        return f"an image of shape {shape}; expected [d], [h, w] or [h, w, c≤3]"
+    if 0 in shape:
+        return f"images of shape {shape} hold no pixels"
+    if len(shape) == 3 and shape[-1] not in (1, 3):
+        return f"images with {shape[-1]} channels; expected 1 (grey) or 3 (RGB)"
+    return None
+
+
+def pixel_scale(xs: Sequence[np.ndarray], where: str) -> float:
+    """The ``scale`` of stored pixel arrays (npz: and hf: array images, [N, ...] each):
+    255 for integers in 0..255; for floats 1 (all in [0, 1]) or 255 (in [0, 255]).
+
+    The one pixel check of array sources: no images, no pixels, non-numbers, NaN or
+    infinity, negative values and integers over 255 are each a DatasetError, so a source
+    never trains on data other than what it holds.
+    """
+    for x in xs:
+        if x.shape[0] == 0:
+            raise DatasetError(f"{where}: an image array of shape {x.shape} holds no images")
+        if x.size == 0:
+            raise DatasetError(f"{where}: images of shape {x.shape[1:]} hold no pixels")
+        if x.dtype.kind not in "biuf":
+            raise DatasetError(f"{where}: pixels of dtype {x.dtype}; expected numbers")
+    if all(x.dtype.kind in "biu" for x in xs):
+        ilo, ihi = min(int(x.min()) for x in xs), max(int(x.max()) for x in xs)
+        if ilo < 0 or ihi > 255:
+            raise DatasetError(f"{where}: integer pixels in [{ilo}, {ihi}]; expected 0..255")
+        return 255.0
+    lo = min(float(x.min()) for x in xs)
+    hi = max(float(x.max()) for x in xs)
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo < 0 or hi > 255:
+        raise DatasetError(f"{where}: pixels in [{lo}, {hi}]; expected [0, 1] or [0, 255]")
+    return 1.0 if hi <= 1.0 else 255.0
 
 
 def check_count(n: int, where: str) -> None:

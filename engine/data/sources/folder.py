@@ -21,9 +21,11 @@ from engine.data.sources.common import (
     decode_image,
     finish,
     inside,
+    require_kind,
     stack_images,
 )
 from engine.errors import DatasetError
+from engine.files import kind_of
 
 
 def _visible(folder: Path) -> list[Path]:
@@ -33,7 +35,7 @@ def _visible(folder: Path) -> list[Path]:
 def class_files(root: Path, folder: Path, where: str) -> dict[str, list[Path]]:
     """Class name → its image files (sorted), for one split folder; validated layout."""
     subs = _visible(folder)
-    stray = [p.name for p in subs if not inside(root, p, "data folder").is_dir()]
+    stray = [p.name for p in subs if kind_of(inside(root, p, "data folder")) != "a folder"]
     if stray:
         raise DatasetError(
             f"{where}: {folder} holds files ({', '.join(stray[:3])}) beside the class folders; "
@@ -45,10 +47,9 @@ def class_files(root: Path, folder: Path, where: str) -> dict[str, list[Path]]:
     for sub in subs:
         files = _visible(sub)
         for f in files:
-            if not inside(root, f, "data folder").is_file():
-                raise DatasetError(
-                    f"{where}: {f} is a folder; a class folder holds image files only"
-                )
+            inside(root, f, "data folder")
+            if (kind := kind_of(f)) != "a regular file":
+                raise DatasetError(f"{where}: {f} is {kind}; a class folder holds image files only")
         if not files:
             raise DatasetError(f"{where}: class folder {sub} holds no images")
         out[sub.name] = files
@@ -60,8 +61,7 @@ def load_folder(src: Source, opts: SourceOptions) -> RawData:
     [N, h, w, 3] (RGB) at ``opts.image_size`` / ``opts.mode`` (or as found, all alike),
     labels [N] int64 (index of the class folder name), scale 255."""
     where, root = src.name, src.path
-    if not root.is_dir():
-        raise DatasetError(f"{where}: no such folder")
+    require_kind(root, "a folder", where, "folder: needs a folder of class folders")
     split_dirs = {"train": root / "train", "test": root / "test"}
     if all(d.is_dir() for d in split_dirs.values()):
         layout = {s: class_files(root, d, where) for s, d in split_dirs.items()}

@@ -24,13 +24,19 @@ from engine.data.sources.common import (
     check_count,
     decode_image,
     finish,
+    image_shape_problem,
     inside,
     labels_from,
+    pixel_scale,
+    require_kind,
     stack_images,
 )
 from engine.errors import DatasetError, needs_extra
+from engine.files import read_small_text
 
 IMAGE_COLUMNS = ("image", "img")
+MAX_JSON_BYTES = 16 << 20
+"""Largest metadata file (state.json, dataset_info.json) read: real ones are a few KB."""
 
 
 def _pyarrow() -> Any:
@@ -45,13 +51,15 @@ def _pyarrow() -> Any:
 
 def _read_json(path: Path, where: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        return json.loads(read_small_text(path, MAX_JSON_BYTES))
+    except (OSError, ValueError) as e:  # FileRefused and UnicodeDecodeError are ValueErrors
         raise DatasetError(f"{where}: cannot read {path.name} ({e})") from None
 
 
 def _checked(root: Path, path: Path, where: str) -> Path:
     real = inside(root, path, "data folder")
+    # a FIFO would block the Arrow reader, a dangling link end in a bare OSError
+    require_kind(path, "a regular file", where, "hf: reads regular Arrow and Parquet files")
     if real.stat().st_size > MAX_ARRAY_BYTES:
         raise DatasetError(f"{where}: {path.name} is over the {MAX_ARRAY_BYTES >> 30} GiB ceiling")
     return real
@@ -149,10 +157,16 @@ def _images(col: list[Any], where: str, opts: SourceOptions) -> np.ndarray:
                 )
             images.append(decode_image(v["bytes"], origin, opts.image_size, opts.mode))
         else:
-            a = np.asarray(v)
-            if a.dtype.kind not in "biuf" or a.ndim not in (1, 2, 3):
-                raise DatasetError(f"{origin}: image of dtype {a.dtype}, shape {a.shape}")
-            images.append(a)
+            try:
+                a = np.asarray(v)
+            except ValueError:  # ragged nested lists
+                raise DatasetError(f"{origin}: rows of pixels of different lengths") from None
+            if a.dtype.kind not in "biuf":
+                raise DatasetError(f"{origin}: image of dtype {a.dtype}; expected numbers")
+            problem = image_shape_problem(a.shape)
+            if problem:
+                raise DatasetError(f"{origin}: {problem}")
+            images.append(a[..., 0] if a.ndim == 3 and a.shape[-1] == 1 else a)
         origins.append(origin)
     return stack_images(images, origins, where)
 
@@ -161,8 +175,7 @@ def load_hf(src: Source, opts: SourceOptions) -> RawData:
     """The saved dataset at ``src.path`` as RawData: images [N, h, w(, 3)], labels [N]
     int64, class names from the ClassLabel feature when there is one."""
     where, root = src.name, src.path
-    if not root.is_dir():
-        raise DatasetError(f"{where}: no such folder")
+    require_kind(root, "a folder", where, "hf: needs a save_to_disk or Parquet folder")
     parts = _tables(root, where)
     first_table, features = next(iter(parts.values()))
     img_col = _column(first_table, opts.image_column, IMAGE_COLUMNS, "image", where)
@@ -189,9 +202,5 @@ def load_hf(src: Source, opts: SourceOptions) -> RawData:
         n = ims.shape[0]
         splits[split] = RawSplit(ims, codes[start : start + n], f"{src.path.name} ({split})")
         start += n
-    kinds = {a.dtype.kind for a in images.values()}
-    scale = 255.0
-    if kinds & {"f"}:
-        hi = max(float(a.max()) for a in images.values())
-        scale = 1.0 if hi <= 1.0 else 255.0
+    scale = pixel_scale(list(images.values()), where)  # the checks npz: applies
     return finish(where, splits, names, scale=scale, source=str(root))

@@ -10,7 +10,15 @@ import numpy as np
 
 from engine.data.raw import RawData, RawSplit
 from engine.data.sources.base import Source, SourceOptions
-from engine.data.sources.common import check_bytes, check_count, finish, labels_from
+from engine.data.sources.common import (
+    check_bytes,
+    check_count,
+    finish,
+    image_shape_problem,
+    labels_from,
+    pixel_scale,
+    require_kind,
+)
 from engine.errors import DatasetError
 
 _LAYOUTS = ((("x", "y"),), (("x_train", "y_train"), ("x_test", "y_test")))
@@ -43,8 +51,7 @@ def load_npz(src: Source, opts: SourceOptions) -> RawData:
     scaled by 255). ``opts`` does not apply (the arrays are used as stored).
     """
     where = src.name
-    if not src.path.is_file():
-        raise DatasetError(f"{where}: no such file")
+    require_kind(src.path, "a regular file", where, "npz: needs a .npz file")
     heads = _headers(str(src.path), where)
     layout = next((lay for lay in _LAYOUTS if all(k in heads for pair in lay for k in pair)), None)
     if layout is None:
@@ -71,14 +78,16 @@ def load_npz(src: Source, opts: SourceOptions) -> RawData:
     xs = [arrays[x] for x, _ in layout]
     ys = [arrays[y] for _, y in layout]
     for (xk, yk), x, y in zip(layout, xs, ys):
-        if x.ndim not in (2, 3, 4) or (x.ndim == 4 and x.shape[-1] not in (1, 3)):
+        problem = image_shape_problem(x.shape[1:]) if x.ndim > 1 else "not images"
+        if problem:
             raise DatasetError(
-                f"{where}: {xk} of shape {x.shape}; expected [n, d], [n, h, w] or [n, h, w, c≤3]"
+                f"{where}: {xk} of shape {x.shape}: {problem}; "
+                "expected [n, d], [n, h, w] or [n, h, w, c≤3]"
             )
         if y.ndim != 1 or y.shape[0] != x.shape[0]:
             raise DatasetError(f"{where}: {yk} of shape {y.shape} for {x.shape[0]} images in {xk}")
+    scale = pixel_scale(xs, where)
     codes, names = labels_from(np.concatenate(ys), where)
-    scale = _scale(xs, where)
     splits: dict[str, RawSplit] = {}
     start = 0
     for (xk, _), x in zip(layout, xs):
@@ -88,19 +97,3 @@ def load_npz(src: Source, opts: SourceOptions) -> RawData:
         splits[split] = RawSplit(images, codes[start : start + n], f"{src.path.name}:{xk}")
         start += n
     return finish(where, splits, names, scale=scale, source=str(src.path))
-
-
-def _scale(xs: list[np.ndarray], where: str) -> float:
-    """255 for integer pixels; for floats 1 (in [0, 1]) or 255 (in [0, 255])."""
-    if all(x.dtype.kind in "biu" for x in xs):
-        ilo, ihi = min(int(x.min()) for x in xs), max(int(x.max()) for x in xs)
-        if ilo < 0 or ihi > 255:
-            raise DatasetError(f"{where}: integer pixels in [{ilo}, {ihi}]; expected 0..255")
-        return 255.0
-    if any(x.dtype.kind not in "biuf" for x in xs):
-        raise DatasetError(f"{where}: image arrays must be numbers")
-    lo = min(float(x.min()) for x in xs)
-    hi = max(float(x.max()) for x in xs)
-    if not (np.isfinite(lo) and np.isfinite(hi)) or lo < 0 or hi > 255:
-        raise DatasetError(f"{where}: pixels in [{lo}, {hi}]; expected [0, 1] or [0, 255]")
-    return 1.0 if hi <= 1.0 else 255.0

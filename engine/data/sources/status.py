@@ -21,7 +21,7 @@ HOW_TO = {
 def source_status(name: str, opts: SourceOptions | None = None) -> DatasetStatus:
     """The DatasetStatus of source ``name``: its splits when it reads, else ``problem``."""
     src = parse_source(name)
-    found = src.path.exists()
+    found = src.path.exists() or src.path.is_symlink()  # a broken link: say what it is
     splits: dict[str, int] = {}
     problem = None
     if found:

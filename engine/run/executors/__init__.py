@@ -61,10 +61,23 @@ def _local_gpus() -> int:
         return 0
 
 
-def _check_reachable(address: str) -> None:
-    """A TCP connection to ``host:port`` (or ``ray://host:port``) within CONNECT_TIMEOUT_S."""
+def unreachable(host: str, port: int, timeout: float = CONNECT_TIMEOUT_S) -> str | None:
+    """Why a TCP connection to ``host:port`` fails within ``timeout`` seconds ("Connection
+    refused", "no answer within 5 s"), or None when it opens: the pre-flight check of a
+    Ray cluster's address and of an MLflow server, before any work starts."""
     import socket
 
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout):
+            return None
+    except (OSError, OverflowError) as e:
+        if isinstance(e, TimeoutError):
+            return f"no answer within {timeout:g} s"
+        return getattr(e, "strerror", None) or str(e)
+
+
+def _check_reachable(address: str) -> None:
+    """A TCP connection to ``host:port`` (or ``ray://host:port``) within CONNECT_TIMEOUT_S."""
     addr = address.strip()
     if addr in ("auto", "local"):
         return
@@ -74,20 +87,13 @@ def _check_reachable(address: str) -> None:
         raise ConfigError(
             "executor.address", address, "host:port of a Ray head node, ray://host:port or auto"
         )
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
-            pass
-    except (OSError, OverflowError) as e:
-        why = (
-            f"no answer within {CONNECT_TIMEOUT_S:g} s"
-            if isinstance(e, TimeoutError)
-            else (getattr(e, "strerror", None) or str(e))
-        )
+    why = unreachable(host, int(port))
+    if why is not None:
         raise ConfigError(
             "executor.address",
             address,
             f"a running Ray cluster ({why}; start one with: ray start --head)",
-        ) from None
+        )
 
 
 def make_executor(es: ExecutorSpec) -> Any:

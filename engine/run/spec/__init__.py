@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,10 @@ MAX_EPOCHS = 10**6
 """The most epochs a cell may train (``train.epochs``, ``train.max_epochs``)."""
 MAX_SEED = 2**31 - 1
 """Largest seed: seeds are offset and combined (``batch_seed``) and must stay int64."""
+MAX_NOTE_CHARS = 500
+"""Longest ``note``: one line printed before a run starts, not a document."""
+MAX_CONFIG_BYTES = 1 << 20
+"""Largest spec file ``RunSpec.load`` reads (a real one is a few KB)."""
 MAX_STEP = 1e3
 """Largest attack step size, span or init scale: inputs live in [0, 1], so anything
 larger only overflows."""
@@ -148,6 +153,30 @@ class DataSpec:
                 "two or more distinct non-negative class labels, e.g. 3,8",
             )
             object.__setattr__(self, "classes", cl)
+
+    def check_source_fields(self, names: tuple[str, ...]) -> None:
+        """ConfigError when a source field is set but no data set in ``names`` (data.name
+        and spectrum.datasets) reads it: a built-in's images and an npz:'s arrays are used
+        as stored, so ``image_size`` / ``mode`` would be recorded in spec.toml yet ignored
+        (the spec must say what ran); the columns are read by hf: sources only."""
+        from engine.data.sources import is_source, parse_source, source_problem
+
+        kinds = {parse_source(n).kind for n in names if is_source(n) and not source_problem(n)}
+        for fld, unset, readers in (
+            ("image_size", None, ("folder", "hf")),
+            ("mode", None, ("folder", "hf")),
+            ("image_column", None, ("hf",)),
+            ("label_column", "label", ("hf",)),
+        ):
+            value = getattr(self, fld)
+            if value != unset and not kinds & set(readers):
+                _check(
+                    False,
+                    f"data.{fld}",
+                    value,
+                    f"set only for {' and '.join(k + ':' for k in readers)} sources "
+                    f"({', '.join(names)} {'is' if len(names) == 1 else 'are'} used as stored)",
+                )
 
     def source_options(self) -> SourceOptions:
         """The options a data source (npz:/folder:/hf:) is read with."""
@@ -814,10 +843,13 @@ class RunSpec:
             f"each experiment once ({', '.join(twice)} is repeated)",
         )
         _check(
-            isinstance(self.note, str) and "\n" not in self.note,
+            isinstance(self.note, str)
+            and len(self.note) <= MAX_NOTE_CHARS
+            and not any(unicodedata.category(c) == "Cc" for c in self.note),
             "note",
             self.note,
-            "one line of text",
+            f"one line of text, up to {MAX_NOTE_CHARS} characters, without control characters "
+            "(ESC, BEL, NUL, CR, a newline: they would reach the terminal raw)",
         )
         seeds = tuple(self.seeds)
         _check(
@@ -845,6 +877,7 @@ class RunSpec:
             True,
             "false while QKV-Attn is among the models (centring is supported for relu and attn)",
         )
+        self.data.check_source_fields((self.data.name, *self.spectrum.datasets))
         for name, text in _texts(self.to_dict()):
             _check(
                 _utf8(text),
@@ -884,9 +917,17 @@ class RunSpec:
     @classmethod
     def load(cls, path: str | Path) -> RunSpec:
         """Read a spec file; every error names the file (one line)."""
+        from engine.files import FileRefused, read_small_text
+
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
+            text = read_small_text(p, MAX_CONFIG_BYTES)
+        except FileRefused as e:
+            raise ConfigError(
+                "config",
+                str(p),
+                f"a regular TOML file of at most {MAX_CONFIG_BYTES >> 20} MiB (this is {e})",
+            ) from None
         except UnicodeDecodeError:
             raise ConfigError("config", str(p), "a UTF-8 TOML file (this one is binary)") from None
         except OSError as e:

@@ -153,9 +153,11 @@ def test_names_status_and_spec(sources: dict[str, str], tmp_path: Path) -> None:
     assert st.found and st.problem is None and st.splits == {"all": 120}
     missing = dataset_status(f"folder:{tmp_path / 'nope'}")
     assert not missing.found
-    spec = RunSpec(data=DataSpec(name=name, image_size=12, mode="RGB", image_column="img"))
+    spec = RunSpec(data=DataSpec(name=name, image_size=12, mode="RGB"))
     back = RunSpec.from_toml(spec.to_toml())
-    assert back == spec and back.data.source_options() == SourceOptions(12, "RGB", "img", "label")
+    assert back == spec and back.data.source_options() == SourceOptions(12, "RGB", None, "label")
+    with pytest.raises(ConfigError, match="data.image_column='img': set only for hf: sources"):
+        RunSpec(data=DataSpec(name=name, image_column="img"))  # a folder: has no columns
     for bad in (dict(image_size=0), dict(mode="P"), dict(label_column=" "), dict(name="zip:x")):
         with pytest.raises(ConfigError):
             DataSpec(**bad)  # type: ignore[arg-type]
