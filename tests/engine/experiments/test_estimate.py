@@ -172,7 +172,7 @@ def test_reproduce_adv_recipe_reaches_the_plan(tmp_path):
         flops[recipe] = float(line.split()[2])
     assert flops["fgsm_rs"] < flops["pgd"] / 3  # 1 + 1 attack passes a step instead of 1 + 10
     bad = runner.invoke(app, [*base, "--adv-recipe", "trades"])
-    assert bad.exit_code != 0 and "flip.adv_recipe" in bad.output
+    assert bad.exit_code != 0 and "--adv-recipe" in bad.output
     assert "Traceback" not in bad.output
 
 
