@@ -9,7 +9,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from malleability_tui.cli.common import console, expected_errors
+from malleability_tui.cli.common import console, die, expected_errors
 from malleability_tui.cli.sources import (
     ImageColumnOpt,
     ImageSizeOpt,
@@ -159,10 +159,21 @@ def show_cmd(
     from engine.data import load_raw
 
     with expected_errors():
+        from engine.errors import ConfigError
         from engine.run.spec import DataSpec
+        from malleability_tui.options import flag_error, given_flags
 
         opts = DataSpec(name=name, **source_flags(image_size, mode, image_column, label_column))  # type: ignore[arg-type]
-        opts.check_source_fields((name,))  # a flag the data set would ignore: refused
+        try:
+            opts.check_source_fields((name,))  # a flag the data set would ignore: refused
+        except ConfigError as e:  # named by the user's flag, as headless names it
+            given = dict(
+                image_size=image_size,
+                mode=mode,
+                image_column=image_column,
+                label_column=label_column,
+            )
+            die(flag_error(e, given_flags(given)) or str(e))
         raw = load_raw(name, data_dir, opts.source_options())
     console.print(raw.name, style="bold", highlight=False, markup=False, soft_wrap=True)
     table = Table()

@@ -36,10 +36,10 @@ def _within(seconds: float, *args: str, unblock: Path | None = None):
 @pytest.mark.parametrize(
     ("flags", "field"),
     [
-        (["--image-size", "4"], "data.image_size=4"),
-        (["--mode", "L"], "data.mode='L'"),
-        (["--image-column", "img"], "data.image_column='img'"),
-        (["--label-column", "fine"], "data.label_column='fine'"),
+        (["--image-size", "4"], "--image-size 4"),
+        (["--mode", "L"], "--mode 'L'"),
+        (["--image-column", "img"], "--image-column 'img'"),
+        (["--label-column", "fine"], "--label-column 'fine'"),
     ],
 )
 def test_a_source_option_for_a_built_in_is_refused(sandbox: Path, flags, field) -> None:
