@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
+from engine.train import fused
 
 
 class TrainSpec(Protocol):
@@ -163,6 +164,10 @@ def train(
     (1/n) Σ_{j≠i} ℓ_j + (λ/2)‖θ‖² for full-batch GD, the removal that influence functions
     (ε = −1/n) and kernel LOO at the objective's ridge describe (``influence_check``).
 
+    2L-ReLU, MLP-Attn and their structured linearized twins take the closed-form step
+    (``engine.train.fused``) unless ``cfg.engine`` is "autograd"; the same numbers up to
+    float rounding, the model updated once an epoch instead of every step.
+
     A step below ``SMALL_STEP_MACS`` multiply-adds runs on one CPU thread
     (``step_threads``); the thread count is restored when the loop ends.
     """
@@ -171,6 +176,15 @@ def train(
         raise ConfigError(
             "exclude", exclude, f"an index in 0..{n - 1} (the training set has {n} points)"
         )
+    if perturb is None and fused.engine_of(cfg) == "fused" and fused.plan(model) is not None:
+        # the closed-form step, through the stacked trainer's bookkeeping (B = 1); imported
+        # here because ``engine.train.batched`` builds on this module
+        from engine.train.batched import train_one
+
+        yield from train_one(
+            model, x, y, cfg, generator=generator, should_stop=should_stop, exclude=exclude
+        )
+        return
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
     with step_threads(model, bs, x.device):
         yield from _epochs(model, x, y, cfg, bs, generator, perturb, should_stop, exclude)
