@@ -74,9 +74,15 @@ networks a cell do not ask (1.49× faster batched, README)."""
 StopRule = Callable[[int, Sequence[float]], bool]
 
 
-def worth_batching(model: nn.Module, batch: int) -> bool:
-    """Whether a step of ``model`` on ``batch`` points reaches ``MIN_STEP_MACS`` on an
-    accelerator, ``CPU_MIN_STEP_MACS`` on a CPU."""
+def worth_batching(model: nn.Module, batch: int, cfg: Any = None) -> bool:
+    """Whether networks like ``model`` should train stacked: always when ``cfg`` (a
+    ``TrainSpec``; None: the default engine) gives it the fused step (a stacked fused step
+    costs about one separate one: B = 6 at m ≤ 256 and batch 32 ran 4–9× faster a
+    network than autograd, ``benchmarks/bench_fused_step.py``); else when a step of
+    ``model`` on ``batch`` points reaches ``MIN_STEP_MACS`` on an accelerator,
+    ``CPU_MIN_STEP_MACS`` on a CPU."""
+    if fused.engine_of(cfg) == "fused" and fused.plan(model) is not None:
+        return True
     params = [p for p in model.parameters() if p.requires_grad]
     cpu = not params or params[0].device.type == "cpu"
     macs = batch * sum(p.numel() for p in params)
