@@ -2,11 +2,13 @@
 
     python benchmarks/bench_fused_step.py [--parts step,throughput] [--widths 16,64,256,1024]
                                           [--n 256] [--d 64] [--repeat 3] [--threads 2]
+                                          [--device cpu|cuda]
 
 * ``step``: 2L-ReLU (±1 targets, MSE, Adam, L2 1e-3, float32, CPU) on n points of d
   features, batch 32 and full batch, for each width: seconds per network-step of
   ``engine.train.train`` with ``train.engine = "autograd"`` (the reference), the same call
   with the fused step (B = 1), and ``engine.train.batched.train_batched`` of B = 6
+DEVICE = torch.device("cpu")
   networks in one fused step (its seconds ÷ 6). Interleaved, median of ``--repeat``, so
   load hits all alike; the ratios are against the autograd figure of the same run (goal,
   docs/benchmarks-training.md: fused B = 6 ≥ 5× autograd at m ≤ 256). MLP-Attn trains the
@@ -40,12 +42,18 @@ from engine.train import train  # noqa: E402
 from engine.train.batched import train_batched  # noqa: E402
 
 B = 6
+DEVICE = torch.device("cpu")
 
 
 def _data(n: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
     x = torch.rand(n, d, generator=g)
-    return x, torch.where(x[:, 0] > x[:, 1], 1.0, -1.0)
+    return x.to(DEVICE), torch.where(x[:, 0] > x[:, 1], 1.0, -1.0).to(DEVICE)
+
+
+def _sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def _cfg(engine_: str, bs: int, epochs: int) -> TrainSpec:
@@ -53,19 +61,23 @@ def _cfg(engine_: str, bs: int, epochs: int) -> TrainSpec:
 
 
 def _time_one(x: torch.Tensor, y: torch.Tensor, m: int, cfg: TrainSpec) -> float:
-    net = TwoLayerNet(x.shape[1], m, seed=1)
+    net = TwoLayerNet(x.shape[1], m, seed=1).to(DEVICE)
+    _sync()
     t0 = time.perf_counter()
     for _ in train(net, x, y, cfg, generator=torch.Generator().manual_seed(1)):
         pass
+    _sync()
     return time.perf_counter() - t0
 
 
 def _time_stack(x: torch.Tensor, y: torch.Tensor, m: int, cfg: TrainSpec) -> float:
-    nets = [TwoLayerNet(x.shape[1], m, seed=s) for s in range(B)]
+    nets = [TwoLayerNet(x.shape[1], m, seed=s).to(DEVICE) for s in range(B)]
     gens = [torch.Generator().manual_seed(s) for s in range(B)]
+    _sync()
     t0 = time.perf_counter()
     for _ in train_batched(nets, x, y, cfg, generators=gens):
         pass
+    _sync()
     return time.perf_counter() - t0
 
 
@@ -124,7 +136,10 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (the probe stays on the CPU)")
     args = ap.parse_args()
+    global DEVICE
+    DEVICE = torch.device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
     parts = args.parts.split(",")

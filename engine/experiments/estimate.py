@@ -168,10 +168,13 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     cell; ``spectrum``: the SVD of the n×d Gram factor and three n×n eigendecompositions
     on at most ``MAX_KERNEL_N`` rows, per data set, counted twice for float64).
 
-    With ``train.batch_networks`` > 1 and several seeds, the seeds of one (kind, width) of
-    those shared models, and their twins, train side by side (``RunContext.plan_batches``):
-    their FLOPs are ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds.
-    Adversarial training stays one network at a time.
+    Steps of the fused kinds (``fused_kinds``: 2L-ReLU and MLP-Attn under
+    ``train.engine = "fused"``) are ``Work.fused``: the seeds of one (kind, width), and
+    their twins, always stacked (``RunContext.plan_batches``), one stacked step a chunk of
+    seeds. For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
+    the seeds train side by side where ``worth_batching`` says so: their FLOPs are
+    ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds. Adversarial
+    training, attacks and landscape passes are autograd steps, one network at a time.
 
     Epochs are ``train.max_epochs`` under ``train.until = "converged"`` (the estimate is
     then an upper bound). Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack

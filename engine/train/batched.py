@@ -14,10 +14,14 @@ network's weights and epoch losses equal the separate run's to ~1e-12
 from a single one; on this project's 2-core CPU the influence_check rows and true effects
 came out bitwise equal to the separate trainer's (``benchmarks/bench_batched.py``).
 
-Models whose ``fixed_features`` is True (2L-ReLU, MLP-Attn) take the fast path: features
-computed once per network, each step runs only ``forward_features`` over the parameters
-and buffers of ``model.head``. Any other module (QKV-Attn, a linearized twin) takes the
-generic path, ``functional_call`` of the whole module on its raw inputs.
+2L-ReLU, MLP-Attn and their structured linearized twins take the closed-form step of
+``engine.train.fused`` (``train.engine = "fused"``, the default): no autograd, batched
+matmuls over the stacked weights, the optimiser's kernel called directly; the rest of
+this module (batch orders, exclusions, statistics, stops, divergence, write-back) is the
+same for every step. Under ``train.engine = "autograd"`` models whose ``fixed_features``
+is True take the fast vmap path (features computed once per network, each step runs
+only ``forward_features`` over ``model.head``); any other module (QKV-Attn, a jvp twin)
+the generic path, ``functional_call`` of the whole module on its raw inputs.
 """
 
 from __future__ import annotations
@@ -260,7 +264,8 @@ class _Chunk:
         self.prefix = prefix
         self.module: nn.Module = _Features(m0) if fast else m0
         self.key = "net." + prefix if fast else ""
-        if fast:
+        fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
+        if fast and fp is None:
             with torch.no_grad():
                 feats: list[torch.Tensor] = [
                     m.features(x[b] if self.per else x).detach()  # type: ignore[operator]
@@ -272,7 +277,6 @@ class _Chunk:
             self.feats, self.shared = x, not self.per
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
         self.opt = make_optimizer(list(self.params.values()), cfg)
-        fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
         self.direct = fp is not None  # the optimiser's kernel called directly (``fused.step``)
         self.grad_fn = self._grad_fn() if fp is None else self._fused(fp)
 
