@@ -6,14 +6,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
 from engine.data.dataset import Dataset
-from engine.run.events import Progress
-from engine.run.spec import TrainSpec
+from engine.run.events import Event, Progress
+from engine.run.spec import RunSpec, TrainSpec
 
 
 def batch_seed(seed: int, width: int) -> int:
@@ -109,3 +109,44 @@ class _Job:
 
     def start(self) -> Progress:
         return Progress("cell", 0, self.epochs, f"training {self.label}", cell=self.cell)
+
+
+class RunState(Protocol):
+    """What the trainer reads of its ``RunContext`` (which imports the trainer, so the
+    trainer names it by this protocol: no import circle)."""
+
+    spec: RunSpec
+    device: torch.device
+    dtype: torch.dtype
+
+    def dataset(
+        self,
+        name: str | None = None,
+        seed: int | None = None,
+        *,
+        n_train: int | None = None,
+        n_test: int | None = None,
+    ) -> Dataset: ...
+
+    def to_device(self, t: torch.Tensor) -> torch.Tensor: ...
+
+    def context_rows(self, ds: Dataset) -> torch.Tensor: ...
+
+    def cancelled(self) -> bool: ...
+
+
+class TrainerState(Protocol):
+    """What ``engine.run.twins`` reads of its ``engine.run.training.Trainer`` (which
+    imports the twins: no import circle)."""
+
+    ctx: RunState
+    _trained: dict[tuple[Any, ...], TrainedModel]
+    _pending: dict[tuple[Any, ...], tuple[list[Event], str | None]]
+
+    def planned(self, group: Any) -> list[Any]: ...
+
+    def _model_key(
+        self, ds: Dataset, kind: str, width: int, seed: int, adversarial: bool, dk: int | None
+    ) -> tuple[Any, ...]: ...
+
+    def _step_batch(self, n: int) -> int: ...

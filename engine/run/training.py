@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Generator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -25,17 +25,14 @@ from torch import nn
 from engine.data.dataset import Dataset
 from engine.errors import DivergedError
 from engine.run.events import Event, Metric, Progress
-from engine.run.trained import TrainedModel, _Job, batch_seed
+from engine.run.trained import RunState, TrainedModel, _Job, batch_seed
 from engine.run.twins import TwinTrainer
-
-if TYPE_CHECKING:
-    from engine.run.context import RunContext
 
 
 class Trainer:
     """The training half of a ``RunContext`` (``ctx``): models, their cache, plans, twins."""
 
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunState) -> None:
         self.ctx = ctx
         self._trained: dict[tuple[Any, ...], TrainedModel] = {}
         self._groups: dict[Any, list[Any]] = {}

@@ -7,23 +7,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from engine.errors import ConfigError, DivergedError
 from engine.run.events import Event, Progress
-from engine.run.trained import TrainedModel, batch_seed
-
-if TYPE_CHECKING:
-    from engine.run.training import Trainer
+from engine.run.trained import TrainedModel, TrainerState, batch_seed
 
 
 class TwinTrainer:
     """The twins of one ``Trainer``'s networks, cached per trained model."""
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: TrainerState) -> None:
         self.tr = trainer
         self._twins: dict[tuple[Any, ...], nn.Module] = {}
 

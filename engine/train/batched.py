@@ -37,7 +37,7 @@ from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
 from engine.train import fused
-from engine.train.loop import (
+from engine.train.base import (
     DIVERGE_FACTOR,
     SMALL_STEP_MACS,
     EpochStats,
