@@ -1,6 +1,7 @@
 """Benchmark: the run-time estimate (engine/experiments/estimate.py) against measured runs.
 
     python benchmarks/bench_estimate.py [--data-dir ../shared/data] [--only mnist]
+                                        [--engine fused|autograd]
 
 Runs six small specs in this process, one after another (quick presets of train, flip,
 landscape, advtrain and ntk on the embedded digits, and an MNIST train sweep at m 1024 /
@@ -28,6 +29,7 @@ import engine  # noqa: E402,F401  (first: it sets OMP_WAIT_POLICY before torch l
 from engine.experiments import execute  # noqa: E402
 from engine.experiments.estimate import (  # noqa: E402
     estimate_seconds,
+    fused_probe,
     probe_flops,
     probe_step_seconds,
 )
@@ -39,6 +41,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--only", default="", help="run the cases whose name holds one of these")
+    ap.add_argument("--engine", default="fused", help="train.engine: fused or autograd")
     a = ap.parse_args()
     cases = {
         f"digits quick {e}": apply_quick(RunSpec(experiment=e))
@@ -57,8 +60,8 @@ def main() -> None:
     print(f"step probe {1e3 * step:.2f} ms")
     print(f"{'spec':34} {'estimate s':>10} {'measured s':>10} {'measured/est':>12}")
     for name, spec in cases.items():
-        spec = spec.replace(device="cpu")
-        est = estimate_seconds([spec], flops_per_s=probe_flops(), step_s=step)
+        spec = spec.replace(device="cpu", train__engine=a.engine)
+        est = estimate_seconds([spec], flops_per_s=probe_flops(), step_s=step, fused_s=fused_probe)
         with tempfile.TemporaryDirectory() as d:
             t0 = time.perf_counter()
             execute(spec, Path(d) / "run")

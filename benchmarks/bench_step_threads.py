@@ -28,7 +28,7 @@ import engine  # noqa: E402,F401  (first: it sets OMP_WAIT_POLICY before torch l
 import torch  # noqa: E402
 
 # isort: on
-import engine.train.loop as loop  # noqa: E402
+import engine.train.base as loop  # noqa: E402  (the rule's home: step_threads reads it there)
 from engine.experiments import execute  # noqa: E402
 from engine.run.spec import RunSpec  # noqa: E402
 

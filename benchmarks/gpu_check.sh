@@ -2,12 +2,15 @@
 # GPU check (issue #16, part 5; #27): the CUDA-marked tests, then the kernel, influence,
 # attack and training benchmarks at GPU scale, and the batched trainer (#27): its FLOP rate
 # against a matmul probe, influence_check at its defaults over 3 seeds, and one seed
-# separate vs batched (wall time and the largest change per column). One table each.
+# separate vs batched (wall time and the largest change per column), and the fused
+# closed-form step (#37) against autograd per network-step on CUDA: not run yet (no GPU
+# was lent); there a step is launch-bound, so stacking B networks in one step (bmm)
+# should pay more than on the CPU; CUDA graphs / torch.compile are not tried. One table each.
 #
 #   bash benchmarks/gpu_check.sh            # needs CUDA; exits 3 with one line without it
 #   bash benchmarks/gpu_check.sh --cpu-smoke  # the same steps at toy sizes on the CPU (checks the script)
 #   STEPS=tests,batched bash benchmarks/gpu_check.sh   # only these steps (default: all of
-#                           # tests,batched,ntk,influence,attacks,sweep,separate)
+#                           # tests,batched,fused,ntk,influence,attacks,sweep,separate)
 #
 # Needs the project installed with a CUDA build of torch (pip install -e ".[dev]").
 # Data: MNIST from $MALLEABILITY_DATA_DIR (default ../shared/data/mnist); without it the
@@ -19,7 +22,7 @@ OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 smoke=0
 [ "${1:-}" = "--cpu-smoke" ] && smoke=1
-STEPS=${STEPS:-tests,batched,ntk,influence,attacks,sweep,separate}
+STEPS=${STEPS:-tests,batched,fused,ntk,influence,attacks,sweep,separate}
 want() { [[ ",$STEPS," == *",$1,"* ]]; }
 status=0
 step() {  # step SECONDS TITLE CMD...: one timed step; a failure is reported and the rest go on
@@ -62,6 +65,11 @@ if want batched; then
     step 150 "batched trainer: influence_check, MNIST 3 vs 8, seeds 0,1,2 ($dev)" \
       python benchmarks/bench_batched.py --device "$dev" --parts influence --seeds 0,1,2 --runs batched
   fi
+fi
+if want fused; then  # the closed-form step (engine.train.fused) on the device: per network-step vs autograd
+  if [ $smoke -eq 0 ]; then fused_args=(--widths 16,64,256,1024,4096 --repeat 3); else fused_args=(--widths 16 --repeat 1); fi
+  step 120 "fused step vs autograd, B = 1 and 6 ($dev)" \
+    python benchmarks/bench_fused_step.py --device "$dev" --parts step "${fused_args[@]}"
 fi
 want ntk && step 90 "NTK kernels ($dev)" python benchmarks/bench_ntk.py --device "$dev" "${ntk_args[@]}"
 want influence && step 60 "influence ($dev)" python benchmarks/bench_influence.py --device "$dev" "${inf_args[@]}"

@@ -28,6 +28,11 @@ Optimizer = Literal["adam", "sgd", "gd"]
 """The training optimisers (``engine.train``); gd is full batch."""
 OPTIMIZERS: tuple[Optimizer, ...] = get_args(Optimizer)
 
+TrainEngine = Literal["fused", "autograd"]
+"""How a training step is computed (``engine.train.fused``): the closed-form step where the
+model has one (2L-ReLU, MLP-Attn, their twins), else autograd; or autograd everywhere."""
+TRAIN_ENGINES: tuple[TrainEngine, ...] = get_args(TrainEngine)
+
 Ranking = Literal["abs_signed_mean", "abs_mean", "signed_mean", "per_test"]
 """How the top 10 % most influential training points are ranked (``engine.malleability.ranking``)."""
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)

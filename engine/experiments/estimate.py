@@ -8,7 +8,11 @@ by design (a factor of about two either way). Two terms, each timed here by a pr
   rate of a float32 matmul (``probe_flops``) times ``OVERHEAD``: the FLOP floor;
 * the fixed cost of every optimiser step, attack step and evaluation pass (Python,
   autograd, the optimiser, reading the loss), timed on the real training loop of a tiny
-  network (``probe_step_seconds``). Small widths are bound by it, large ones by FLOPs.
+  network (``probe_step_seconds``) for the path that will run: autograd (QKV-Attn,
+  adversarial training, attacks, landscape passes, ``train.engine = "autograd"``) or the
+  fused closed-form step (2L-ReLU, MLP-Attn, their twins: ``engine.train.fused``) with as
+  many networks stacked in one step as the run stacks. Small widths are bound by it,
+  large ones by FLOPs.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.run.spec import RunSpec
@@ -48,48 +52,105 @@ def probe_flops(seconds: float = 0.1) -> float:
     return reps * 2 * 512 * 784 * 1024 / (time.perf_counter() - t0)
 
 
-@functools.lru_cache(maxsize=1)
-def probe_step_seconds() -> float:
-    """Seconds of one step of the real training loop (``engine.train.train``: Adam, the
-    loss read every step) on a network too small for its FLOPs to count (d 16, m 8,
-    batch 16), after one warm-up epoch; measured once a process (about 0.05 s)."""
+@functools.cache
+def probe_step_seconds(engine: str = "autograd", networks: int = 1) -> float:
+    """Seconds of one step of the real training loop (Adam, the loss read every step) on
+    networks too small for their FLOPs to count (d 16, m 8, batch 16), after one warm-up
+    epoch; measured once a process per argument (about 0.05 s). ``engine``: "autograd"
+    (``engine.train.train`` with ``train.engine = "autograd"``) or "fused" (the closed-form
+    step, ``networks`` of them stacked in one ``engine.train.batched`` step: the seconds
+    of that stacked step)."""
     import torch
 
     from engine.models import TwoLayerNet
     from engine.run.spec import TrainSpec
     from engine.train import train
+    from engine.train.batched import train_batched
 
     x = torch.rand(64, 16, generator=torch.Generator().manual_seed(0))
     y = torch.where(x[:, 0] > 0.5, 1.0, -1.0)
-    net = TwoLayerNet(16, 8, 1, seed=0)
-    for _ in train(net, x, y, TrainSpec(epochs=1, batch_size=16), generator=torch.Generator()):
-        pass
+
+    def run(epochs: int) -> float:
+        cfg = TrainSpec(epochs=epochs, batch_size=16, engine=engine)
+        nets = [TwoLayerNet(16, 8, 1, seed=s) for s in range(networks)]
+        t0 = time.perf_counter()
+        if engine == "fused" and networks > 1:
+            gens = [torch.Generator() for _ in nets]
+            for _ in train_batched(nets, x, y, cfg, generators=gens):
+                pass
+        else:
+            for _ in train(nets[0], x, y, cfg, generator=torch.Generator()):
+                pass
+        return time.perf_counter() - t0
+
+    run(1)
     epochs = 10
-    t0 = time.perf_counter()
-    for _ in train(net, x, y, TrainSpec(epochs=epochs, batch_size=16), generator=torch.Generator()):
-        pass
-    return (time.perf_counter() - t0) / (epochs * 4)
+    return run(epochs) / (epochs * 4)
+
+
+FusedSteps = tuple[tuple[int, float], ...]
+"""Fused steps by stack size: ((B, steps of B networks stacked), ...), sorted by B."""
+
+
+def _merge(a: FusedSteps, b: FusedSteps) -> FusedSteps:
+    out: dict[int, float] = dict(a)
+    for k, v in b:
+        out[k] = out.get(k, 0.0) + v
+    return tuple(sorted(out.items()))
 
 
 @dataclass(frozen=True)
 class Work:
     """The planned work of one experiment: dense FLOPs (``batched``: those of them trained
-    side by side, ``engine.train.batched``), and passes that each cost a step."""
+    side by side through autograd, ``engine.train.batched``), passes that each cost an
+    autograd step (``steps``), and fused steps by stack size (``fused``)."""
 
     flops: float = 0.0
     steps: float = 0.0
     batched: float = 0.0
+    fused: FusedSteps = ()
 
     def __add__(self, other: Work) -> Work:
         return Work(
-            self.flops + other.flops, self.steps + other.steps, self.batched + other.batched
+            self.flops + other.flops,
+            self.steps + other.steps,
+            self.batched + other.batched,
+            _merge(self.fused, other.fused),
         )
 
-    def seconds(self, flops_per_s: float, step_s: float) -> float:
+    @property
+    def all_steps(self) -> float:
+        """Steps of either path (a stacked fused step counted once)."""
+        return self.steps + sum(v for _, v in self.fused)
+
+    def seconds(
+        self, flops_per_s: float, step_s: float, fused_s: Callable[[int], float] | None = None
+    ) -> float:
         """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
-        batched FLOPs), plus ``steps`` × ``step_s``."""
+        batched FLOPs), plus ``steps`` × ``step_s``, plus each stack size's fused steps ×
+        ``fused_s(B)`` (None: ``step_s``)."""
         alone = OVERHEAD * (self.flops - self.batched) / flops_per_s + self.steps * step_s
+        alone += sum(v * (fused_s(b) if fused_s else step_s) for b, v in self.fused)
         return alone + BATCHED_OVERHEAD * self.batched / flops_per_s if self.batched else alone
+
+
+def fused_kinds(spec: RunSpec) -> set[str]:
+    """The model kinds of ``spec`` that train with the fused step (``engine.train.fused``:
+    2L-ReLU and MLP-Attn, unless ``train.engine`` is autograd)."""
+    if spec.train.engine != "fused":
+        return set()
+    return {k for k in spec.model.kinds if k in FUSED_KINDS}
+
+
+FUSED_KINDS = ("relu", "attn")
+"""The kinds ``engine.train.fused.plan`` accepts (QKV-Attn trains its attention)."""
+
+
+def _stack(nets: int, batch_networks: int) -> tuple[int, int]:
+    """(chunks, networks a chunk) of ``nets`` networks in even chunks of at most
+    ``batch_networks`` (``engine.train.batched.train_batched``)."""
+    chunks = math.ceil(nets / max(1, batch_networks))
+    return chunks, math.ceil(nets / chunks)
 
 
 def planned_work(spec: RunSpec) -> dict[str, Work]:
@@ -107,10 +168,13 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     cell; ``spectrum``: the SVD of the n×d Gram factor and three n×n eigendecompositions
     on at most ``MAX_KERNEL_N`` rows, per data set, counted twice for float64).
 
-    With ``train.batch_networks`` > 1 and several seeds, the seeds of one (kind, width) of
-    those shared models, and their twins, train side by side (``RunContext.plan_batches``):
-    their FLOPs are ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds.
-    Adversarial training stays one network at a time.
+    Steps of the fused kinds (``fused_kinds``: 2L-ReLU and MLP-Attn under
+    ``train.engine = "fused"``) are ``Work.fused``: the seeds of one (kind, width), and
+    their twins, always stacked (``RunContext.plan_batches``), one stacked step a chunk of
+    seeds. For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
+    the seeds train side by side where ``worth_batching`` says so: their FLOPs are
+    ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds. Adversarial
+    training, attacks and landscape passes are autograd steps, one network at a time.
 
     Epochs are ``train.max_epochs`` under ``train.until = "converged"`` (the estimate is
     then an upper bound). Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
@@ -150,14 +214,29 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
         multi = seeds > 1 and spec.train.batch_networks > 1
         return multi and step_batch * d * w >= least
 
-    def seeded(per_width: float, widths: set[int] | tuple[int, ...], steps: float) -> Work:
+    n_fused = len(fused_kinds(spec))
+    n_auto = kinds - n_fused
+    stacks, per_stack = _stack(seeds, spec.train.batch_networks)
+
+    def seeded(
+        per_width: float,
+        widths: set[int] | tuple[int, ...],
+        steps: float,
+        fused_steps: float | None = None,
+    ) -> Work:
         """Training at ``widths`` for every kind and seed: ``per_width`` × w FLOPs and
-        ``steps`` steps per network and width; the steps counted per (kind, width) group."""
+        ``steps`` steps per network and width (``fused_steps`` for a fused kind, default
+        the same); the steps counted per (kind, width) group: the fused kinds' seeds
+        always stacked, the autograd kinds' as ``together`` says."""
         flops = sum(per_width * w for w in widths) * cells
         fast = [w for w in widths if together(w)]
-        small = sum(per_width * w for w in fast) * cells
+        small = sum(per_width * w for w in fast) * seeds * n_auto
         groups = BATCHED_STEP * chunks * len(fast) + seeds * (len(widths) - len(fast))
-        return Work(flops, steps * groups * kinds, small)
+        fs = steps if fused_steps is None else fused_steps
+        fused: FusedSteps = (
+            ((per_stack, fs * stacks * len(widths) * n_fused),) if n_fused and widths else ()
+        )
+        return Work(flops, steps * groups * n_auto, small, fused)
 
     def training(widths: set[int]) -> Work:
         new = widths - trained
@@ -175,7 +254,10 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
             w += Work(kernels * cells)
             # the linearized twin of every cell: f₀ + J·Δθ costs a forward and a JVP a
             # pass, about twice a training step of the network, in FLOPs and fixed cost
-            w += seeded(2 * 4.0 * n * d * ep, spec.model.widths, 2.0 * ep * batches)
+            # (fused: one more matmul, the pattern x̃W₀ᵀ; the fixed cost of a step)
+            w += seeded(
+                2 * 4.0 * n * d * ep, spec.model.widths, 2.0 * ep * batches, float(ep * batches)
+            )
         if name == "flip":
             w += training({fl.width}) + attacks
         if name == "advtrain":
@@ -240,7 +322,18 @@ def influence_check_work(spec: RunSpec, d: int) -> Work:
         steps = BATCHED_STEP * chunks * ep * batches
     else:
         steps = float(nets * ep * batches)
-    return Work(((1 + nets) * one + kernels) * cells, (ep * batches + steps) * cells)
+    seeds = len(spec.seeds)
+    n_fused = len(fused_kinds(spec))
+    n_auto = len(spec.model.kinds) - n_fused
+    flops = ((1 + nets) * one + kernels) * cells
+    if not n_fused:
+        return Work(flops, (ep * batches + steps) * cells)
+    # fused kinds: the cell's network alone, then its retrainings in even chunks
+    chunks, per = _stack(nets, tr.batch_networks)
+    fused = _merge(
+        ((1, ep * batches * seeds * n_fused),), ((per, chunks * ep * batches * seeds * n_fused),)
+    )
+    return Work(flops, (ep * batches + steps) * seeds * n_auto, 0.0, fused)
 
 
 def planned_shares(spec: RunSpec) -> dict[str, float]:
@@ -248,7 +341,7 @@ def planned_shares(spec: RunSpec) -> dict[str, float]:
     (``NOMINAL_FLOPS_PER_S``, ``NOMINAL_STEP_S``), in run order; they sum to 1."""
     secs = {
         k: w.seconds(NOMINAL_FLOPS_PER_S, NOMINAL_STEP_S) for k, w in planned_work(spec).items()
-    }
+    }  # fused steps at the same nominal price: shares only
     total = sum(secs.values())
     return {k: (v / total if total > 0 else 1 / len(secs)) for k, v in secs.items()}
 
@@ -259,16 +352,24 @@ def planned_flops(spec: RunSpec) -> float:
 
 
 def estimate_seconds(
-    specs: Sequence[RunSpec], *, flops_per_s: float | None = None, step_s: float | None = None
+    specs: Sequence[RunSpec],
+    *,
+    flops_per_s: float | None = None,
+    step_s: float | None = None,
+    fused_s: Callable[[int], float] | None = None,
 ) -> float:
     """Estimated wall seconds of running every spec of ``specs`` on this machine.
 
     ``flops_per_s``: the machine's matmul rate (default: ``probe_flops()``, 0.1 s);
-    ``step_s``: the loop's cost a step (default: ``probe_step_seconds()``).
+    ``step_s``: the autograd loop's cost a step (default: ``probe_step_seconds()``);
+    ``fused_s(B)``: a fused step of B stacked networks (default: ``step_s`` when that is
+    given, else ``probe_step_seconds("fused", B)``).
     """
     return sum(
         ln.estimate_s
-        for ln in breakdown([("", s) for s in specs], flops_per_s=flops_per_s, step_s=step_s)
+        for ln in breakdown(
+            [("", s) for s in specs], flops_per_s=flops_per_s, step_s=step_s, fused_s=fused_s
+        )
     )
 
 
@@ -282,8 +383,27 @@ class PlanLine:
     floor_s: float
     """Seconds of the FLOPs at this machine's matmul rate: the FLOP floor."""
     steps: float
+    """Steps of either path (a stacked fused step counted once)."""
     estimate_s: float
-    """``OVERHEAD`` × the floor + steps × the probe's step cost."""
+    """``OVERHEAD`` × the floor + each path's steps × its probe's step cost."""
+    fused_steps: float = 0.0
+    """Of ``steps``, those of the fused path."""
+
+
+def fused_probe(b: int) -> float:
+    """``probe_step_seconds("fused", b)``: a stacked fused step of ``b`` networks."""
+    return probe_step_seconds("fused", b)
+
+
+def fused_step_price(specs: Sequence[RunSpec]) -> float:
+    """Seconds a fused step of ``specs`` costs on average over their stack sizes
+    (``fused_probe`` each, weighted by its steps); 0 when none is fused."""
+    work = Work()
+    for spec in specs:
+        for w in planned_work(spec).values():
+            work += w
+    steps = sum(v for _, v in work.fused)
+    return sum(v * fused_probe(b) for b, v in work.fused) / steps if steps else 0.0
 
 
 def breakdown(
@@ -291,14 +411,25 @@ def breakdown(
     *,
     flops_per_s: float | None = None,
     step_s: float | None = None,
+    fused_s: Callable[[int], float] | None = None,
 ) -> list[PlanLine]:
     """The time budget of ``runs`` ((name, spec) pairs) line by line: each experiment of
     each run, then one ``(fixed)`` line of ``PER_RUN_SECONDS`` per run; the estimates add
-    up to ``estimate_seconds`` of the same specs and machine."""
+    up to ``estimate_seconds`` of the same specs and machine (``fused_s``: as there)."""
     rate = flops_per_s if flops_per_s is not None else probe_flops()
+    if fused_s is None and step_s is None:
+        fused_s = fused_probe
     step = step_s if step_s is not None else probe_step_seconds()
     lines = [
-        PlanLine(name, exp, w.flops, w.flops / rate, w.steps, w.seconds(rate, step))
+        PlanLine(
+            name,
+            exp,
+            w.flops,
+            w.flops / rate,
+            w.all_steps,
+            w.seconds(rate, step, fused_s),
+            w.all_steps - w.steps,
+        )
         for name, spec in runs
         for exp, w in planned_work(spec).items()
     ]

@@ -166,7 +166,8 @@ def _worth(ctx: RunContext, kind: str, ds: Dataset, seed: int) -> bool:
 
     tr, n = ctx.spec.train, ds.n_train
     batch = n if tr.optimizer == "gd" else min(tr.batch_size, n)
-    return worth_batching(ctx.new_model(kind, ctx.spec.trainability.width, seed, ds), batch)
+    model = ctx.new_model(kind, ctx.spec.trainability.width, seed, ds)
+    return worth_batching(model, batch, tr)
 
 
 def _measure(ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int) -> Iterator[Event]:

@@ -14,10 +14,14 @@ network's weights and epoch losses equal the separate run's to ~1e-12
 from a single one; on this project's 2-core CPU the influence_check rows and true effects
 came out bitwise equal to the separate trainer's (``benchmarks/bench_batched.py``).
 
-Models whose ``fixed_features`` is True (2L-ReLU, MLP-Attn) take the fast path: features
-computed once per network, each step runs only ``forward_features`` over the parameters
-and buffers of ``model.head``. Any other module (QKV-Attn, a linearized twin) takes the
-generic path, ``functional_call`` of the whole module on its raw inputs.
+2L-ReLU, MLP-Attn and their structured linearized twins take the closed-form step of
+``engine.train.fused`` (``train.engine = "fused"``, the default): no autograd, batched
+matmuls over the stacked weights, the optimiser's kernel called directly; the rest of
+this module (batch orders, exclusions, statistics, stops, divergence, write-back) is the
+same for every step. Under ``train.engine = "autograd"`` models whose ``fixed_features``
+is True take the fast vmap path (features computed once per network, each step runs
+only ``forward_features`` over ``model.head``); any other module (QKV-Attn, a jvp twin)
+the generic path, ``functional_call`` of the whole module on its raw inputs.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import torch
 from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
-from engine.train.loop import (
+from engine.train import fused
+from engine.train.base import (
     DIVERGE_FACTOR,
     SMALL_STEP_MACS,
     EpochStats,
@@ -73,9 +78,15 @@ networks a cell do not ask (1.49× faster batched, docs/benchmarks.md#batched)."
 StopRule = Callable[[int, Sequence[float]], bool]
 
 
-def worth_batching(model: nn.Module, batch: int) -> bool:
-    """Whether a step of ``model`` on ``batch`` points reaches ``MIN_STEP_MACS`` on an
-    accelerator, ``CPU_MIN_STEP_MACS`` on a CPU."""
+def worth_batching(model: nn.Module, batch: int, cfg: Any = None) -> bool:
+    """Whether networks like ``model`` should train stacked: always when ``cfg`` (a
+    ``TrainSpec``; None: the default engine) gives it the fused step (a stacked fused step
+    costs about one separate one: B = 6 at m ≤ 256 and batch 32 ran 4–9× faster a
+    network than autograd, ``benchmarks/bench_fused_step.py``); else when a step of
+    ``model`` on ``batch`` points reaches ``MIN_STEP_MACS`` on an accelerator,
+    ``CPU_MIN_STEP_MACS`` on a CPU."""
+    if fused.engine_of(cfg) == "fused" and fused.plan(model) is not None:
+        return True
     params = [p for p in model.parameters() if p.requires_grad]
     cpu = not params or params[0].device.type == "cpu"
     macs = batch * sum(p.numel() for p in params)
@@ -180,6 +191,36 @@ def train_batched(
             yield from chunk.run(stop, should_stop, raise_diverged, sync)
 
 
+def train_one(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainSpec,
+    *,
+    generator: torch.Generator,
+    should_stop: Callable[[], bool] | None = None,
+    exclude: int | None = None,
+) -> Iterator[EpochStats]:
+    """``engine.train.train`` of one network through a chunk of one: the same
+    ``EpochStats`` and errors (``DivergedError`` with the loop's message); the model holds
+    each epoch's weights when its stats are yielded (a caller may stop there)."""
+    for ev in train_batched(
+        [model],
+        x,
+        y,
+        cfg,
+        generators=[generator],
+        excludes=[exclude],
+        should_stop=should_stop,
+        batch_networks=1,
+        raise_diverged=False,
+        sync=lambda b, e: True,
+    ):
+        if ev.diverged:
+            raise DivergedError(ev.diverged[0])
+        yield ev.stats[0]
+
+
 class _Chunk:
     """The stacked state of one chunk of networks and its epochs."""
 
@@ -223,7 +264,8 @@ class _Chunk:
         self.prefix = prefix
         self.module: nn.Module = _Features(m0) if fast else m0
         self.key = "net." + prefix if fast else ""
-        if fast:
+        fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
+        if fast and fp is None:
             with torch.no_grad():
                 feats: list[torch.Tensor] = [
                     m.features(x[b] if self.per else x).detach()  # type: ignore[operator]
@@ -235,7 +277,25 @@ class _Chunk:
             self.feats, self.shared = x, not self.per
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
         self.opt = make_optimizer(list(self.params.values()), cfg)
-        self.grad_fn = self._grad_fn()
+        self.direct = fp is not None  # the optimiser's kernel called directly (``fused.step``)
+        self.grad_fn = self._grad_fn() if fp is None else self._fused(fp)
+
+    def _fused(self, fp: fused.FusedPlan) -> Callable[..., Any]:
+        """The closed-form step (``engine.train.fused``): each network's features computed
+        once (a twin's too), the frozen tensors it reads stacked in ``fixed`` (dropped with
+        the network when it stops, as the rest of ``fixed``)."""
+        if torch.is_floating_point(self.y) and fp.n_out != 1:  # as ``loop.data_loss``
+            raise ConfigError("targets", "float", "integer labels for a multi-output model")
+        with torch.no_grad():
+            feats = [
+                fp.features(m, self.x[b] if self.per else self.x).detach()
+                for b, m in enumerate(self.nets)
+            ]
+            frozen = [fp.frozen(m) for m in self.nets]
+        same = all(torch.equal(f, feats[0]) for f in feats[1:])
+        self.feats, self.shared = (feats[0], True) if same else (torch.stack(feats), False)
+        self.fixed = {k: torch.stack([f[k] for f in frozen]) for k in frozen[0]}
+        return fused.grad_fn(fp)
 
     def _grad_fn(self) -> Callable[..., Any]:
         from torch.func import functional_call, grad_and_value, vmap
@@ -271,6 +331,8 @@ class _Chunk:
             total, correct, seen = [0.0] * B, [0.0] * B, [0] * B
             bad: dict[int, str] = {}
             rows = torch.arange(B, device=x.device)[:, None]
+            steps: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+            widths: list[int] = []
             for lo in range(0, n, bs):
                 if should_stop is not None and should_stop():
                     raise Cancelled(f"stopped during epoch {epoch}")
@@ -281,14 +343,17 @@ class _Chunk:
                 wb = keep.to(xb.dtype)
                 grads, (lv_t, out) = self.grad_fn(self.params, self.fixed, xb, yb, wb)
                 self._update(grads)
-                cnt = keep.sum(1).tolist()
-                if torch.is_floating_point(yb):
-                    hit = torch.sign(out[..., 0]) == torch.sign(yb)
-                else:
-                    hit = out.argmax(-1) == yb
-                hits = (hit & keep).sum(1).tolist()
-                width = idx.shape[1]
-                for b, raw in enumerate(lv_t.tolist()):
+                with torch.no_grad():
+                    if torch.is_floating_point(yb):
+                        hit = torch.sign(out[..., 0]) == torch.sign(yb)
+                    else:
+                        hit = out.argmax(-1) == yb
+                    # read once an epoch (one sync instead of three a step)
+                    steps.append((lv_t.detach(), keep.sum(1), (hit & keep).sum(1)))
+                widths.append(idx.shape[1])
+            lv_all, cnt_all, hit_all = (torch.stack(t).tolist() for t in zip(*steps))
+            for width, lvs, cnt, hits in zip(widths, lv_all, cnt_all, hit_all):
+                for b, raw in enumerate(lvs):
                     c = int(cnt[b])
                     lv = raw * (width / c if c else 0.0) if c != width else raw
                     if not math.isfinite(lv) and b not in bad:
@@ -343,6 +408,9 @@ class _Chunk:
 
     @torch.no_grad()
     def _update(self, grads: dict[str, torch.Tensor]) -> None:
+        if self.direct:
+            fused.step(self.opt, list(self.params.values()), [grads[k] for k in self.params])
+            return
         """One optimiser step on every stacked parameter. Adam and SGD are element-wise and
         every network of a chunk has taken the same number of steps, so torch's own
         optimiser (``loop.make_optimizer``: fused Adam where there is one, coupled weight

@@ -126,6 +126,13 @@ def reproduce(
             help="Table 4's adversarial training: pgd (default; the paper's same attack) or fgsm_rs (Wong et al. 2020, about 1/3 of the MNIST preset's FLOPs).",
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Training step: fused (default: closed form for 2L-ReLU, MLP-Attn and their twins, several networks stacked in one step) or autograd (every model, the reference).",
+        ),
+    ] = None,
     executor: ExecutorOpt = None,
     address: AddressOpt = None,
     max_parallel: MaxParallelOpt = None,
@@ -140,6 +147,8 @@ def reproduce(
         PER_RUN_SECONDS,
         breakdown,
         estimate_seconds,
+        fused_probe,
+        fused_step_price,
         probe_flops,
         probe_step_seconds,
     )
@@ -169,6 +178,8 @@ def reproduce(
             over["model__kinds"] = parse_names(models)
         if adv_recipe is not None:
             over["flip__adv_recipe"] = adv_recipe
+        if engine is not None:
+            over["train__engine"] = engine
         if until_converged:
             over["train__until"] = "converged"
         protos = parse_names(protocols, "--protocols") if protocols is not None else None
@@ -219,7 +230,9 @@ def reproduce(
                 f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"
             )
         rate, step = probe_flops(), probe_step_seconds()
-        est = estimate_seconds([p.spec for p in parts], flops_per_s=rate, step_s=step)
+        est = estimate_seconds(
+            [p.spec for p in parts], flops_per_s=rate, step_s=step, fused_s=fused_probe
+        )
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
         for p in parts:
@@ -239,13 +252,19 @@ def reproduce(
                 highlight=False,
                 markup=False,
             )
-        lines = breakdown([(p.key, p.spec) for p in parts], flops_per_s=rate, step_s=step)
+        lines = breakdown(
+            [(p.key, p.spec) for p in parts], flops_per_s=rate, step_s=step, fused_s=fused_probe
+        )
         floor = sum(ln.floor_s for ln in lines)
+        fused = sum(ln.fused_steps for ln in lines)
+        auto = sum(ln.steps for ln in lines) - fused
+        fused_ms = 1e3 * fused_step_price([p.spec for p in parts])
         err_console.print(
             f"estimated run time ≈ {duration(est)} on this machine; FLOP floor {duration(floor)} "
             f"({number(sum(ln.flops for ln in lines))} FLOPs at {number(rate)} FLOP/s, the matmul probe); "
-            f"estimate = {OVERHEAD:g}× the floor + {number(sum(ln.steps for ln in lines))} steps × "
-            f"{1e3 * step:.2f} ms (the training loop's probe) + {PER_RUN_SECONDS:g} s a run",
+            f"estimate = {OVERHEAD:g}× the floor + {number(auto)} autograd steps × "
+            f"{1e3 * step:.2f} ms + {number(fused)} fused steps × {fused_ms:.2f} ms (the "
+            f"training loops' probes) + {PER_RUN_SECONDS:g} s a run",
             highlight=False,
             markup=False,
         )

@@ -25,6 +25,7 @@ from engine.kinds import (
     OPTIMIZERS,
     PREDICTORS,
     RANKINGS,
+    TRAIN_ENGINES,
     UNTIL,
     Predictor,
     check_flip,
@@ -248,7 +249,16 @@ class TrainSpec:
     batch_networks: int = 64
     """Most same-shaped networks trained side by side in one batched call (influence_check's retrainings; in this process also the seeds of a model and width, their linearized twins, trainability's κ points: each keeps its own data, batches, optimiser state and stop; a chunk also stays under 1 GiB); 1: each network separately (the earlier path)."""
 
+    engine: str = "fused"
+    """fused: 2L-ReLU, MLP-Attn and their linearized twins train with the closed-form step (no autograd; several networks stacked in one step), QKV-Attn with autograd; autograd: every model through autograd, the reference (``engine.train.fused``; speeds in docs/benchmarks-training.md)."""
+
     def __post_init__(self) -> None:
+        _check(
+            self.engine in TRAIN_ENGINES,
+            "train.engine",
+            self.engine,
+            f"one of {', '.join(TRAIN_ENGINES)}",
+        )
         _check(
             _pos_int(self.batch_networks),
             "train.batch_networks",

@@ -35,6 +35,7 @@ def test_train_work_is_the_formula():
         train__epochs=3,
         train__batch_size=32,
         train__batch_networks=1,  # one network at a time; batched below
+        train__engine="autograd",  # the fused step's accounting: test_fused_steps_...
     )
     d = 64  # digits: 8×8
     assert planned_flops(spec) == 4.0 * 100 * d * (16 + 64) * 3 * 2 * 2
@@ -60,7 +61,9 @@ def test_seeds_trained_together_cost_batched_steps_and_flops(monkeypatch):
     instead of one a seed, their FLOPs at BATCHED_OVERHEAD; the twins of ntk likewise."""
     import engine.train.batched as batched
 
-    cpu = RunSpec(experiment="train", seeds=(0, 1, 2), device="cpu")
+    cpu = RunSpec(experiment="train", seeds=(0, 1, 2), device="cpu").replace(
+        train__engine="autograd"
+    )
     assert planned_work(cpu)["train"].batched == 0  # on a CPU: never (measured)
     monkeypatch.setattr(batched, "CPU_MIN_STEP_MACS", MIN_STEP_MACS)  # as on a GPU
     spec = RunSpec(experiment="train,ntk", seeds=(0, 1, 2), device="cpu").replace(
@@ -68,6 +71,7 @@ def test_seeds_trained_together_cost_batched_steps_and_flops(monkeypatch):
         model__widths=(8, 1024, 4096),
         train__epochs=3,
         train__batch_size=32,
+        train__engine="autograd",
     )
     sep = planned_work(spec.replace(train__batch_networks=1))
     bat = planned_work(spec)
@@ -144,6 +148,35 @@ def test_paper_spec_asks_to_confirm_and_quick_does_not():
 def test_the_step_probe_times_the_real_loop():
     s = probe_step_seconds()
     assert 1e-6 < s < 1.0 and probe_step_seconds() == s  # measured once a process
+    stacked = probe_step_seconds("fused", 3)
+    assert 1e-6 < stacked < 1.0 and probe_step_seconds("fused", 3) == stacked
+
+
+def test_fused_steps_are_stacked_per_kind_and_width():
+    """2L-ReLU and MLP-Attn (fused): one stacked step of the seeds' chunk per (kind, width);
+    QKV-Attn: an autograd step per seed; priced by ``fused_s(B)`` and ``step_s``."""
+    spec = RunSpec(experiment="train,ntk", seeds=(0, 1, 2), device="cpu").replace(
+        data__n_train=100,
+        model__kinds=("relu", "attn", "qkv"),
+        model__widths=(8, 64),
+        train__epochs=3,
+        train__batch_size=32,
+    )
+    per = 3 * 4  # epochs × ⌈100/32⌉ batches
+    work = planned_work(spec)
+    assert work["train"].steps == per * 2 * 3  # qkv: widths × seeds
+    assert work["train"].fused == ((3, per * 2 * 2),)  # relu, attn: widths, stacks of 3
+    # the twins: an autograd twin costs two steps, a fused one one
+    assert work["ntk"].steps == 2 * per * 2 * 3 and work["ntk"].fused == ((3, per * 2 * 2),)
+    two = planned_work(spec.replace(train__batch_networks=2))["train"]
+    assert two.fused == ((2, 2 * per * 2 * 2),)  # 3 seeds: two chunks (2 + 1) a group
+    secs = work["train"].seconds(RATE, STEP, lambda b: 1e-4 * b)
+    assert math.isclose(
+        secs, OVERHEAD * work["train"].flops / RATE + STEP * per * 6 + 3e-4 * per * 4
+    )
+    auto = planned_work(spec.replace(train__engine="autograd"))["train"]
+    assert auto.fused == () and auto.steps == per * 2 * 3 * 3
+    assert auto.flops == work["train"].flops
 
 
 def test_reproduce_dry_run_prints_the_estimate(tmp_path):
@@ -187,6 +220,7 @@ def test_influence_check_work_counts_retrainings_batched_or_not():
         influence_check__width=32,
         influence_check__top=3,
         influence_check__random=2,
+        train__engine="autograd",
     )
     d, cells, nets = 64, 2 * 2, 2 * (3 + 2 + 1)  # digits 8×8; relu, attn × 2 seeds
     batched = planned_work(spec)["influence_check"]

@@ -85,7 +85,8 @@ def _calls(monkeypatch: pytest.MonkeyPatch, force: bool = True) -> list[int]:
     real = batched.train_batched
 
     def spy(models, *a, **kw):  # type: ignore[no-untyped-def]
-        sizes.append(len(models))
+        if not (len(models) == 1 and kw.get("batch_networks") == 1):  # not ``train_one``
+            sizes.append(len(models))
         return real(models, *a, **kw)
 
     monkeypatch.setattr(batched, "train_batched", spy)
@@ -185,12 +186,17 @@ def test_trainability_points_trained_together_give_the_separate_rows(monkeypatch
 
 
 def test_small_steps_train_one_at_a_time(monkeypatch):
-    """Steps under the threshold (on a CPU by default every step: batching seeds bought
-    nothing there) train one at a time; at the threshold, side by side."""
-    spec = _spec("ntk").replace(model__kinds=("relu",), model__widths=(8,))
+    """Autograd: steps under the threshold (on a CPU by default every step: batching seeds
+    bought nothing there) train one at a time; at the threshold, side by side. The fused
+    step stacks the seeds whatever their size."""
+    fused = _spec("ntk").replace(model__kinds=("relu",), model__widths=(8,))
+    spec = fused.replace(train__engine="autograd")
     calls = _calls(monkeypatch, force=False)
     assert not [e for e in _events(spec) if isinstance(e, Failed)]
     assert calls == []
+    assert not [e for e in _events(fused) if isinstance(e, Failed)]
+    assert calls == [3, 3]  # the networks, then their twins
+    calls.clear()
     monkeypatch.setattr(batched, "CPU_MIN_STEP_MACS", 16 * 8 * 64)  # batch × m × d: reached
     assert not [e for e in _events(spec) if isinstance(e, Failed)]
-    assert calls == [3, 3]  # the networks, then their twins
+    assert calls == [3, 3]

@@ -1,0 +1,153 @@
+"""Benchmark: the closed-form (fused) training step against autograd, per network-step.
+
+    python benchmarks/bench_fused_step.py [--parts step,throughput] [--widths 16,64,256,1024]
+                                          [--n 256] [--d 64] [--repeat 3] [--threads 2]
+                                          [--device cpu|cuda]
+
+* ``step``: 2L-ReLU (±1 targets, MSE, Adam, L2 1e-3, float32, CPU) on n points of d
+  features, batch 32 and full batch, for each width: seconds per network-step of
+  ``engine.train.train`` with ``train.engine = "autograd"`` (the reference), the same call
+  with the fused step (B = 1), and ``engine.train.batched.train_batched`` of B = 6
+DEVICE = torch.device("cpu")
+  networks in one fused step (its seconds ÷ 6). Interleaved, median of ``--repeat``, so
+  load hits all alike; the ratios are against the autograd figure of the same run (goal,
+  docs/benchmarks-training.md: fused B = 6 ≥ 5× autograd at m ≤ 256). MLP-Attn trains the
+  same head on its fixed features, so its step costs the same.
+* ``throughput``: the training FLOP rate at large width (MNIST's shape: d 784, n 500,
+  batch 128; the forward X̃Wᵀ and the weight gradient, 4·b·d·m a step) of the fused
+  trainer (B = 1) and of the autograd one, against ``engine.experiments.estimate``'s
+  matmul probe measured in the same run: what ``estimate.OVERHEAD`` stands for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# isort: off
+import engine  # noqa: E402,F401  (first: it sets OMP_WAIT_POLICY before torch loads)
+import torch  # noqa: E402
+
+# isort: on
+from engine.experiments.estimate import probe_flops  # noqa: E402
+from engine.models import TwoLayerNet  # noqa: E402
+from engine.run.spec import TrainSpec  # noqa: E402
+from engine.train import train  # noqa: E402
+from engine.train.batched import train_batched  # noqa: E402
+
+B = 6
+DEVICE = torch.device("cpu")
+
+
+def _data(n: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(n, d, generator=g)
+    return x.to(DEVICE), torch.where(x[:, 0] > x[:, 1], 1.0, -1.0).to(DEVICE)
+
+
+def _sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _cfg(engine_: str, bs: int, epochs: int) -> TrainSpec:
+    return TrainSpec(lr=1e-3, epochs=epochs, batch_size=bs, l2=1e-3, engine=engine_)
+
+
+def _time_one(x: torch.Tensor, y: torch.Tensor, m: int, cfg: TrainSpec) -> float:
+    net = TwoLayerNet(x.shape[1], m, seed=1).to(DEVICE)
+    _sync()
+    t0 = time.perf_counter()
+    for _ in train(net, x, y, cfg, generator=torch.Generator().manual_seed(1)):
+        pass
+    _sync()
+    return time.perf_counter() - t0
+
+
+def _time_stack(x: torch.Tensor, y: torch.Tensor, m: int, cfg: TrainSpec) -> float:
+    nets = [TwoLayerNet(x.shape[1], m, seed=s).to(DEVICE) for s in range(B)]
+    gens = [torch.Generator().manual_seed(s) for s in range(B)]
+    _sync()
+    t0 = time.perf_counter()
+    for _ in train_batched(nets, x, y, cfg, generators=gens):
+        pass
+    _sync()
+    return time.perf_counter() - t0
+
+
+def step_part(widths: list[int], n: int, d: int, repeat: int) -> None:
+    x, y = _data(n, d)
+    print(f"per network-step, ms (2L-ReLU, n {n}, d {d}, Adam, float32); x: autograd ÷ path")
+    print(f"{'m':>5} {'batch':>5} {'autograd':>9} {'fused B=1':>14} {'fused B=6':>14}")
+    for m in widths:
+        for bs in (32, n):
+            steps_per_epoch = -(-n // bs)
+            epochs = max(2, -(-60 // steps_per_epoch))
+            steps = epochs * steps_per_epoch
+            runs: dict[str, list[float]] = {"auto": [], "one": [], "six": []}
+            auto, fus = _cfg("autograd", bs, epochs), _cfg("fused", bs, epochs)
+            _time_one(x, y, m, auto), _time_one(x, y, m, fus)  # warm-up
+            for _ in range(repeat):
+                runs["auto"].append(_time_one(x, y, m, auto) / steps)
+                runs["one"].append(_time_one(x, y, m, fus) / steps)
+                runs["six"].append(_time_stack(x, y, m, fus) / (steps * B))
+            a, o, s = (statistics.median(runs[k]) * 1e3 for k in ("auto", "one", "six"))
+            print(
+                f"{m:>5} {bs:>5} {a:>9.3f} {o:>7.3f} {a / o:>5.1f}x {s:>7.3f} {a / s:>5.1f}x",
+                flush=True,
+            )
+
+
+def throughput_part(widths: list[int], repeat: int) -> None:
+    n, d, bs = 500, 784, 128
+    x, y = _data(n, d)
+    print(f"training FLOP rate ÷ matmul probe (2L-ReLU, n {n}, d {d}, batch {bs}, Adam)")
+    print(f"{'m':>5} {'probe GF/s':>10} {'fused':>14} {'autograd':>14}")
+    for m in widths:
+        epochs = 3
+        flops = 4.0 * n * d * m * epochs
+        fus, auto = _cfg("fused", bs, epochs), _cfg("autograd", bs, epochs)
+        _time_one(x, y, m, fus)
+        probes, rf, ra = [], [], []
+        for _ in range(repeat):
+            probes.append(probe_flops(0.2))
+            rf.append(flops / _time_one(x, y, m, fus))
+            ra.append(flops / _time_one(x, y, m, auto))
+        p, f, a = (statistics.median(v) for v in (probes, rf, ra))
+        print(
+            f"{m:>5} {p / 1e9:>10.1f} {f / 1e9:>6.1f} {f / p:>6.2f}x "
+            f"{a / 1e9:>6.1f} {a / p:>6.2f}x",
+            flush=True,
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parts", default="step,throughput")
+    ap.add_argument("--widths", default="16,64,256,1024")
+    ap.add_argument("--big-widths", default="1024,4096")
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--d", type=int, default=64)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (the probe stays on the CPU)")
+    args = ap.parse_args()
+    global DEVICE
+    DEVICE = torch.device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    parts = args.parts.split(",")
+    if "step" in parts:
+        step_part([int(w) for w in args.widths.split(",")], args.n, args.d, args.repeat)
+    if "throughput" in parts:
+        throughput_part([int(w) for w in args.big_widths.split(",")], args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+"""The run's trainer: every network an experiment trains goes through here.
+
+``Trainer`` owns, for one ``RunContext``: building a model as the run builds it
+(``new_model``), the cache of trained networks (one per data set, kind, width, seed,
+adversarial flag, d_k), the plan of which cells train together (``plan_batches``:
+the seeds of a (kind, width) stacked in one ``engine.train.batched`` call, with the fused
+step of ``engine.train.fused`` where the model has one, else where ``worth_batching``
+says so), the events those cells stream (the first seed's live, the others' replayed in
+their own cells), the kernel-drift probes, and, through ``engine.run.twins``, the
+linearized twins. The context keeps the spec, device, data, resume state, cancel flag
+and notes, and hands its ``train_model``, ``train_linearized``, ``new_model``,
+``plan_batches`` and ``planned`` through to this class (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Generator, Iterable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.data.dataset import Dataset
+from engine.errors import DivergedError
+from engine.run.events import Event, Metric, Progress
+from engine.run.trained import RunState, TrainedModel, _Job, batch_seed
+from engine.run.twins import TwinTrainer
+
+
+class Trainer:
+    """The training half of a ``RunContext`` (``ctx``): models, their cache, plans, twins."""
+
+    def __init__(self, ctx: RunState) -> None:
+        self.ctx = ctx
+        self._trained: dict[tuple[Any, ...], TrainedModel] = {}
+        self._groups: dict[Any, list[Any]] = {}
+        self._pending: dict[tuple[Any, ...], tuple[list[Event], str | None]] = {}
+        self.twins = TwinTrainer(self)
+
+    def train_linearized(self, tm: TrainedModel) -> Generator[Event, None, nn.Module]:
+        """``TwinTrainer.train`` (the linearized twin of ``tm``); ``yield from`` it."""
+        return (yield from self.twins.train(tm))
+
+    def new_model(
+        self,
+        kind: str,
+        width: int,
+        seed: int,
+        ds: Dataset,
+        *,
+        context: torch.Tensor | None = None,
+        d_k: int | None = None,
+    ) -> nn.Module:
+        """``kind`` at ``width``, initialised for ``seed``, on the run's device and dtype, as
+        ``train_model`` builds it; ``context``: the attention's context rows (default
+        ``context_rows(ds)``). The init of the weights depends on the seed alone."""
+        from engine.models import build_model
+
+        sp = self.ctx.spec
+        rows = self.ctx.context_rows(ds) if context is None else context
+        shift = None if ds.pixel_mean is None else ds.pixel_mean.to(self.ctx.device)
+        return build_model(
+            kind,
+            rows,
+            width,
+            ds.n_out,
+            sigma_w=sp.model.sigma_w,
+            train_output=sp.model.train_output,
+            seed=seed,
+            dtype=self.ctx.dtype,
+            d_k=d_k,
+            init_std=sp.qkv.init_std or None,
+            input_shift=shift,
+        ).to(self.ctx.device)
+
+    def plan_batches(self, batches: Iterable[tuple[Any, Any]]) -> None:
+        """The (group, member) pairs of the cells about to run in this process
+        (``Cell.batch``; ``run_cells`` passes them): ``planned(group)`` lists a group's
+        members in plan order. ``train_model`` reads the groups (kind, width), members
+        the seeds: with ``train.batch_networks`` > 1, the first call of a (kind, width)
+        trains every planned seed of it not yet trained in one ``train_batched`` call,
+        and each later seed's call replays its own events and returns its model.
+        Replaces the previous plan."""
+        groups: dict[Any, list[Any]] = {}
+        for group, member in batches:
+            members = groups.setdefault(group, [])
+            if member not in members:
+                members.append(member)
+        self._groups = groups
+
+    def planned(self, group: Any) -> list[Any]:
+        """The members of ``group`` planned in this process (``plan_batches``), or []
+        (a Ray task, a run without a plan)."""
+        return list(self._groups.get(group, []))
+
+    def train_model(
+        self,
+        kind: str,
+        width: int,
+        seed: int,
+        *,
+        dataset: Dataset | None = None,
+        adversarial: bool = False,
+        d_k: int | None = None,
+    ) -> Generator[Event, None, TrainedModel]:
+        """Train (or reuse) ``kind`` at ``width`` for ``seed``; ``yield from`` it.
+
+        ``d_k`` (QKV-Attn only) overrides ``spec.qkv.d_k`` (the d_k sweep).
+        Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
+        ``Progress('cell')`` events; returns the ``TrainedModel``. Seeds planned together
+        (``plan_batches``) train side by side in ``engine.train.batched`` where its
+        ``worth_batching`` says so (always for the fused step; autograd: never on a CPU,
+        measured no faster there), each exactly
+        as alone (own init, batch order, stop, drift probe, divergence); adversarial
+        training (its PGD step perturbs each network's own batches), a d_k override and a
+        data set passed in train one network at a time.
+        """
+        ds = dataset if dataset is not None else self.ctx.dataset(seed=seed)
+        dk = (d_k if d_k is not None else self.ctx.spec.qkv.d_k or None) if kind == "qkv" else None
+        key = self._model_key(ds, kind, width, seed, adversarial, dk)
+        if key in self._pending:  # trained with other seeds: this cell's events now
+            events, error = self._pending.pop(key)
+            yield from events
+            if error is not None:
+                raise DivergedError(error)
+        if key in self._trained:
+            return self._trained[key]
+        together = [seed]
+        if (
+            dataset is None
+            and not adversarial
+            and d_k is None
+            and self.ctx.spec.train.batch_networks > 1
+        ):
+            for s in self.planned((kind, width)):
+                k = self._model_key(self.ctx.dataset(seed=s), kind, width, s, False, dk)
+                if s != seed and k not in self._trained and k not in self._pending:
+                    together.append(s)
+        if len(together) > 1:
+            return (yield from self._train_together(kind, width, together, dk))
+        job = self._job(kind, width, seed, ds, adversarial, dk, d_k is not None)
+        yield from self._train_one(job)
+        return self._finish(job, time.perf_counter() - job.t0)
+
+    @staticmethod
+    def _model_key(
+        ds: Dataset, kind: str, width: int, seed: int, adversarial: bool, dk: int | None
+    ) -> tuple[Any, ...]:
+        return (ds.name, ds.classes, ds.n_train, ds.n_test, kind, width, seed, adversarial, dk)
+
+    def _job(
+        self,
+        kind: str,
+        width: int,
+        seed: int,
+        ds: Dataset,
+        adversarial: bool,
+        dk: int | None,
+        dk_cell: bool = False,
+    ) -> _Job:
+        """One network about to train: its model at init, data, drift probe, stop rule."""
+        from engine.results import constant_loss
+        from engine.train.until import epoch_cap
+
+        cell = f"train/{ds.name}/{kind}/{width}/{seed}" + ("/adversarial" if adversarial else "")
+        cell += f"/dk{dk}" if dk_cell else ""
+        model = self.new_model(kind, width, seed, ds, d_k=dk)
+        init_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        x, y = self.ctx.to_device(ds.x_train_raw), self.ctx.to_device(ds.y_train)
+        probe, k0 = self._drift_probe(model, x, seed)
+        return _Job(
+            key=self._model_key(ds, kind, width, seed, adversarial, dk),
+            cell=cell,
+            label=f"{kind} m={width} seed={seed}",
+            model=model,
+            init_state=init_state,
+            ds=ds,
+            x=x,
+            y=y,
+            probe=probe,
+            k0=k0,
+            epochs=epoch_cap(self.ctx.spec.train),
+            baseline=constant_loss(ds.y_train),
+            adversarial=adversarial,
+            kind=kind,
+            width=width,
+            seed=seed,
+            t0=time.perf_counter(),
+        )
+
+    def _train_one(self, job: _Job) -> Iterator[Event]:
+        """The separate path: ``engine.train.train`` on one network (adversarial too)."""
+        from engine.train import train
+        from engine.train.until import stop_now
+
+        sp = self.ctx.spec
+        perturb = None
+        if job.adversarial:
+            from engine.train.adversarial import make_perturb
+
+            f = sp.flip
+            perturb = make_perturb(
+                f.adv_recipe,
+                f.adv_eps,
+                f.adv_training_steps(),
+                f.adv_alpha,
+                random_start=f.random_start,
+                norm=f.norm,
+                generator=torch.Generator(device=self.ctx.device).manual_seed(job.seed),
+            )
+        gen = torch.Generator().manual_seed(batch_seed(job.seed, job.width))
+        # until = converged: one loop to the cap, left at the first check where the guard
+        # holds (engine.train.until): the weights of a fixed run of that many epochs.
+        cfg = dataclasses.replace(sp.train, epochs=job.epochs)
+        yield job.start()
+        for st in train(
+            job.model,
+            job.x,
+            job.y,
+            cfg,
+            generator=gen,
+            perturb=perturb,
+            should_stop=self.ctx.cancelled,
+        ):
+            stop = stop_now(sp.train, [*job.losses(), st.loss], job.baseline)
+            yield from self._epoch_events(job, st, stop)
+            if stop:
+                break
+
+    def _train_together(
+        self, kind: str, width: int, seeds: list[int], dk: int | None
+    ) -> Generator[Event, None, TrainedModel]:
+        """The networks of ``kind`` at ``width`` for ``seeds`` (same shape, each on its
+        own seed's subset) in one ``train_batched`` call; the first seed's events stream
+        live, the others' wait in ``_pending`` for their own cell (with the error of a
+        network that diverged, raised there as the separate path raises it)."""
+        from engine.train.batched import train_batched, worth_batching
+        from engine.train.until import stop_now
+
+        sp = self.ctx.spec
+        first = self._job(kind, width, seeds[0], self.ctx.dataset(seed=seeds[0]), False, dk)
+        sizes = {self.ctx.dataset(seed=s).x_train_raw.shape for s in seeds}
+        if len(sizes) > 1 or not worth_batching(
+            first.model, self._step_batch(first.y.shape[0]), self.ctx.spec.train
+        ):
+            # subsets of unequal size, or steps bound by their fixed cost: one at a time
+            yield from self._train_one(first)
+            return self._finish(first, time.perf_counter() - first.t0)
+        jobs = [
+            first,
+            *(self._job(kind, width, s, self.ctx.dataset(seed=s), False, dk) for s in seeds[1:]),
+        ]
+        t0 = time.perf_counter()
+        out: list[list[Event]] = [[j.start()] for j in jobs]
+        yield from out[0]
+        out[0] = []
+        every = sp.ntk.drift_every
+        cfg = dataclasses.replace(sp.train, epochs=jobs[0].epochs)
+        errors: dict[int, str] = {}
+        for ev in train_batched(
+            [j.model for j in jobs],
+            torch.stack([j.x for j in jobs]),
+            torch.stack([j.y for j in jobs]),
+            cfg,
+            generators=[torch.Generator().manual_seed(batch_seed(s, width)) for s in seeds],
+            stop=lambda b, losses: stop_now(sp.train, losses, jobs[b].baseline),
+            should_stop=self.ctx.cancelled,
+            batch_networks=sp.train.batch_networks,
+            raise_diverged=False,
+            sync=lambda b, e: jobs[b].k0 is not None and bool(every) and e % every == 0,
+        ):
+            for b, st in zip(ev.networks, ev.stats):
+                if b in ev.diverged:  # the first seed's fails its cell now, as alone
+                    if b == 0:
+                        raise DivergedError(ev.diverged[b])
+                    errors[b] = ev.diverged[b]
+                    continue
+                out[b].extend(self._epoch_events(jobs[b], st, b in ev.stopped))
+            yield from out[0]
+            out[0] = []
+        share = (time.perf_counter() - t0) / len(jobs)  # the group's wall time, split evenly
+        for b, j in enumerate(jobs):
+            j.model.eval()
+            if b in errors:
+                self._pending[j.key] = (out[b], errors[b])
+                continue
+            self._finish(j, share)
+            if b:
+                self._pending[j.key] = (out[b], None)
+        return self._trained[jobs[0].key]
+
+    def _step_batch(self, n: int) -> int:
+        """Points a training step sees: n for full-batch GD, else the batch size."""
+        tr = self.ctx.spec.train
+        return n if tr.optimizer == "gd" else min(tr.batch_size, n)
+
+    def _epoch_events(self, job: _Job, st: Any, stop: bool) -> list[Event]:
+        """One epoch's events and records of ``job`` (``st``: its ``EpochStats``; its model
+        holds that epoch's weights when a drift is due): the same for both paths."""
+        job.history.append({"epoch": st.epoch, "loss": st.loss, "accuracy": st.accuracy})
+        evs: list[Event] = [
+            Metric("train_loss", st.loss, st.epoch, cell=job.cell),
+            Metric("train_accuracy", st.accuracy, st.epoch, cell=job.cell),
+        ]
+        every = self.ctx.spec.ntk.drift_every
+        if job.k0 is not None and every and (st.epoch % every == 0 or stop):
+            v = self._drift(job.model, job.probe, job.k0)
+            job.drift.append((st.epoch, v))
+            job.model.train()
+            evs.append(Metric("kernel_drift", v, st.epoch, cell=job.cell))
+        evs.append(Progress("cell", st.epoch, job.epochs, job.label, cell=job.cell))
+        return evs
+
+    def _finish(self, job: _Job, seconds: float) -> TrainedModel:
+        """The trained ``job`` evaluated, cached and returned."""
+        from engine.train import evaluate
+
+        model, ds = job.model, job.ds
+        model.eval()
+        tr_loss, tr_acc = evaluate(model, job.x, job.y)
+        te_loss, te_acc = evaluate(
+            model, self.ctx.to_device(ds.x_test_raw), self.ctx.to_device(ds.y_test)
+        )
+        tm = TrainedModel(
+            model=model,
+            init_state=job.init_state,
+            dataset=ds,
+            kind=job.kind,
+            width=job.width,
+            seed=job.seed,
+            adversarial=job.adversarial,
+            train_loss=tr_loss,
+            train_accuracy=tr_acc,
+            test_accuracy=te_acc,
+            test_loss=te_loss,
+            seconds=seconds,
+            history=job.history,
+            drift=job.drift,
+        )
+        self._trained[job.key] = tm
+        return tm
+
+    def _drift_probe(
+        self, model: nn.Module, x: torch.Tensor, seed: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if not self.ctx.spec.ntk.drift_every:
+            return x[:0], None
+        try:
+            from engine.ntk import empirical_ntk
+        except ImportError:  # pragma: no cover - during development only
+            return x[:0], None
+        g = torch.Generator().manual_seed(seed)
+        idx = torch.randperm(x.shape[0], generator=g)[: self.ctx.spec.ntk.drift_points].to(x.device)
+        probe = x[idx]
+        with torch.no_grad():
+            k0 = empirical_ntk(model, probe, output=0 if self._n_out(model) > 1 else None)
+        return probe, k0
+
+    @staticmethod
+    def _drift(model: nn.Module, probe: torch.Tensor, k0: torch.Tensor) -> float:
+        from engine.ntk import empirical_ntk
+
+        # For K outputs the first diagonal block: the co-activation pattern is what drifts
+        # (with fixed ±1 heads every diagonal block is the same matrix).
+        with torch.no_grad():
+            kt = empirical_ntk(model, probe, output=0 if Trainer._n_out(model) > 1 else None)
+        return float(torch.linalg.norm(kt - k0) / torch.linalg.norm(k0).clamp_min(1e-300))
+
+    @staticmethod
+    def _n_out(model: nn.Module) -> int:
+        head = getattr(model, "head", None)
+        return int(getattr(head, "n_out", 1))
