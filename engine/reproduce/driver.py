@@ -46,6 +46,7 @@ def reproduce_parts(
     tables: list[int],
     quick: bool,
     estimated_seconds: float,
+    verify: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run ``parts`` into ``path`` (one run directory per part) and return (the metadata
     of ``reproduce.json``, the comparison of ``summary.json``).
@@ -53,6 +54,8 @@ def reproduce_parts(
     ``run_part(part, run_dir, resume)`` runs one part's spec into ``run_dir`` (resume: that
     directory already has events to continue); ``on_missing(part, reason)`` is told of a
     part whose data set does not load here (it is reported as "no data", never invented).
+    ``verify``: then continue a sample of the converged cells (``engine.reproduce.verify``)
+    and record per claim whether its verdict or numbers moved.
     """
     from engine.run.runs import read_run
 
@@ -76,4 +79,9 @@ def reproduce_parts(
         run_part(part, sub, resume and (sub / "events.jsonl").exists())
         runs[part.key] = read_run(sub)
     comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
+    if verify:
+        from engine.reproduce.verify import verify as continue_sample
+
+        check = continue_sample(path, parts, runs, comparison["checklist"], run_part)
+        record.add_verify(path, meta, comparison, check)
     return meta, comparison

@@ -124,6 +124,18 @@ def finish(
     return comparison
 
 
+def add_verify(
+    path: Path, meta: dict[str, Any], comparison: dict[str, Any], check: dict[str, Any]
+) -> None:
+    """Record the continuation check (``engine.reproduce.verify``): ``verify`` in
+    ``reproduce.json``, the checklist items' ``verify`` in ``summary.json``."""
+    meta["verify"] = check
+    atomic_write(path / META, json.dumps(to_jsonable(meta), indent=2) + "\n")
+    summary = json.loads((path / SUMMARY).read_text())
+    summary["checklist"] = comparison["checklist"]
+    atomic_write(path / SUMMARY, json.dumps(to_jsonable(summary), indent=2) + "\n")
+
+
 def _previous(path: Path) -> dict[str, Any] | None:
     """The ``reproduce.json`` a resumed reproduction already has (None: a new one)."""
     try:

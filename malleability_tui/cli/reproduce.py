@@ -115,6 +115,13 @@ def reproduce(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")
     ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Then retrain one seed's converged cells of each part to twice their epochs and record per claim whether the verdict or its numbers move (with --resume --out RUN: on a finished run).",
+        ),
+    ] = False,
     models: Annotated[
         str | None,
         typer.Option(help="Models (default relu,attn); add qkv for the v2 claim (checklist 7)."),
@@ -270,9 +277,17 @@ def reproduce(
             tables=list(tabs),
             quick=quick,
             estimated_seconds=est,
+            verify=verify,
         )
         seconds = meta["seconds"]
         show_comparison(comparison)
+        if v := meta.get("verify"):
+            moved = ", ".join(v["moved_claims"]) or "none"
+            console.print(
+                f"continuation check (×{v['epochs_x']} epochs): {v['checked']} verdicts, "
+                f"moved: {moved}",
+                highlight=False,
+            )
         console.print(
             f"reproduction: [bold]{path}[/] ({duration(seconds)}); report: malleability report {path}",
             highlight=False,
