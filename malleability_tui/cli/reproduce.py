@@ -112,6 +112,13 @@ def reproduce(
     center: Annotated[
         bool, typer.Option("--center", help="Centre the inputs: the same as --protocols centred.")
     ] = False,
+    scale: Annotated[
+        str | None,
+        typer.Option(
+            "--scale",
+            help="A declared scale: data (n_train 800 MNIST/Fashion, 200 CIFAR-10; widths 16-4096; seeds 0,1,2; until converged; both protocols; <= 60 min per data set and protocol by the estimate on 2 idle cores).",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")
     ] = False,
@@ -197,6 +204,7 @@ def reproduce(
                 device=device,
                 overrides=over,
                 protocols=tuple(protos) if protos else None,
+                scale=scale,
             )
         except ConfigError as e:  # in the flag's words, not the spec key's: --widths '0'
             given = {
@@ -207,6 +215,7 @@ def reproduce(
                 "seeds": ("--seeds", seeds),
                 "flip.adv_recipe": ("--adv-recipe", adv_recipe),
                 "device": ("--device", device),
+                "scale": ("--scale", scale),
             }
             line = flag_error(e, {k: v for k, v in given.items() if v[1] is not None})
             if line is None:
