@@ -137,22 +137,22 @@ def _numbers(item: dict[str, Any], stats: dict[str, Any]) -> dict[str, tuple[flo
             if claim == 3
             else [("2L-ReLU", "pgd", t) for t in ("standard", "adversarial")]
         )
-        for m, a, t in groups:
-            p = _pooled(rows, m, a, t)
+        for model, attack, training in groups:
+            p = _pooled(rows, model, attack, training)
             if p:
-                out[f"{m} {a} {t}"] = (p["pooled"], p["ci_low"], p["ci_high"])
+                out[f"{model} {attack} {training}"] = (p["pooled"], p["ci_low"], p["ci_high"])
     elif claim == 6:
         col = "width_1d" if item.get("measure") == "width_1d" else "hessian_top_eig"
-        for m in MODELS:
+        for model in MODELS:
             vals = [
                 float(r[col])
                 for r in stats.get("sharpness") or []
-                if r.get("model") == m and r.get(col) not in (None, "")
+                if r.get("model") == model and r.get(col) not in (None, "")
             ]
-            mu, s, n = mean_std(vals)
+            mu, sd, n = mean_std(vals)
             if n:
-                s = 0.0 if not math.isfinite(s) else s
-                out[f"{m} {col}"] = (mu, mu - s, mu + s)
+                sd = 0.0 if not math.isfinite(sd) else sd
+                out[f"{model} {col}"] = (mu, mu - sd, mu + sd)
     return out
 
 
@@ -236,7 +236,7 @@ def verify(
     for part in parts:
         tables = runs.get(part.key, {}).get("tables")
         s = sampled(part, tables, path / part.key) if tables else None
-        if s is None:
+        if s is None or tables is None:
             continue
         vp = verify_part(part, s)
         sub = path / "verify" / part.key

@@ -197,12 +197,12 @@ def make_figures(
             fig, ax = plt.subplots(figsize=(5, 3.5))
             wbar = 0.8 / max(len(models), 1)
             for j, m in enumerate(models):
-                cells = [
+                pools = [
                     pooled([r for r in std if r.model == m and r.attack == a]) for a in attacks
                 ]
-                mean = [c["pooled"] if c else math.nan for c in cells]
-                lo = [c["pooled"] - c["ci_low"] if c else 0.0 for c in cells]
-                hi = [c["ci_high"] - c["pooled"] if c else 0.0 for c in cells]
+                mean = [pc["pooled"] if pc else math.nan for pc in pools]
+                lo = [pc["pooled"] - pc["ci_low"] if pc else 0.0 for pc in pools]
+                hi = [pc["ci_high"] - pc["pooled"] if pc else 0.0 for pc in pools]
                 xs = [i + j * wbar for i in range(len(attacks))]
                 ax.bar(xs, mean, wbar, yerr=[lo, hi], capsize=3, label=m)
             ax.set_xticks(
