@@ -50,6 +50,8 @@ def _cells(item: dict[str, Any]) -> str:
     c = item.get("cells")
     if not c:
         return "no trained cells (computed from the data)"
+    if not c["total"]:
+        return "no trained cells in this run"
     return f"{c['passing']} of {c['total']} cells converged and above chance ([{c['table']}]({c['table']}))"
 
 
@@ -57,6 +59,8 @@ def _verify(v: Any) -> str:
     if not v:
         return "not run"
     if "checked" in v:  # the run's record: how many verdicts were checked, which moved
+        if not v["parts"]:
+            return f"×{v['epochs_x']} epochs: no converged cell to continue"
         moved = ", ".join(v["moved_claims"]) or "none"
         parts = "; ".join(
             f"{k} seed {p['seed']}, {p['cells']} cells to {p['epochs']} epochs"
@@ -77,6 +81,15 @@ def _verify(v: Any) -> str:
     )
 
 
+def _sittings(run: dict[str, Any]) -> str:
+    """`` over 2 sittings (first: COMMAND)`` for a resumed reproduction, else ''."""
+    earlier = run.get("sittings") or []
+    if not earlier:
+        return ""
+    first = earlier[0].get("command") or "not recorded"
+    return f" over {len(earlier) + 1} sittings (the first: `{first}`)"
+
+
 def _section(folder: Path, root: Path) -> list[str]:
     check = json.loads((folder / "checklist.json").read_text())
     run = json.loads((folder / "run.json").read_text())
@@ -88,7 +101,8 @@ def _section(folder: Path, root: Path) -> list[str]:
         f"## {ds}, {proto} protocol",
         "",
         f"Command: `{run.get('command') or 'not recorded'}`  ",
-        f"Commit: `{run.get('commit') or 'not recorded'}`; wall time {_dur(run.get('seconds'))} "
+        f"Commit: `{run.get('commit') or 'not recorded'}`; wall time "
+        f"{_dur(run.get('wall_seconds', run.get('seconds')))}{_sittings(run)} "
         f"(estimate {_dur(run.get('estimated_seconds'))}); 1-minute load {loads}; "
         f"{run.get('start_time')} to {run.get('end_time')}  ",
         f"Continuation check: {_verify(run.get('verify'))}",

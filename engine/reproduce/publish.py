@@ -10,8 +10,9 @@ Layout of one (data set, protocol) folder:
 * ``<part>-<table>.csv``: the rows behind the verdicts (``TABLES``), ``part`` being
   ``multiclass``, ``binary`` or ``binary-gd``, copied from the part's run directory.
 * ``figures/*.png``: drawn by the front end (``malleability results add``).
-* ``run.json``: the command, commit, wall time, estimate, load, times and earlier
-  sittings of the reproduction, and its continuation check (``verify``).
+* ``run.json``: the command, commit, wall time (``seconds``: the last sitting's;
+  ``wall_seconds``: all sittings and the continuation check), estimate, load, times and
+  earlier sittings of the reproduction, and its continuation check (``verify``).
 
 ``page(root)`` renders ``index.md`` from these files only: a test regenerates it and
 finds the committed page unchanged, so no number on it is typed by hand.
@@ -89,6 +90,8 @@ def _item_cells(item: dict[str, Any], folder: Path) -> dict[str, Any] | None:
     part = "binary-gd" if str(item.get("sweep", "")).startswith("full-batch GD") else "multiclass"
     if item["claim"] == 3 and not (folder / f"multiclass-{table}.csv").is_file():
         part = "binary"
+    if not (folder / f"{part}-{table}.csv").is_file():
+        return {"table": None, "total": 0, "passing": 0}
     rows = _rows(folder / f"{part}-{table}.csv")
     if item["claim"] == 3:
         rows = [r for r in rows if r.get("training") == "standard"]
@@ -144,10 +147,19 @@ def import_run(run: Path, into: Path) -> list[Path]:
             check = {"dataset": ds, "protocol": proto, "checklist": items}
             atomic_write(folder / "checklist.json", json.dumps(check, indent=2) + "\n")
             info = {k: meta.get(k) for k in RUN_KEYS}
+            info["wall_seconds"] = wall_seconds(meta)
             info.update(dataset=ds, protocol=proto, parts=[p["key"] for p in mine])
             atomic_write(folder / "run.json", json.dumps(info, indent=2) + "\n")
             written.append(folder)
     return written
+
+
+def wall_seconds(meta: dict[str, Any]) -> float:
+    """The reproduction's wall time over all its sittings (``--resume``), the continuation
+    check's included."""
+    sittings = [*meta.get("sittings", []), meta]
+    total = sum(float(s.get("seconds") or 0.0) for s in sittings)
+    return total + float((meta.get("verify") or {}).get("seconds") or 0.0)
 
 
 def folders(root: Path) -> list[Path]:
