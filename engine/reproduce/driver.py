@@ -57,7 +57,7 @@ def reproduce_parts(
     ``verify``: then continue a sample of the converged cells (``engine.reproduce.verify``)
     and record per claim whether its verdict or numbers moved.
     """
-    from engine.run.runs import read_run
+    from engine.run.runs import read_run, train_curves
 
     meta = record.start(
         path,
@@ -68,6 +68,7 @@ def reproduce_parts(
         estimated_seconds=estimated_seconds,
     )
     runs: dict[str, dict[str, Any]] = {}
+    curves: dict[str, Any] = {}
     t0 = time.perf_counter()
     for part in parts:
         sub = path / part.key
@@ -76,12 +77,16 @@ def reproduce_parts(
             on_missing(part, reason)
             runs[part.key] = {"missing": reason}
             continue
-        run_part(part, sub, resume and (sub / "events.jsonl").exists())
+        again = resume and (sub / "events.jsonl").exists()
+        before = train_curves(sub) if verify and again else {}
+        run_part(part, sub, again)
         runs[part.key] = read_run(sub)
+        # a resume compacts events.jsonl (the epoch curves go): --verify reads them first
+        curves[part.key] = train_curves(sub) or before
     comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
     if verify:
         from engine.reproduce.verify import verify as continue_sample
 
-        check = continue_sample(path, parts, runs, comparison["checklist"], run_part)
+        check = continue_sample(path, parts, runs, comparison["checklist"], run_part, curves)
         record.add_verify(path, meta, comparison, check)
     return meta, comparison

@@ -42,12 +42,18 @@ def _labels() -> dict[str, str]:
     return dict(MODEL_LABELS)
 
 
-def sampled(part: Part, tables: dict[str, list[dict]], run_dir: Path) -> dict[str, Any] | None:
+def sampled(
+    part: Part,
+    tables: dict[str, list[dict]],
+    curves: dict[str, tuple[list[float], list[float]]],
+    continued: Path | None = None,
+) -> dict[str, Any] | None:
     """The sample of one part: ``{"seed", "cells": {(model, width)}, "epochs"}`` (epochs:
-    the most any sampled cell ran, from the run's ``train_loss`` events), or None when no
-    cell passed the guards or the part trains nothing."""
-    from engine.run.runs import train_curves
-
+    the most any sampled cell ran, from the part's ``train_loss`` curves,
+    ``engine.run.runs.train_curves``, read before a resume compacts its events), or None
+    when no cell passed the guards or the part trains nothing. ``continued``: the
+    continuation run of an earlier, interrupted check, whose epochs are kept (its cells
+    resume) when the curves are gone."""
     rows = [r for t in TABLES for r in tables.get(t) or [] if r.get("model") in MODELS]
     if not rows or not set(part.spec.experiment.split(",")) & set(TRAINED):
         return None
@@ -65,13 +71,17 @@ def sampled(part: Part, tables: dict[str, list[dict]], run_dir: Path) -> dict[st
     }
     labels = _labels()
     epochs = 0
-    for cell, (xs, _) in train_curves(run_dir).items():
+    for cell, (xs, _) in curves.items():
         p = cell.split("/")  # experiment/dataset/kind/width/seed
         if len(p) >= 5 and p[-1] == str(seed) and xs:
             model, width = labels.get(p[2], p[2]), num(p[3])
             if (model, width) in cells or (model, None) in cells:
                 epochs = max(epochs, int(max(xs)))
-    if epochs == 0:
+    if epochs == 0 and continued is not None and (continued / "spec.toml").is_file():
+        from engine.run.spec import RunSpec
+
+        epochs = RunSpec.load(continued / "spec.toml").train.epochs // EPOCHS_X
+    if epochs == 0:  # no record of the epochs run: the cap, an upper bound
         epochs = max(part.spec.train.epochs, part.spec.train.max_epochs)
     return {"seed": seed, "cells": cells, "epochs": epochs}
 
@@ -220,10 +230,12 @@ def verify(
     runs: dict[str, dict[str, Any]],
     checklist: list[dict[str, Any]],
     run_part: Any,
+    curves: dict[str, Any],
 ) -> dict[str, Any]:
     """Continue each part's sample (module docstring) into ``path/verify/<part>`` with
     ``run_part(part, run_dir, resume)``, write ``verify`` into the items of ``checklist``
-    and return the run's record: ``{"epochs_x", "parts", "checked", "moved", "moved_claims"}``."""
+    and return the run's record: ``{"epochs_x", "parts", "checked", "moved", "moved_claims"}``.
+    ``curves``: part key → its ``train_curves``, read before the parts ran again."""
     import time
 
     from engine.reproduce.compare import compare
@@ -235,11 +247,11 @@ def verify(
     done: dict[str, Any] = {}
     for part in parts:
         tables = runs.get(part.key, {}).get("tables")
-        s = sampled(part, tables, path / part.key) if tables else None
+        sub = path / "verify" / part.key
+        s = sampled(part, tables, curves.get(part.key, {}), sub) if tables else None
         if s is None or tables is None:
             continue
         vp = verify_part(part, s)
-        sub = path / "verify" / part.key
         run_part(vp, sub, (sub / "events.jsonl").exists())
         cont = read_run(sub)["tables"]
         after[part.key] = {**runs[part.key], "tables": substitute(tables, cont, s)}

@@ -34,15 +34,26 @@ BEFORE = {("MLP-Attn", s): 0.8 + 0.01 * s for s in (0, 1, 2)} | {
 def test_sample_is_the_seed_with_most_passing_cells(tmp_path: Path) -> None:
     part = plan(("digits",), tables=(1,), quick=True)[0]
     rows = _sharp(BEFORE, bad=(("MLP-Attn", 0),))
-    s = sampled(part, {"sharpness": rows}, tmp_path)
+    s = sampled(part, {"sharpness": rows}, {})
     assert (
         s is not None and s["seed"] == 1 and s["cells"] == {("MLP-Attn", None), ("2L-ReLU", None)}
     )
-    assert s["epochs"] == max(part.spec.train.epochs, part.spec.train.max_epochs)  # no events
+    assert s["epochs"] == max(part.spec.train.epochs, part.spec.train.max_epochs)  # no curves
+    curves = {
+        "train/digits/attn/256/1": ([10.0, 430.0], [1.0, 0.1]),
+        "train/digits/relu/256/1": ([10.0, 610.0], [1.0, 0.1]),
+        "train/digits/relu/256/0": ([10.0, 900.0], [1.0, 0.1]),  # not the sampled seed
+    }
+    got = sampled(part, {"sharpness": rows}, curves)
+    assert got is not None and got["epochs"] == 610
+    # an interrupted check's continuation run keeps its epochs when the curves are gone
+    (tmp_path / "spec.toml").write_text(verify_part(part, got).spec.to_toml())
+    again = sampled(part, {"sharpness": rows}, {}, tmp_path)
+    assert again is not None and again["epochs"] == 610
     vp = verify_part(part, s)
     assert vp.spec.seeds == (1,) and vp.spec.train.until == "fixed"
     assert vp.spec.train.epochs == 2 * s["epochs"] and "spectrum" not in vp.spec.experiment
-    none = sampled(part, {"sharpness": _sharp(BEFORE, bad=tuple(BEFORE))}, tmp_path)
+    none = sampled(part, {"sharpness": _sharp(BEFORE, bad=tuple(BEFORE))}, {})
     assert none is None  # no converged cell: nothing to continue
 
 
