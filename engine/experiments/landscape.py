@@ -21,7 +21,11 @@ seed only (the table has no seed column, and plots draw one curve per model);
 cell, null in JSON; pandas reads it as NaN). Every seed's 2-D surface is also an
 ``Artifact`` named ``landscape_2d``.
 
-Table ``sharpness`` (model, seed, hessian_top_eig, hessian_trace): every seed.
+Table ``sharpness`` (model, seed, hessian_top_eig, hessian_trace, width_1d, width_delta,
+width_censored): every seed. ``width_1d`` is the 1-D basin width below (the training
+curve), the measure claim 6 is decided on: the filter-normalised direction makes it
+invariant under the ReLU rescaling w_r → c·w_r, a_r → a_r/c, which moves λ_max by c²
+(docs/claims.md#claim-6).
 
 Summary ``landscape``: per model mean ± std over seeds of λ_max, tr H and the 1-D
 basin width (``curve_width`` with mode absolute: the α-interval around 0 where
@@ -50,6 +54,7 @@ from engine.landscape import (
     interpolate,
     surface_1d,
     surface_2d,
+    width_censored,
 )
 from engine.models import MODEL_LABELS
 from engine.results import MARK, cells_of, failed_cells, guard_note, marked, mean_std, ratio
@@ -138,6 +143,7 @@ def _measure(
     d2 = (filter_normalized_direction(model, g), filter_normalized_direction(model, g))
     steps, done = 3 * len(splits) + 2, 0
     width_train = interp_min = float("nan")
+    censored: bool | None = None
     for split in splits:
         x, y = data[split]
         tag = "" if len(splits) == 1 else f":{split}"
@@ -145,6 +151,7 @@ def _measure(
         c1 = surface_1d(model, x, y, direction=d1, points=ls.points_1d, span=ls.span)
         if split == "train" or len(splits) == 1:
             width_train = curve_width(c1, WIDTH_DELTA)
+            censored = width_censored(c1, WIDTH_DELTA)
         done += 1
         yield Progress("cell", done, steps, f"{label} 1-D {split}", cell=cell)
         ctx.check_cancel()
@@ -219,7 +226,14 @@ def _measure(
     yield Progress("cell", done, steps, f"{label} tr H = {tr.value:.4g}", cell=cell)
     guards = tm.guards()
     row = SharpnessRow(
-        model=label, seed=seed, hessian_top_eig=eig.value, hessian_trace=tr.value, **guards
+        model=label,
+        seed=seed,
+        hessian_top_eig=eig.value,
+        hessian_trace=tr.value,
+        width_1d=width_train,
+        width_delta=WIDTH_DELTA,
+        width_censored=censored,
+        **guards,
     )
     yield TableRow.of(row, cell=cell)
     return {

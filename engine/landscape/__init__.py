@@ -4,7 +4,8 @@
 - ``surface_1d`` / ``surface_2d`` / ``interpolate``: batched (vmap) loss curves.
 - ``hessian_top_eigenvalue(s)`` / ``hessian_trace``: power iteration, Lanczos and
   Hutchinson on Hessian-vector products over the trainable parameters.
-- ``curve_width``: the width of a 1-D basin at a loss threshold.
+- ``curve_width`` / ``width_censored``: the width of a 1-D basin at a loss threshold
+  (invariant under the ReLU rescaling w_r → c·w_r, a_r → a_r/c: claim 6's measure).
 
 The loss is the training data loss (``engine.train.data_loss``) unless ``loss=`` or
 ``l2=`` say otherwise; see ``objective.py``.
@@ -29,6 +30,7 @@ from engine.landscape.surfaces import (
     interpolation_grid,
     surface_1d,
     surface_2d,
+    width_censored,
 )
 
 __all__ = [
@@ -51,4 +53,5 @@ __all__ = [
     "surface_1d",
     "surface_2d",
     "trainable_parameters",
+    "width_censored",
 ]

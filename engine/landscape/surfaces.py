@@ -204,3 +204,11 @@ def curve_width(
         return float(a[prev])
 
     return edge(range(i0 + 1, a.numel())) - edge(range(i0 - 1, -1, -1))
+
+
+def width_censored(curve: Curve1D, delta: float = 0.1) -> bool:
+    """Whether ``curve_width(curve, delta)`` (absolute mode) is only a lower bound: the
+    curve stays at or under L(0) + delta up to an end of the grid on either side."""
+    lo = curve.losses.double()
+    c = float(lo[int(curve.alphas.double().abs().argmin())]) + delta
+    return bool(float(lo[0]) <= c or float(lo[-1]) <= c)

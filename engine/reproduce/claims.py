@@ -477,20 +477,65 @@ def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
 
 
 def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
+    """Claim 6 decided on the filter-normalised basin width (``width_1d``: invariant
+    under the ReLU rescaling that moves λ_max), with λ_max's own verdict beside it
+    (``lambda_verdict``) and a note where the two disagree; runs written before the
+    width existed are decided on λ_max, and the item says so (``measure``)."""
     t = "MLP-Attn finds flatter minima than 2L-ReLU"
     used = [r for r in rows or [] if r["model"] in MODELS]
-    v_all, stat, rt = _sharp_rule(used)
+    typed = [SharpnessRow.from_row(x) for x in used]
+    invariant = bool(typed) and all(math.isfinite(x.width_1d) for x in typed)
+    rule = _width_rule6 if invariant else _sharp_rule
+    v_all, stat, rt = rule(used)
     if stat is None:
-        return _claim(6, t, "top Hessian eigenvalue", NO_DATA, dataset=ds)
+        return _claim(6, t, "basin width at a fixed loss rise", NO_DATA, dataset=ds)
     kept, excluded, _, dropped = on_trained(used, lambda r: r["model"])
-    v = v_all
+    v, lam_v, lam_stat = v_all, *_sharp_rule(used)[:2]
     if excluded:
-        v, kept_stat, rt = _sharp_rule(kept)
+        v, kept_stat, rt = rule(kept)
         stat = kept_stat or stat
+        lam_v, lam_kept = _sharp_rule(kept)[:2]
+        lam_stat = lam_kept or lam_stat
         if dropped or kept_stat is None:
             v = _guarded(INCONCLUSIVE, used)
+    extra: dict[str, Any] = {"measure": "width_1d" if invariant else "hessian_top_eig"}
+    if invariant:
+        stat += f"; beside it {lam_stat}: {lam_v}"
+        extra["lambda_verdict"] = lam_v
+        if lam_v != v.split(":", 1)[0]:
+            stat += " (λ_max disagrees: it moves under a rescaling that keeps the function)"
+    else:
+        stat += " (decided on raw λ_max: this run has no basin width)"
     stat += _excluded_text(excluded, _cells(used))
-    return _claim(6, t, stat, v, dataset=ds, ratio=rt, rule_verdict=v_all, excluded=excluded)
+    return _claim(
+        6, t, stat, v, dataset=ds, ratio=rt, rule_verdict=v_all, excluded=excluded, **extra
+    )
+
+
+def _width_rule6(rows: list[dict]) -> tuple[str, str | None, float]:
+    """Claim 6 on ``width_1d`` (wider = flatter): MLP-Attn's mean − std above 2L-ReLU's
+    mean + std → holds; the reverse → does not hold; else inconclusive. A censored width
+    (the basin reaches the grid's end) is a lower bound: it cannot be the narrower side
+    of a verdict. (…, None, NaN) without both models."""
+    typed = [SharpnessRow.from_row(x) for x in rows]
+    a = mean_std([x.width_1d for x in typed if x.model == "MLP-Attn"])
+    r = mean_std([x.width_1d for x in typed if x.model == "2L-ReLU"])
+    if not (a[2] and r[2]):
+        return INCONCLUSIVE, None, float("nan")
+    cens = {x.model for x in typed if x.width_censored}
+    rt = ratio(a.mean, r.mean)
+    delta = next((x.width_delta for x in typed if math.isfinite(x.width_delta)), float("nan"))
+    stat = (
+        f"basin width at loss +{delta:g} MLP-Attn {a[0]:.3g} ± {a[1]:.2g} vs 2L-ReLU "
+        f"{r[0]:.3g} ± {r[1]:.2g} (Attn/ReLU ×{rt:.3g})"
+    )
+    if cens:
+        stat += f"; {', '.join(sorted(cens))} reach the grid's end (a lower bound)"
+    if a[0] - a[1] > r[0] + r[1] and "2L-ReLU" not in cens:
+        return HOLDS, stat, rt
+    if r[0] - r[1] > a[0] + a[1] and "MLP-Attn" not in cens:
+        return FAILS, stat, rt
+    return INCONCLUSIVE, stat, rt
 
 
 def _sharp_rule(rows: list[dict]) -> tuple[str, str | None, float]:

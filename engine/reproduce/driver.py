@@ -46,6 +46,7 @@ def reproduce_parts(
     tables: list[int],
     quick: bool,
     estimated_seconds: float,
+    verify: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run ``parts`` into ``path`` (one run directory per part) and return (the metadata
     of ``reproduce.json``, the comparison of ``summary.json``).
@@ -53,8 +54,10 @@ def reproduce_parts(
     ``run_part(part, run_dir, resume)`` runs one part's spec into ``run_dir`` (resume: that
     directory already has events to continue); ``on_missing(part, reason)`` is told of a
     part whose data set does not load here (it is reported as "no data", never invented).
+    ``verify``: then continue a sample of the converged cells (``engine.reproduce.verify``)
+    and record per claim whether its verdict or numbers moved.
     """
-    from engine.run.runs import read_run
+    from engine.run.runs import read_run, train_curves
 
     meta = record.start(
         path,
@@ -65,6 +68,7 @@ def reproduce_parts(
         estimated_seconds=estimated_seconds,
     )
     runs: dict[str, dict[str, Any]] = {}
+    curves: dict[str, Any] = {}
     t0 = time.perf_counter()
     for part in parts:
         sub = path / part.key
@@ -73,7 +77,16 @@ def reproduce_parts(
             on_missing(part, reason)
             runs[part.key] = {"missing": reason}
             continue
-        run_part(part, sub, resume and (sub / "events.jsonl").exists())
+        again = resume and (sub / "events.jsonl").exists()
+        before = train_curves(sub) if verify and again else {}
+        run_part(part, sub, again)
         runs[part.key] = read_run(sub)
+        # a resume compacts events.jsonl (the epoch curves go): --verify reads them first
+        curves[part.key] = train_curves(sub) or before
     comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
+    if verify:
+        from engine.reproduce.verify import verify as continue_sample
+
+        check = continue_sample(path, parts, runs, comparison["checklist"], run_part, curves)
+        record.add_verify(path, meta, comparison, check)
     return meta, comparison

@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.errors import ConfigError
 from engine.kinds import PROTOCOLS
-from engine.reproduce.presets import apply_quick, cap_sizes
+from engine.reproduce.presets import apply_quick, cap_sizes, scale_overrides
 from engine.run.spec import DataSpec, RunSpec
 
 BINARY_CLASSES: dict[str, tuple[int, int]] = {
@@ -90,6 +90,7 @@ def plan(
     base: RunSpec | None = None,
     overrides: dict[str, Any] | None = None,
     protocols: tuple[str, ...] | None = None,
+    scale: str | None = None,
 ) -> list[Part]:
     """The sub-runs that compute ``tables`` (and κ, the dual implication and the
     landscape, always) for each data set. Each trains each model × width × seed once.
@@ -97,7 +98,27 @@ def plan(
 
     ``protocols`` (None: the preset's own, centred for --quick, else the paper's): every
     part once per protocol, the centred ones keyed ``<part>-centred`` when the paper's
-    runs too, so the checklist can show each claim under both."""
+    runs too, so the checklist can show each claim under both.
+
+    ``scale`` (``presets.SCALES``, e.g. ``data``): its settings and each data set's sizes
+    (``presets.DATA_SIZES``) before ``overrides``; both protocols unless ``protocols``."""
+    if scale is not None:
+        if quick:
+            raise ConfigError("scale", scale, "a scale or --quick, not both")
+        out: list[Part] = []
+        for name in datasets:
+            over = {**scale_overrides(scale, name), **(overrides or {})}
+            out += plan(
+                (name,),
+                tables=tables,
+                seeds=seeds,
+                data_dir=data_dir,
+                device=device,
+                base=base,
+                overrides=over,
+                protocols=protocols or ("paper", "centred"),
+            )
+        return out
     base = base or RunSpec()
     if quick:
         base = apply_quick(base)

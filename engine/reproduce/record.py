@@ -6,6 +6,9 @@ files itself."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,40 @@ SUMMARY = "summary.json"
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _load() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (None where the OS has none)."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _commit() -> str | None:
+    """The source tree's git commit (with ``-dirty`` when it has changes), None outside git."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def command_line() -> str:
+    """The command this process runs, as typed (``malleability reproduce ...``)."""
+    import shlex
+
+    args = [Path(sys.argv[0]).name if sys.argv else "malleability", *sys.argv[1:]]
+    if args[0] in ("main.py", "__main__.py", "-m", "-c"):
+        args[0] = "malleability"
+    return shlex.join(args)
 
 
 def start(
@@ -53,7 +90,13 @@ def start(
         ],
         "estimated_seconds": estimated_seconds,
         "start_time": _now(),
+        "command": command_line(),
+        "commit": _commit(),
+        "load_start": _load(),
     }
+    old = _previous(path)
+    if old:  # a resumed reproduction keeps the first sitting's record beside this one
+        meta["sittings"] = [*old.get("sittings", []), _sitting(old)]
     atomic_write(path / META, json.dumps(meta, indent=2) + "\n")
     return meta
 
@@ -68,7 +111,7 @@ def finish(
     """Compare the parts' runs with the paper (``compare``), write the end time into
     ``reproduce.json`` and the comparison into ``summary.json``; returns the comparison."""
     comparison = compare(runs, parts)
-    meta.update(end_time=_now(), seconds=seconds)
+    meta.update(end_time=_now(), seconds=seconds, load_end=_load())
     atomic_write(path / META, json.dumps(meta, indent=2) + "\n")
     summary = {
         "status": "finished",
@@ -79,3 +122,30 @@ def finish(
     }
     atomic_write(path / SUMMARY, json.dumps(to_jsonable(summary), indent=2) + "\n")
     return comparison
+
+
+def add_verify(
+    path: Path, meta: dict[str, Any], comparison: dict[str, Any], check: dict[str, Any]
+) -> None:
+    """Record the continuation check (``engine.reproduce.verify``): ``verify`` in
+    ``reproduce.json``, the checklist items' ``verify`` in ``summary.json``."""
+    meta["verify"] = check
+    atomic_write(path / META, json.dumps(to_jsonable(meta), indent=2) + "\n")
+    summary = json.loads((path / SUMMARY).read_text())
+    summary["checklist"] = comparison["checklist"]
+    atomic_write(path / SUMMARY, json.dumps(to_jsonable(summary), indent=2) + "\n")
+
+
+def _previous(path: Path) -> dict[str, Any] | None:
+    """The ``reproduce.json`` a resumed reproduction already has (None: a new one)."""
+    try:
+        old = json.loads((path / META).read_text())
+    except (OSError, ValueError):
+        return None
+    return old if isinstance(old, dict) else None
+
+
+def _sitting(meta: dict[str, Any]) -> dict[str, Any]:
+    """What one earlier sitting of a reproduction recorded: its command, commit, times and load."""
+    keys = ("command", "commit", "start_time", "end_time", "seconds", "load_start", "load_end")
+    return {k: meta.get(k) for k in keys}

@@ -245,6 +245,13 @@ class SharpnessRow(Row):
     seed: int | None = None
     hessian_top_eig: float = NAN
     hessian_trace: float = NAN
+    width_1d: float = NAN
+    """Claim 6's invariant measure: the length of the α-interval around the trained weights
+    where the training loss along the seed's filter-normalised direction stays within
+    ``width_delta`` of L(0) (``engine.landscape.curve_width``); NaN in runs before it."""
+    width_delta: float = NAN
+    width_censored: bool | None = None
+    """True when the basin reaches the grid's end (``landscape.span``): a lower bound."""
     converged: bool | None = None
     above_chance: bool | None = None
 

@@ -15,6 +15,7 @@ FIGURE_NEEDS = {
     "train_curves": "train (or any experiment that trains: ntk, flip, landscape)",
     "train_accuracy": "train",
     "table1_ntk_distance": "ntk",
+    "width_sweep": "ntk (with the linearized twin)",
     "spectrum_G_G3": "spectrum",
     "flip_rates": "flip",
     "table4_adversarial": "advtrain",
@@ -43,19 +44,27 @@ def _unconverged(rows: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 
 def make_figures(
-    runs: list[tuple[str, dict[str, Any]]], to: Path, fmt: str
+    runs: list[tuple[str, dict[str, Any]]],
+    to: Path,
+    fmt: str,
+    *,
+    only: set[str] | None = None,
+    dpi: float | None = None,
 ) -> tuple[list[Path], list[str]]:
     """Write every figure the runs' rows allow; returns (files written, figures missing as
     ``name: needs the EXPERIMENT experiment``). Unconverged cells are marked (×, dashed).
 
     Names follow the paper: train_curves, train_accuracy, table1_ntk_distance,
-    spectrum_G_G3, table2/3_flip_rates, table4_adversarial, landscape_1d, landscape_2d and
-    trainability (steps to the target loss against κ(G), log–log; censored points hollow at
-    the cap), each prefixed by the run label.
+    width_sweep (the distance to the linearized twin, ``lin_distance_rel``, against width,
+    mean ± std over seeds), spectrum_G_G3, table2/3_flip_rates (pooled over seeds, 95 %
+    Wilson intervals), table4_adversarial, landscape_1d, landscape_2d and trainability
+    (steps to the target loss against κ(G), log–log; censored points hollow at the cap),
+    each prefixed by the run label. ``only``: the figure kinds to write (None: all);
+    ``dpi``: matplotlib's default when None.
     """
     import matplotlib.pyplot as plt
 
-    from engine.experiments.flip_summary import typed
+    from engine.experiments.flip_summary import pooled, typed
     from engine.kinds import MODEL_LABELS
     from engine.results import mean_std, num, series_over_seeds
     from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow, TrainabilityRow
@@ -64,10 +73,13 @@ def make_figures(
     made: set[str] = set()
 
     def save(fig: Any, name: str, kind: str) -> None:
+        if only is not None and kind not in only:
+            plt.close(fig)
+            return
         to.mkdir(parents=True, exist_ok=True)  # only once there is a figure to put in it
         p = to / f"{name}.{fmt}"
         fig.tight_layout()
-        fig.savefig(p)
+        fig.savefig(p, dpi=dpi) if dpi else fig.savefig(p)
         plt.close(fig)
         files.append(p)
         made.add(kind)
@@ -137,6 +149,34 @@ def make_figures(
             )
             ax.legend()
             save(fig, f"{label}_table1_ntk_distance", "table1_ntk_distance")
+            if any(math.isfinite(r.lin_distance_rel) for r in ntk):
+                fig, ax = plt.subplots(figsize=(5, 3.5))
+                for model, ser in series_over_seeds(ntk, "width", "lin_distance_rel").items():
+                    bar = ax.errorbar(
+                        ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model
+                    )
+                    xs = sorted(
+                        {
+                            num(r["width"])
+                            for r in t["ntk_distance"]
+                            if (str(r["model"]), str(r["width"]), str(r["seed"])) in bad
+                            and str(r["model"]) == model
+                        }
+                    )
+                    ys = [ser.mean[ser.x.index(x)] for x in xs if x in ser.x]
+                    if ys:
+                        ax.plot(xs[: len(ys)], ys, "x", ms=10, color=bar[0].get_color())
+                if bad:
+                    ax.text(0.01, 0.01, "× not converged", transform=ax.transAxes, fontsize="small")
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set(
+                    xlabel="width m",
+                    ylabel="‖f_m − f_lin‖ / ‖f_lin‖",
+                    title=f"Distance to the linearized twin ({label})",
+                )
+                ax.legend()
+                save(fig, f"{label}_width_sweep", "width_sweep")
         if t.get("eigenvalues"):
             ev = [EigenvalueRow.from_row(r) for r in t["eigenvalues"]]
             fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -157,17 +197,19 @@ def make_figures(
             fig, ax = plt.subplots(figsize=(5, 3.5))
             wbar = 0.8 / max(len(models), 1)
             for j, m in enumerate(models):
-                vals = [
-                    [100 * r.flip_rate for r in std if r.model == m and r.attack == a]
-                    for a in attacks
+                pools = [
+                    pooled([r for r in std if r.model == m and r.attack == a]) for a in attacks
                 ]
-                mean = [mean_std(v).mean for v in vals]
-                ax.bar([i + j * wbar for i in range(len(attacks))], mean, wbar, label=m)
+                mean = [pc["pooled"] if pc else math.nan for pc in pools]
+                lo = [pc["pooled"] - pc["ci_low"] if pc else 0.0 for pc in pools]
+                hi = [pc["ci_high"] - pc["pooled"] if pc else 0.0 for pc in pools]
+                xs = [i + j * wbar for i in range(len(attacks))]
+                ax.bar(xs, mean, wbar, yerr=[lo, hi], capsize=3, label=m)
             ax.set_xticks(
                 [i + wbar * (len(models) - 1) / 2 for i in range(len(attacks))],
                 [a.upper() for a in attacks],
             )
-            ax.set(ylabel="flip rate (%)", title=f"Influence flip rate ({label})")
+            ax.set(ylabel="flip rate (%), 95% Wilson CI", title=f"Influence flip rate ({label})")
             ax.legend()
             save(fig, f"{label}_{'table3' if binary else 'table2'}_flip_rates", "flip_rates")
         adv = [r for r in flips if r.attack == "pgd"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from malleability_tui.cli import data, figures, headless, report, reproduce, runs
+from malleability_tui.cli import data, figures, headless, report, reproduce, results, runs
 from malleability_tui.cli.common import GuardedGroup, use_plain_types
 
 use_plain_types()
@@ -56,6 +56,7 @@ app.command("report")(report.report_cmd)
 app.command("figures")(figures.figures_cmd)
 app.add_typer(data.app, name="data")
 app.add_typer(runs.app, name="runs")
+app.add_typer(results.app, name="results")
 
 
 def main() -> None:

@@ -112,8 +112,22 @@ def reproduce(
     center: Annotated[
         bool, typer.Option("--center", help="Centre the inputs: the same as --protocols centred.")
     ] = False,
+    scale: Annotated[
+        str | None,
+        typer.Option(
+            "--scale",
+            help="A declared scale: data (n_train 800 MNIST/Fashion, 200 CIFAR-10; widths 16-4096; seeds 0,1,2; until converged; both protocols; <= 60 min per data set and protocol by the estimate on 2 idle cores).",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and the time estimate, then stop.")
+    ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Then retrain one seed's converged cells of each part to twice their epochs and record per claim whether the verdict or its numbers move (with --resume --out RUN: on a finished run).",
+        ),
     ] = False,
     models: Annotated[
         str | None,
@@ -201,6 +215,7 @@ def reproduce(
                 device=device,
                 overrides=over,
                 protocols=tuple(protos) if protos else None,
+                scale=scale,
             )
         except ConfigError as e:  # in the flag's words, not the spec key's: --widths '0'
             given = {
@@ -211,6 +226,7 @@ def reproduce(
                 "seeds": ("--seeds", seeds),
                 "flip.adv_recipe": ("--adv-recipe", adv_recipe),
                 "device": ("--device", device),
+                "scale": ("--scale", scale),
             }
             line = flag_error(e, {k: v for k, v in given.items() if v[1] is not None})
             if line is None:
@@ -289,9 +305,17 @@ def reproduce(
             tables=list(tabs),
             quick=quick,
             estimated_seconds=est,
+            verify=verify,
         )
         seconds = meta["seconds"]
         show_comparison(comparison)
+        if v := meta.get("verify"):
+            moved = ", ".join(v["moved_claims"]) or "none"
+            console.print(
+                f"continuation check (×{v['epochs_x']} epochs): {v['checked']} verdicts, "
+                f"moved: {moved}",
+                highlight=False,
+            )
         console.print(
             f"reproduction: [bold]{path}[/] ({duration(seconds)}); report: malleability report {path}",
             highlight=False,

@@ -1,0 +1,95 @@
+"""``malleability results add|page``: a finished reproduction into docs/results/ and the
+generated page (engine/reproduce/publish.py, engine/reproduce/page.py; docs/results/index.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from malleability_tui.cli.common import console, die, expected_errors
+
+app = typer.Typer(
+    help="Shipped results: import a reproduction, generate the page.", no_args_is_help=True
+)
+
+FIGURES = {"width_sweep", "flip_rates", "landscape_1d"}
+"""The figures a (data set, protocol) folder gets: width sweeps with the linearized-twin
+distance, flip rates with their intervals, the 1-D landscapes (small PNGs)."""
+
+IntoOpt = Annotated[Path, typer.Option("--into", help="The results folder (default docs/results).")]
+
+
+def _figures(run: Path, folder: Path, parts: list[dict[str, Any]]) -> list[Path]:
+    """Draw ``FIGURES`` for ``parts`` (reproduce.json's) of ``run`` into ``folder/figures`` (flip
+    rates of each part's default ridge and ranking at ε = 0.3, as the checklist reads them)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+    except ImportError:
+        from engine.errors import needs_extra
+
+        die(needs_extra("plots", "malleability results add"))
+    from engine.experiments.flip_summary import protocol_rows
+    from engine.reproduce.publish import part_name
+    from engine.run.runs import read_run
+    from engine.run.spec import RunSpec
+    from malleability_tui.cli.figures import make_figures
+
+    runs: list[tuple[str, dict[str, Any]]] = []
+    for part in parts:
+        if not (run / part["key"] / "spec.toml").is_file():
+            continue
+        data = read_run(run / part["key"])
+        spec = RunSpec.from_dict(part["spec"])
+        flips = data["tables"].get("flip_rates")
+        if flips:
+            mine = protocol_rows(flips, spec.flip.ridge, spec.flip.ranking)
+            eps = {float(r["eps"]) for r in mine}
+            at = 0.3 if any(abs(e - 0.3) < 1e-9 for e in eps) else min(eps, default=0.3)
+            data["tables"]["flip_rates"] = [r for r in mine if abs(float(r["eps"]) - at) < 1e-9]
+        runs.append((part_name(part), data))
+    files, _ = make_figures(runs, folder / "figures", "png", only=FIGURES, dpi=60)
+    return files
+
+
+@app.command("add")
+def add_cmd(
+    run: Annotated[
+        Path, typer.Argument(help="A finished reproduction's folder (--out of reproduce).")
+    ],
+    into: IntoOpt = Path("docs/results"),
+) -> None:
+    """Import a finished reproduction into INTO/<dataset>/<protocol>/ and regenerate the page."""
+    from engine.reproduce.page import write_page
+    from engine.reproduce.publish import import_run
+
+    if not (run / "reproduce.json").is_file():
+        die(f"invalid RUN {str(run)!r}: a reproduction's folder (it has reproduce.json)")
+    if into.exists() and not into.is_dir():
+        die(f"invalid --into {str(into)!r}: a folder (this is a file)")
+    import json
+
+    with expected_errors():
+        folders = import_run(run, into)
+        meta = json.loads((run / "reproduce.json").read_text())
+        for f in folders:
+            keys = json.loads((f / "run.json").read_text())["parts"]
+            figs = _figures(run, f, [p for p in meta["parts"] if p["key"] in keys])
+            console.print(f"wrote {f} ({len(figs)} figures)", highlight=False)
+        page = write_page(into)
+    console.print(f"wrote {page}", highlight=False)
+
+
+@app.command("page")
+def page_cmd(root: IntoOpt = Path("docs/results")) -> None:
+    """Regenerate INTO/index.md from the committed results alone."""
+    from engine.reproduce.page import write_page
+
+    if not root.is_dir():
+        die(f"invalid --into {str(root)!r}: the results folder (e.g. docs/results)")
+    with expected_errors():
+        page = write_page(root)
+    console.print(f"wrote {page}", highlight=False)

@@ -1,0 +1,72 @@
+"""Claim 6's invariant flatness (docs/claims.md#claim-6): the filter-normalised basin
+width does not move under a function-preserving rescaling of a ReLU net, λ_max does."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from engine.landscape import (
+    curve_width,
+    filter_normalized_direction,
+    hessian_top_eigenvalue,
+    surface_1d,
+    width_censored,
+)
+from engine.models import build_model
+from engine.train import data_loss
+
+F64 = torch.float64
+
+
+def _trained(seed: int = 0) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
+    """A 2L-ReLU with a trainable output layer fitted a little (Adam) on random data."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(40, 5, generator=g, dtype=F64)
+    y = torch.randint(0, 3, (40,), generator=g)
+    model = build_model("relu", x, 16, 3, sigma_w=1.0, train_output=True, dtype=F64, seed=seed)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        opt.zero_grad()
+        data_loss(model(x), y).backward()
+        opt.step()
+    return model, x, y
+
+
+def _rescaled(model: torch.nn.Module, c: torch.Tensor) -> torch.nn.Module:
+    """w_r → c_r·w_r, a_r → a_r/c_r (c_r > 0): the same function (ReLU is 1-homogeneous)."""
+    import copy
+
+    m = copy.deepcopy(model)
+    with torch.no_grad():
+        m.weight.mul_(c[:, None])
+        m.output.div_(c[:, None])
+    return m
+
+
+def _measures(model, x, y) -> tuple[float, float, bool]:
+    d = filter_normalized_direction(model, torch.Generator().manual_seed(3))
+    curve = surface_1d(model, x, y, direction=d, points=201, span=1.0)
+    lam = hessian_top_eigenvalue(model, x, y, method="lanczos", iters=60, tol=1e-8).value
+    return curve_width(curve, 0.1), lam, width_censored(curve, 0.1)
+
+
+def test_width_is_invariant_and_lambda_max_is_not() -> None:
+    model, x, y = _trained()
+    w0, lam0, cens0 = _measures(model, x, y)
+    assert 0 < w0 < 2.0 and not cens0  # a finite basin inside the grid: the test can fail
+    for c in (torch.full((16,), 4.0, dtype=F64), torch.linspace(0.25, 5.0, 16, dtype=F64)):
+        other = _rescaled(model, c)
+        torch.testing.assert_close(other(x), model(x))  # the same function
+        w1, lam1, _ = _measures(other, x, y)
+        assert math.isclose(w1, w0, rel_tol=1e-9)
+        assert not math.isclose(lam1, lam0, rel_tol=0.1)  # raw sharpness moves
+
+
+def test_width_censored_says_when_the_basin_reaches_the_grid() -> None:
+    from engine.landscape import Curve1D
+
+    a = torch.linspace(-1, 1, 101, dtype=F64)
+    assert width_censored(Curve1D(a, 0.05 * a**2), 0.1)
+    assert not width_censored(Curve1D(a, 5 * a**2), 0.1)
