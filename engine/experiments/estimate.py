@@ -232,6 +232,11 @@ def influence_check_work(spec: RunSpec, d: int) -> Work:
     batches = 1 if tr.optimizer == "gd" else math.ceil(n / min(tr.batch_size, n))
     cells = len(spec.model.kinds) * len(spec.seeds)
     nets = (ic.top + ic.random + 1) * (2 if ic.noise_floor else 1)
+    nets *= ic.truth != "pbrf"  # the PBRF truth retrains nothing
+    # the PBRF (pbrf_steps, and twice that for its floor): per L-BFGS step about two
+    # forward-backward passes of the k networks in the span of the n training features
+    pbrf_steps = ic.pbrf_steps * (3 if ic.noise_floor else 1) * (ic.truth != "retrain")
+    pbrf = 2 * 6.0 * (ic.top + ic.random) * n * min(n, d) * m * pbrf_steps
     big_n = n + ic.n_test
     kernels = 2 * 2.0 * big_n**2 * (d + m) + 3.0 * n**3
     one = 4.0 * n * d * m * ep
@@ -240,7 +245,9 @@ def influence_check_work(spec: RunSpec, d: int) -> Work:
         steps = BATCHED_STEP * chunks * ep * batches
     else:
         steps = float(nets * ep * batches)
-    return Work(((1 + nets) * one + kernels) * cells, (ep * batches + steps) * cells)
+    return Work(
+        ((1 + nets) * one + kernels + pbrf) * cells, (ep * batches + steps + pbrf_steps) * cells
+    )
 
 
 def planned_shares(spec: RunSpec) -> dict[str, float]:
