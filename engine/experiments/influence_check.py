@@ -408,15 +408,19 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
     failed = results.failed_cells(rows)
     by: dict[str, dict[str, dict[tuple[str, str], list[InfluenceCheckRow]]]] = {}
     for r in map(InfluenceCheckRow.from_row, rows):
-        by.setdefault(r.model, {}).setdefault(r.truth, {}).setdefault(
+        truth = r.truth or "retrain"  # rows written before the column compared with it
+        by.setdefault(r.model, {}).setdefault(truth, {}).setdefault(
             (r.estimator, r.ridge), []
         ).append(r)
     models: dict[str, Any] = {}
     headline: list[str] = []
     for model, per_truth in by.items():
-        models[model] = {}
-        for truth in sorted(per_truth, key=lambda t: t != "pbrf"):
-            models[model][truth] = _judge(model, truth, per_truth[truth], failed, headline)
+        judged = {
+            truth: _judge(model, truth, per_truth[truth], failed, headline)
+            for truth in sorted(per_truth, key=lambda t: t != "pbrf")
+        }
+        # the first truth's verdict at the top (what the panels read), each under "truths"
+        models[model] = {**next(iter(judged.values())), "truths": judged}
         both = per_truth.get("retrain", {}).get(("pbrf", ""))
         if both:
             rho = mean_std(r.spearman for r in both).mean

@@ -228,7 +228,7 @@ class InfluenceCheckRow(Row):
     above_chance: bool | None = None
     truth: str = "retrain"
     """The ground truth compared with: pbrf or retrain (rows written before the column
-    existed compared with retraining)."""
+    existed read as empty and compared with retraining)."""
 
 
 @dataclass(frozen=True)
