@@ -78,6 +78,11 @@ INFLUENCE_CONTEXTS: tuple[InfluenceContext, ...] = get_args(InfluenceContext)
 GradientMethod = Literal["cg", "exact"]
 """The gradient influence's Hessian solve: conjugate gradients or the exact Hessian."""
 GRADIENT_METHODS: tuple[GradientMethod, ...] = get_args(GradientMethod)
+
+InfluenceTruth = Literal["pbrf", "retrain", "both"]
+"""influence_check's ground truth: the proximal Bregman response (warm-started at the
+trained weights), retraining from scratch, or both side by side."""
+INFLUENCE_TRUTHS: tuple[InfluenceTruth, ...] = get_args(InfluenceTruth)
 MODEL_LABELS: dict[str, str] = {"relu": "2L-ReLU", "attn": "MLP-Attn", "qkv": "QKV-Attn"}
 """Model kind → the display name every table, headline and panel prints."""
 

@@ -314,6 +314,11 @@ def influence_check_work(spec: RunSpec, d: int) -> Work:
     batches = 1 if tr.optimizer == "gd" else math.ceil(n / min(tr.batch_size, n))
     cells = len(spec.model.kinds) * len(spec.seeds)
     nets = (ic.top + ic.random + 1) * (2 if ic.noise_floor else 1)
+    nets *= ic.truth != "pbrf"  # the PBRF truth retrains nothing
+    # the PBRF (pbrf_steps, and twice that for its floor): per L-BFGS step about two
+    # forward-backward passes of the k networks in the span of the n training features
+    pbrf_steps = ic.pbrf_steps * (3 if ic.noise_floor else 1) * (ic.truth != "retrain")
+    pbrf = 2 * 6.0 * (ic.top + ic.random) * n * min(n, d) * m * pbrf_steps
     big_n = n + ic.n_test
     kernels = 2 * 2.0 * big_n**2 * (d + m) + 3.0 * n**3
     one = 4.0 * n * d * m * ep
@@ -325,15 +330,16 @@ def influence_check_work(spec: RunSpec, d: int) -> Work:
     seeds = len(spec.seeds)
     n_fused = len(fused_kinds(spec))
     n_auto = len(spec.model.kinds) - n_fused
-    flops = ((1 + nets) * one + kernels) * cells
+    flops = ((1 + nets) * one + kernels + pbrf) * cells
     if not n_fused:
-        return Work(flops, (ep * batches + steps) * cells)
-    # fused kinds: the cell's network alone, then its retrainings in even chunks
-    chunks, per = _stack(nets, tr.batch_networks)
-    fused = _merge(
-        ((1, ep * batches * seeds * n_fused),), ((per, chunks * ep * batches * seeds * n_fused),)
-    )
-    return Work(flops, (ep * batches + steps) * seeds * n_auto, 0.0, fused)
+        return Work(flops, (ep * batches + steps + pbrf_steps) * cells)
+    # fused kinds: the cell's network alone, then its retrainings (if any) in even chunks;
+    # the PBRF's solver steps are autograd passes whatever trained the network
+    fused: FusedSteps = ((1, ep * batches * seeds * n_fused),)
+    if nets:
+        chunks, per = _stack(nets, tr.batch_networks)
+        fused = _merge(fused, ((per, chunks * ep * batches * seeds * n_fused),))
+    return Work(flops, (ep * batches + steps) * seeds * n_auto + pbrf_steps * cells, 0.0, fused)
 
 
 def planned_shares(spec: RunSpec) -> dict[str, float]:

@@ -1,4 +1,12 @@
-"""Experiment ``influence_check``: every influence estimator against retraining (docs/protocol.md#evidence).
+"""Experiment ``influence_check``: every influence estimator against a ground truth (docs/protocol.md#influence).
+
+The truth (``influence_check.truth``): ``pbrf`` (default), the proximal Bregman response
+of the trained weights to down-weighting each removed point (``engine.influence.pbrf``,
+through ``engine.malleability.check.pbrf_truth``: L-BFGS, ``pbrf_steps``, C fixed; its
+noise floor, ``pbrf_more_steps``, the same with twice the steps); ``retrain``, retraining
+without the point (steps 3 below; floor ``retrain_other_order``); or ``both``, each row
+tagged with its ``truth`` and the PBRF also compared with retraining (estimator ``pbrf``
+against truth ``retrain``: do the truths agree?).
 
 The flip protocol trusts an estimator of "what removing training point i does to the test
 loss". This experiment measures that quantity directly on a small subset
@@ -35,17 +43,25 @@ the summary names, per model, the estimator closest to retraining. Only when ask
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from engine.experiments.influence_check_summary import (
+    ESTIMATOR_LABELS,
+    NOISES,
+    summarize,
+)
 from engine.experiments.registry import register
-from engine.malleability.check import gradient_estimates, kernel_estimates, ridge_key
+from engine.malleability.check import (
+    gradient_estimates,
+    kernel_estimates,
+    pbrf_truth,
+    ridge_key,
+)
 from engine.models import MODEL_LABELS
-from engine.results import mean_std
 from engine.results.tables import InfluenceCheckRow
 from engine.run.context import batch_seed
 from engine.run.events import (
@@ -63,13 +79,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ESTIMATOR_LABELS", "run_influence_check", "summarize"]
 
-ESTIMATOR_LABELS = {
-    "kernel_loo": "kernel LOO",
-    "gradient_cg": "gradient (CG)",
-    "gradient_exact": "gradient (exact)",
-    "retrain_other_order": "retraining, another batch order",
-}
-NOISE = "retrain_other_order"
 OTHER_ORDER = 1_000_003  # added to the batch seed for the noise-floor retraining
 
 
@@ -120,7 +129,7 @@ def check_cell(ctx: RunContext, cell: str, kind: str, seed: int) -> Iterator[Eve
 def _cell(
     ctx: RunContext, cell: str, ds: Dataset, kind: str, seed: int
 ) -> Generator[Event, None, list[dict[str, Any]]]:
-    from engine.influence.retrain import agreement, point_scores, retraining_effects
+    from engine.influence.retrain import agreement, point_scores
     from engine.malleability.ranking import ranking_score, top_indices
 
     sp, ic = ctx.spec, ctx.spec.influence_check
@@ -156,21 +165,122 @@ def _cell(
     for note in notes:
         yield Log(note, "warning")  # an event, not ctx.note: the cell may run remotely
 
+    truths: dict[str, list[torch.Tensor]] = {}
+    t_truth: dict[str, float] = {}
+    pbrf_info: dict[str, Any] = {}
+    if ic.truth in ("pbrf", "both"):
+        truths["pbrf"], t_truth["pbrf"], pbrf_info = yield from _pbrf(ctx, tm, ds, indices, cell)
+    if ic.truth in ("retrain", "both"):
+        t0 = time.perf_counter()
+        truths["retrain"] = yield from _retrain(ctx, tm, kind, width, seed, indices, cell)
+        t_truth["retrain"] = time.perf_counter() - t0
+
+    def row(estimator: str, ridge: str, a: Any, secs: float, truth: str) -> InfluenceCheckRow:
+        return InfluenceCheckRow(
+            model=MODEL_LABELS[kind],
+            dataset=ds.name,
+            seed=seed,
+            width=width,
+            n_train=n,
+            context="none" if kind == "relu" else ic.context if truth == "retrain" else "fixed",
+            estimator=estimator,
+            ridge=ridge,
+            spearman=a.spearman,
+            spearman_p=a.spearman_p,
+            sign_agreement=a.sign_agreement,
+            n_points=a.n_points,
+            seconds=round(secs, 4),
+            truth=truth,
+            **tm.guards(),
+        )
+
+    rows: list[InfluenceCheckRow] = []
+    scores: dict[str, list[float]] = {}
+    for key, est in estimates.items():
+        scores[f"{key[0]} {ridges[key]}"] = point_scores(est).tolist()
+    for name, (truth, *floor) in truths.items():
+        scores[name] = point_scores(truth).tolist()
+        for key, est in estimates.items():
+            method, _ = key
+            rows.append(row(method, ridges[key], agreement(est, truth), seconds[key], name))
+        if floor:
+            secs = t_truth[name] / (1 + len(floor))
+            rows.append(row(NOISES[name], "", agreement(floor[0], truth), secs, name))
+            scores[NOISES[name]] = point_scores(floor[0]).tolist()
+    if len(truths) == 2:  # the PBRF as an estimator of retraining: do the truths agree?
+        a = agreement(truths["pbrf"][0], truths["retrain"][0])
+        rows.append(row("pbrf", "", a, t_truth["pbrf"], "retrain"))
+    yield Artifact(
+        "influence_check_scores",
+        {
+            "indices": indices,
+            "n_top": int(top.numel()),
+            "scores": scores,
+            "train_loss": tm.train_loss,
+            "train_accuracy": tm.train_accuracy,
+            "test_accuracy": tm.test_accuracy,
+            "truth_seconds": t_truth,
+            "pbrf": pbrf_info,
+        },
+        cell=cell,
+    )
+    for r in rows:
+        yield TableRow.of(r, cell=cell)
+    return [r.to_row() for r in rows]
+
+
+def _pbrf(
+    ctx: RunContext, tm: TrainedModel, ds: Dataset, indices: list[int], cell: str
+) -> Generator[Event, None, tuple[list[torch.Tensor], float, dict[str, Any]]]:
+    """The PBRF truth [t, k] (``engine.malleability.check.pbrf_truth``: L-BFGS,
+    ``pbrf_steps``, C fixed) and, with the noise floor, the same solved with twice the
+    steps; their seconds and convergence (the worst row's relative gradient norm)."""
+    sp, ic = ctx.spec, ctx.spec.influence_check
+    runs = [ic.pbrf_steps] + ([2 * ic.pbrf_steps] if ic.noise_floor else [])
+    out, info, secs = [], {}, 0.0
+    for j, steps in enumerate(runs):
+        ctx.check_cancel()
+        yield Progress(
+            "cell", j, len(runs), f"PBRF ({steps} steps) for {len(indices)} points", cell=cell
+        )
+        delta, gnorm, ran, took = pbrf_truth(
+            tm.model,
+            ds,
+            indices,
+            l2=sp.train.l2,
+            transductive=sp.data.transductive,
+            solver="lbfgs",
+            max_steps=steps,
+            tol=ic.pbrf_tol,
+        )
+        out.append(delta)
+        secs += took
+        info[f"{steps}_steps"] = {"grad_norm": gnorm, "steps": ran, "seconds": took}
+    return out, secs, info
+
+
+def _retrain(
+    ctx: RunContext,
+    tm: TrainedModel,
+    kind: str,
+    width: int,
+    seed: int,
+    indices: list[int],
+    cell: str,
+) -> Generator[Event, None, list[torch.Tensor]]:
+    """The retraining truth [t, k] and, with the noise floor, the one with another batch
+    order (module docstring, 3)."""
+    from engine.influence.retrain import retraining_effects
+
+    sp, ic = ctx.spec, ctx.spec.influence_check
     orders = [batch_seed(seed, width)] + (
         [batch_seed(seed, width) + OTHER_ORDER] if ic.noise_floor else []
     )
+    if sp.train.batch_networks > 1:  # every retraining of the cell in one batched call
+        return (yield from _retrain_batched(ctx, tm, kind, width, seed, orders, indices, cell))
     steps = len(orders) * (len(indices) + 1)
     truths = []
-    t_truth = 0.0
-    if sp.train.batch_networks > 1:  # every retraining of the cell in one batched call
-        t0 = time.perf_counter()
-        truths = yield from _retrain_batched(ctx, tm, kind, width, seed, orders, indices, cell)
-        t_truth = time.perf_counter() - t0
-        orders_left: list[int] = []
-    else:
-        orders_left = orders
-    for j, order in enumerate(orders_left):
-        t0 = time.perf_counter()
+    for j, order in enumerate(orders):
         gen = retraining_effects(_fitter(ctx, tm, kind, width, seed, order), indices)
         while True:
             ctx.check_cancel()
@@ -186,52 +296,7 @@ def _cell(
                 f"retraining {MODEL_LABELS[kind]} without point {k} of {len(indices)}",
                 cell=cell,
             )
-        t_truth += time.perf_counter() - t0
-    truth = truths[0]
-
-    def row(estimator: str, ridge: str, a: Any, secs: float) -> InfluenceCheckRow:
-        return InfluenceCheckRow(
-            model=MODEL_LABELS[kind],
-            dataset=ds.name,
-            seed=seed,
-            width=width,
-            n_train=n,
-            context=ic.context if kind != "relu" else "none",
-            estimator=estimator,
-            ridge=ridge,
-            spearman=a.spearman,
-            spearman_p=a.spearman_p,
-            sign_agreement=a.sign_agreement,
-            n_points=a.n_points,
-            seconds=round(secs, 4),
-            **tm.guards(),
-        )
-
-    rows: list[InfluenceCheckRow] = []
-    scores: dict[str, list[float]] = {"truth": point_scores(truth).tolist()}
-    for key, est in estimates.items():
-        method, _ = key
-        rows.append(row(method, ridges[key], agreement(est, truth), seconds[key]))
-        scores[f"{method} {ridges[key]}"] = point_scores(est).tolist()
-    if ic.noise_floor:
-        rows.append(row(NOISE, "", agreement(truths[1], truth), t_truth / len(orders)))
-        scores[NOISE] = point_scores(truths[1]).tolist()
-    yield Artifact(
-        "influence_check_scores",
-        {
-            "indices": indices,
-            "n_top": int(top.numel()),
-            "scores": scores,
-            "train_loss": tm.train_loss,
-            "train_accuracy": tm.train_accuracy,
-            "test_accuracy": tm.test_accuracy,
-            "truth_seconds": t_truth,
-        },
-        cell=cell,
-    )
-    for r in rows:
-        yield TableRow.of(r, cell=cell)
-    return [r.to_row() for r in rows]
+    return truths
 
 
 def _fitter(ctx: RunContext, tm: TrainedModel, kind: str, width: int, seed: int, order: int):
@@ -322,97 +387,3 @@ def _retrain_batched(
         cols = [losses[j * k + 1 + i].to(torch.float64) - base for i in range(len(indices))]
         truths.append(torch.stack(cols, dim=1))
     return truths
-
-
-# -- summary -----------------------------------------------------------------------
-
-
-def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
-    """Per model: every estimator's mean Spearman ρ and sign agreement over seeds, the one
-    closest to retraining, and whether retraining resolves one point's effect at all.
-
-    Resolved: retraining with another batch order agrees with the truth, ρ > 0 at
-    p < 0.05, in every seed (``noise_floor``); otherwise the truth is the chaos of training
-    and the ranking of the estimators is not a result ("inconclusive"). Without the noise
-    floor the resolution is "not measured".
-    """
-    from engine import results
-
-    failed = results.failed_cells(rows)
-    by: dict[str, dict[tuple[str, str], list[InfluenceCheckRow]]] = {}
-    for r in map(InfluenceCheckRow.from_row, rows):
-        by.setdefault(r.model, {}).setdefault((r.estimator, r.ridge), []).append(r)
-    models: dict[str, Any] = {}
-    headline: list[str] = []
-    for model, ests in by.items():
-        table: list[dict[str, Any]] = []
-        for (est, ridge), rs in ests.items():
-            rho = mean_std(r.spearman for r in rs)
-            sign = mean_std(r.sign_agreement for r in rs)
-            signif = sum(1 for r in rs if r.spearman_p < 0.05 and r.spearman > 0)
-            table.append(
-                {
-                    "estimator": est,
-                    "ridge": ridge,
-                    "spearman": rho.mean,
-                    "spearman_std": rho.std,
-                    "significant_seeds": signif,
-                    "sign_agreement": sign.mean,
-                    "n_points": sum(r.n_points or 0 for r in rs),
-                    "seeds": len(rs),
-                    "seconds": mean_std(r.seconds for r in rs).mean,
-                }
-            )
-        cands = [t for t in table if t["estimator"] != NOISE and math.isfinite(t["spearman"])]
-        cands.sort(key=lambda t: (t["spearman"], t["sign_agreement"]), reverse=True)
-        noise = next((t for t in table if t["estimator"] == NOISE), None)
-        resolved = None if noise is None else noise["significant_seeds"] == noise["seeds"]
-        best = cands[0] if cands and resolved is not False else None
-        seeds = {str(r.seed) for rs in ests.values() for r in rs}
-        note = results.guard_note(failed, model, len(seeds))
-        models[model] = {
-            "estimators": table,
-            "closest": best,
-            "noise_floor": noise,
-            "resolved": resolved,
-            "guards": note,
-        }
-        listing = "; ".join(
-            f"{_name(t)} ρ {t['spearman']:.2f}, sign {100 * t['sign_agreement']:.0f} %"
-            for t in cands
-        )
-        if resolved is False:
-            assert noise is not None
-            headline.append(
-                f"{model}: INCONCLUSIVE: retraining does not resolve one point's effect (another batch "
-                f"order agrees with the truth at ρ {noise['spearman']:.2f}, significant in "
-                f"{noise['significant_seeds']} of {noise['seeds']} seeds), so no estimator can be "
-                f"judged; estimators: {listing}"
-            )
-            headline[-1] = results.marked(headline[-1], note)
-            continue
-        if not cands:
-            headline.append(
-                f"{model}: no estimator gives a finite rank correlation with retraining"
-            )
-            continue
-        assert best is not None
-        line = (
-            f"{model}: closest to retraining: {_name(best)} (Spearman ρ {best['spearman']:.2f}, "
-            f"p < 0.05 in {best['significant_seeds']} of {best['seeds']} seeds, sign agreement "
-            f"{100 * best['sign_agreement']:.0f} % over {best['n_points']} removed points)"
-        )
-        if len(cands) > 1:
-            line += "; then " + listing.split("; ", 1)[1]
-        line += (
-            "; ground truth not checked for resolution (influence_check.noise_floor = false)"
-            if noise is None
-            else f"; ground truth resolved: another batch order agrees at ρ {noise['spearman']:.2f}"
-        )
-        headline.append(results.marked(line, note))
-    return {"headline": headline, "dataset": dataset, "models": models, "failed_guards": failed}
-
-
-def _name(t: dict[str, Any]) -> str:
-    label = ESTIMATOR_LABELS.get(t["estimator"], t["estimator"])
-    return f"{label} {t['ridge']}" if t["ridge"] else label

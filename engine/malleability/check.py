@@ -121,3 +121,83 @@ def float64_copy(model: nn.Module, ds: Dataset, *, transductive: bool) -> nn.Mod
     return rebuild_context(
         m, ds.x_train_raw.to(torch.float64), ds.x_test_raw.to(torch.float64), transductive
     )
+
+
+class _SpanHead(nn.Module):
+    """The two-layer head with W = W* + B Qᵀ, B [m, r] trained from 0, Q [d, r] an
+    orthonormal basis of the training features: input rows [z* | φQ] with z* = φW*ᵀ.
+
+    Exact for the PBRF of a model whose features are fixed and whose only trainable
+    weight is the first layer W (2L-ReLU, MLP-Attn with C held fixed): every gradient and
+    Hessian-vector product of the PBRF in W is Σ_j c_j φ_jᵀ + λ(W − W*), so the iterates
+    stay in W* + span(training φ)·, and ‖W − W*‖ = ‖B‖. It costs n r m instead of n d m.
+    """
+
+    def __init__(self, m: int, r: int, output: torch.Tensor) -> None:
+        super().__init__()
+        self.m = m
+        self.b = nn.Parameter(torch.zeros(m, r, dtype=output.dtype, device=output.device))
+        self.output: torch.Tensor
+        self.register_buffer("output", output)
+
+    def forward(self, xz: torch.Tensor) -> torch.Tensor:
+        z = xz[:, : self.m] + xz[:, self.m :] @ self.b.T
+        return torch.relu(z) @ self.output / self.m**0.5
+
+
+def pbrf_truth(
+    model: nn.Module,
+    ds: Dataset,
+    indices: list[int],
+    *,
+    l2: float,
+    transductive: bool,
+    solver: str,
+    max_steps: int,
+    tol: float,
+) -> tuple[torch.Tensor, float, int, float]:
+    """The PBRF true effects Δ [t, k] of removing each of ``indices`` from the trained
+    ``model`` (``engine.influence.pbrf``; C held fixed), on a float64 copy, in the span
+    of the training features where that is exact (``_SpanHead``): (Δ, the worst row's
+    relative gradient norm, steps, seconds)."""
+    from engine.influence.pbrf import pbrf_effects
+
+    t0 = time.perf_counter()
+    m64 = float64_copy(model, ds, transductive=transductive)
+    dev = next(m64.parameters()).device
+    loss = "mse" if ds.task == "binary" else "ce"
+    xtr = ds.x_train_raw.to(dev, torch.float64)
+    xte = ds.x_test_raw.to(dev, torch.float64)
+    head = getattr(m64, "head", None)
+    trainable = [k for k, p in m64.named_parameters() if p.requires_grad]
+    span = (
+        head is not None
+        and getattr(head, "fixed_features", False)
+        and not getattr(head, "train_output", True)
+        and trainable in (["weight"], ["mlp.weight"])
+    )
+    if span:
+        assert head is not None
+        with torch.no_grad():
+            phi, phi_t = m64.features(xtr), m64.features(xte)  # type: ignore[operator]
+            q, _ = torch.linalg.qr(phi.T)  # [d, min(d, n)], orthonormal columns
+            w = head.weight
+            inp = torch.cat([phi @ w.T, phi @ q], 1)
+            inp_t = torch.cat([phi_t @ w.T, phi_t @ q], 1)
+        net: nn.Module = _SpanHead(int(w.shape[0]), int(q.shape[1]), head.output)
+    else:
+        net, inp, inp_t = m64, xtr, xte
+    res = pbrf_effects(
+        net,
+        inp,
+        ds.y_train.to(dev),
+        inp_t,
+        ds.y_test.to(dev),
+        indices,
+        lam=l2,
+        loss=loss,
+        solver=solver,
+        tol=tol,
+        max_steps=max_steps,
+    )
+    return res.effects, float(res.grad_norm.max()), res.steps, time.perf_counter() - t0

@@ -226,6 +226,9 @@ class InfluenceCheckRow(Row):
     seconds: float = NAN
     converged: bool | None = None
     above_chance: bool | None = None
+    truth: str = "retrain"
+    """The ground truth compared with: pbrf or retrain (rows written before the column
+    existed read as empty and compared with retraining)."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from engine.kinds import (
     EXECUTORS,
     GRADIENT_METHODS,
     INFLUENCE_CONTEXTS,
+    INFLUENCE_TRUTHS,
     MODEL_KINDS,
     NORMS,
     OPTIMIZERS,
@@ -536,8 +537,14 @@ class InfluenceCheckSpec:
     """Largest parameter count for which the dense Hessian (exact) is formed."""
     context: str = "refit"
     """MLP-Attn's C when a point is removed: refit (C = XᵀX of the remaining points, what retraining on the smaller set means) or fixed (C of the full set, what the estimators hold fixed)."""
+    truth: str = "pbrf"
+    """Ground truth: pbrf (the proximal Bregman response, warm-started at the trained weights, C fixed; Bae et al. 2022), retrain (retraining from scratch without the point) or both."""
+    pbrf_steps: int = 25
+    """Most L-BFGS iterations of the PBRF truth (its noise floor runs twice as many)."""
+    pbrf_tol: float = 1e-6
+    """The PBRF's stopping rule: each point's gradient norm at most this times its starting one."""
     noise_floor: bool = True
-    """Also retrain with another batch order and report how well that agrees with the truth (the resolution of the ground truth)."""
+    """Also measure each truth's resolution: retraining with another batch order; the PBRF solved again with twice the steps (how well each agrees with its truth)."""
 
     def __post_init__(self) -> None:
         _check(
@@ -586,6 +593,24 @@ class InfluenceCheckSpec:
             "influence_check.exact_max_params",
             self.exact_max_params,
             "a positive integer",
+        )
+        _check(
+            self.truth in INFLUENCE_TRUTHS,
+            "influence_check.truth",
+            self.truth,
+            "pbrf, retrain or both",
+        )
+        _check(
+            _pos_int(self.pbrf_steps),
+            "influence_check.pbrf_steps",
+            self.pbrf_steps,
+            "a positive integer",
+        )
+        _check(
+            _pos_float(self.pbrf_tol),
+            "influence_check.pbrf_tol",
+            self.pbrf_tol,
+            "a positive number",
         )
         _check(
             self.context in INFLUENCE_CONTEXTS,

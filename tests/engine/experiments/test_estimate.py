@@ -221,6 +221,7 @@ def test_influence_check_work_counts_retrainings_batched_or_not():
         influence_check__top=3,
         influence_check__random=2,
         train__engine="autograd",
+        influence_check__truth="retrain",
     )
     d, cells, nets = 64, 2 * 2, 2 * (3 + 2 + 1)  # digits 8×8; relu, attn × 2 seeds
     batched = planned_work(spec)["influence_check"]
@@ -234,3 +235,9 @@ def test_influence_check_work_counts_retrainings_batched_or_not():
         planned_work(spec.replace(train__batch_networks=5))["influence_check"].steps
         == (5 * 2 + BATCHED_STEP * 3 * 5 * 2) * cells
     )
+    # the PBRF truth retrains nothing: 25 + 50 L-BFGS steps, two passes of the 5 networks
+    # each, in the span of the 200 training features (d = 64 < 200)
+    pbrf = planned_work(spec.replace(influence_check__truth="pbrf"))["influence_check"]
+    steps = 25 * 3
+    assert pbrf.flops == (one + kernels + 2 * 6.0 * 5 * 200 * d * 32 * steps) * cells
+    assert pbrf.steps == (5 * 2 + steps) * cells

@@ -30,7 +30,15 @@ def _spec(**ic) -> RunSpec:
         train=TrainSpec(epochs=4, batch_size=10),
         ntk=NTKSpec(drift_every=0),
         influence_check=InfluenceCheckSpec(
-            **{"n_train": 30, "n_test": 10, "width": 8, "top": 3, "random": 3, **ic}
+            **{
+                "n_train": 30,
+                "n_test": 10,
+                "width": 8,
+                "top": 3,
+                "random": 3,
+                "truth": "both",
+                **ic,
+            }
         ),
         seeds=(0,),
         device="cpu",
@@ -59,6 +67,11 @@ def test_rows_cover_every_estimator_and_model(tmp_path):
         assert (model, "gradient_cg", "lambda:0.001") in got
         assert (model, "gradient_exact", "lambda:0.001") in got  # 8 × 64 parameters ≤ 4096
         assert (model, "retrain_other_order", "") in got
+        assert (model, "pbrf_more_steps", "") in got
+        assert (model, "pbrf", "") in got  # the PBRF against retraining: do the truths agree?
+    truths = {(r["estimator"], r["truth"]) for r in rows}
+    assert ("gradient_cg", "pbrf") in truths and ("gradient_cg", "retrain") in truths
+    assert ("pbrf_more_steps", "pbrf") in truths and ("pbrf", "retrain") in truths
     for r in rows:
         assert r["n_points"] == 6 and r["n_train"] == 30
         assert isinstance(r["converged"], bool) and isinstance(r["above_chance"], bool)
@@ -71,8 +84,12 @@ def test_rows_cover_every_estimator_and_model(tmp_path):
     assert len(art) == 2 and len(art[0].data["indices"]) == 6 and art[0].data["n_top"] == 3
     assert len(set(art[0].data["indices"])) == 6  # the random points are not the top ones
     summ = [e for e in events if isinstance(e, Summary) and e.section == "influence_check"][0]
-    assert len(summ.data["headline"]) == 2
-    assert all("closest to retraining" in h or "INCONCLUSIVE" in h for h in summ.data["headline"])
+    heads = summ.data["headline"]
+    assert len(heads) == 6  # per model: against the PBRF, against retraining, the truths
+    against_pbrf = [h for h in heads if "closest to the PBRF" in h or "against the PBRF" in h]
+    assert len(against_pbrf) == 2
+    assert sum("the two truths" in h for h in heads) == 2
+    assert all("closest to" in h or "INCONCLUSIVE" in h or "truths" in h for h in heads)
 
 
 def test_exact_gradient_is_skipped_above_its_parameter_cap(tmp_path):
@@ -116,6 +133,10 @@ def test_bad_options_are_config_errors():
         InfluenceCheckSpec(top=1, random=1)
     with pytest.raises(ConfigError, match="influence_check.ridges"):
         InfluenceCheckSpec(ridges=("half",))
+    with pytest.raises(ConfigError, match="influence_check.truth"):
+        InfluenceCheckSpec(truth="scratch")
+    with pytest.raises(ConfigError, match="influence_check.pbrf_steps"):
+        InfluenceCheckSpec(pbrf_steps=0)
 
 
 def test_summary_names_the_estimator_with_the_highest_rank_correlation():
@@ -276,9 +297,9 @@ def test_batched_retraining_gives_the_separate_rows(tmp_path, transductive):
     assert len(sep_arts) == len(bat_arts) == 2
     for a, b in zip(sep_arts, bat_arts):
         assert a["indices"] == b["indices"]
-        for key in ("truth", "retrain_other_order"):
+        for key in ("retrain", "retrain_other_order"):
             assert b["scores"][key] == pytest.approx(a["scores"][key], rel=1e-12, abs=1e-15)
-        assert max(abs(v) for v in a["scores"]["truth"]) > 1e-6  # effects, not zeros
+        assert max(abs(v) for v in a["scores"]["retrain"]) > 1e-6  # effects, not zeros
     assert len(sep_rows) == len(bat_rows)
     for r, s in zip(sep_rows, bat_rows):
         for k, v in r.items():

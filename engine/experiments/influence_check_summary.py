@@ -1,0 +1,153 @@
+"""The summary of ``influence_check`` (docs/protocol.md#influence): per model and truth,
+the estimator closest to it, whether the truth resolves one point's effect (its noise
+floor), and whether the two truths agree."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine.results import mean_std
+from engine.results.tables import InfluenceCheckRow
+
+__all__ = ["ESTIMATOR_LABELS", "NOISE", "NOISES", "RESOLVED_RHO", "summarize"]
+
+ESTIMATOR_LABELS = {
+    "kernel_loo": "kernel LOO",
+    "gradient_cg": "gradient (CG)",
+    "gradient_exact": "gradient (exact)",
+    "retrain_other_order": "retraining, another batch order",
+    "pbrf_more_steps": "PBRF, twice the steps",
+    "pbrf": "PBRF",
+}
+NOISE = "retrain_other_order"
+NOISES = {"retrain": NOISE, "pbrf": "pbrf_more_steps"}
+"""Each truth's noise floor: the same truth measured again another way."""
+TRUTH_LABELS = {"pbrf": "the PBRF", "retrain": "retraining"}
+
+
+def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
+    """Per model and truth (pbrf, retrain): every estimator's mean Spearman ρ and sign
+    agreement over seeds, the one closest to that truth, and whether the truth resolves
+    one point's effect at all; and, with both truths, whether they agree.
+
+    Resolved: the truth's noise floor (``NOISES``: retraining with another batch order,
+    the PBRF with twice the steps) agrees with it, ρ > 0 at p < 0.05, in every seed
+    (``noise_floor``); otherwise the ranking of the estimators is not a result
+    ("inconclusive"). Without the noise floor the resolution is "not measured".
+    """
+    from engine import results
+
+    failed = results.failed_cells(rows)
+    by: dict[str, dict[str, dict[tuple[str, str], list[InfluenceCheckRow]]]] = {}
+    for r in map(InfluenceCheckRow.from_row, rows):
+        truth = r.truth or "retrain"  # rows written before the column compared with it
+        by.setdefault(r.model, {}).setdefault(truth, {}).setdefault(
+            (r.estimator, r.ridge), []
+        ).append(r)
+    models: dict[str, Any] = {}
+    headline: list[str] = []
+    for model, per_truth in by.items():
+        judged = {
+            truth: _judge(model, truth, per_truth[truth], failed, headline)
+            for truth in sorted(per_truth, key=lambda t: t != "pbrf")
+        }
+        # the first truth's verdict at the top (what the panels read), each under "truths"
+        models[model] = {**next(iter(judged.values())), "truths": judged}
+        both = per_truth.get("retrain", {}).get(("pbrf", ""))
+        if both:
+            rho = mean_std(r.spearman for r in both).mean
+            agree = rho >= RESOLVED_RHO
+            models[model]["truths_agree"] = {"spearman": rho, "agree": agree}
+            headline.append(
+                f"{model}: the two truths {'agree' if agree else 'DISAGREE'}: the PBRF "
+                f"against retraining, Spearman ρ {rho:.2f}"
+            )
+    return {"headline": headline, "dataset": dataset, "models": models, "failed_guards": failed}
+
+
+RESOLVED_RHO = 0.9
+"""Two truths (or a truth and its floor) that rank the points at ρ ≥ this agree."""
+
+
+def _judge(
+    model: str,
+    truth: str,
+    ests: dict[tuple[str, str], list[InfluenceCheckRow]],
+    failed: Any,
+    headline: list[str],
+) -> dict[str, Any]:
+    from engine import results
+
+    noise_key = NOISES.get(truth, NOISE)
+    table: list[dict[str, Any]] = []
+    for (est, ridge), rs in ests.items():
+        rho = mean_std(r.spearman for r in rs)
+        sign = mean_std(r.sign_agreement for r in rs)
+        signif = sum(1 for r in rs if r.spearman_p < 0.05 and r.spearman > 0)
+        table.append(
+            {
+                "estimator": est,
+                "ridge": ridge,
+                "spearman": rho.mean,
+                "spearman_std": rho.std,
+                "significant_seeds": signif,
+                "sign_agreement": sign.mean,
+                "n_points": sum(r.n_points or 0 for r in rs),
+                "seeds": len(rs),
+                "seconds": mean_std(r.seconds for r in rs).mean,
+            }
+        )
+    cands = [
+        t
+        for t in table
+        if t["estimator"] not in (noise_key, "pbrf") and math.isfinite(t["spearman"])
+    ]
+    cands.sort(key=lambda t: (t["spearman"], t["sign_agreement"]), reverse=True)
+    noise = next((t for t in table if t["estimator"] == noise_key), None)
+    resolved = None if noise is None else noise["significant_seeds"] == noise["seeds"]
+    best = cands[0] if cands and resolved is not False else None
+    seeds = {str(r.seed) for rs in ests.values() for r in rs}
+    note = results.guard_note(failed, model, len(seeds))
+    label = TRUTH_LABELS.get(truth, truth)
+    floor = ESTIMATOR_LABELS[noise_key]
+    listing = "; ".join(
+        f"{_name(t)} ρ {t['spearman']:.2f}, sign {100 * t['sign_agreement']:.0f} %" for t in cands
+    )
+    out = {"estimators": table, "closest": best, "noise_floor": noise, "resolved": resolved}
+    out["guards"] = note
+    if resolved is False:
+        assert noise is not None
+        headline.append(
+            results.marked(
+                f"{model}: INCONCLUSIVE against {label}: it does not resolve one point's "
+                f"effect ({floor} agrees at ρ {noise['spearman']:.2f}, significant in "
+                f"{noise['significant_seeds']} of {noise['seeds']} seeds), so no estimator "
+                f"can be judged; estimators: {listing}",
+                note,
+            )
+        )
+        return out
+    if not cands:
+        headline.append(f"{model}: no estimator gives a finite rank correlation with {label}")
+        return out
+    assert best is not None
+    line = (
+        f"{model}: closest to {label}: {_name(best)} (Spearman ρ {best['spearman']:.2f}, "
+        f"p < 0.05 in {best['significant_seeds']} of {best['seeds']} seeds, sign agreement "
+        f"{100 * best['sign_agreement']:.0f} % over {best['n_points']} removed points)"
+    )
+    if len(cands) > 1:
+        line += "; then " + listing.split("; ", 1)[1]
+    line += (
+        "; ground truth not checked for resolution (influence_check.noise_floor = false)"
+        if noise is None
+        else f"; {label} resolved: {floor} agrees at ρ {noise['spearman']:.2f}"
+    )
+    headline.append(results.marked(line, note))
+    return out
+
+
+def _name(t: dict[str, Any]) -> str:
+    label = ESTIMATOR_LABELS.get(t["estimator"], t["estimator"])
+    return f"{label} {t['ridge']}" if t["ridge"] else label
