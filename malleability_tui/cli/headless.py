@@ -60,6 +60,7 @@ def build_spec(
     executor: dict[str, object] | None = None,
     center: bool | None = None,
     source: dict[str, object] | None = None,
+    center_fraction: float | None = None,
     until_converged: bool = False,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
@@ -77,6 +78,7 @@ def build_spec(
         data_dir=data_dir,
         classes=classes,
         center=center,
+        center_fraction=center_fraction,
         n_train=n_train,
         n_test=n_test,
         widths=widths,
@@ -332,6 +334,9 @@ def headless(
             help=help_of("center"),
         ),
     ] = None,
+    center_fraction: Annotated[
+        float | None, typer.Option("--center-fraction", help=help_of("center_fraction"))
+    ] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help=help_of("data_dir"))] = None,
     image_size: ImageSizeOpt = None,
     mode: ModeOpt = None,
@@ -408,6 +413,7 @@ def headless(
             qkv_dk_sweep=qkv_dk_sweep,
             executor=ex,
             center=center,
+            center_fraction=center_fraction,
             source=source_flags(image_size, mode, image_column, label_column),
             until_converged=until_converged,
         )
