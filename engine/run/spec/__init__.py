@@ -32,6 +32,7 @@ from engine.kinds import (
 )
 from engine.ridge import check_ridge_rule
 from engine.run.spec.codec import _from_dict, _texts, _to_plain, _utf8, dumps_toml
+from engine.run.spec.kappa import KappaSpec
 
 if TYPE_CHECKING:
     from engine.data.sources import SourceOptions
@@ -848,6 +849,7 @@ class RunSpec:
     influence_check: InfluenceCheckSpec = field(default_factory=InfluenceCheckSpec)
     landscape: LandscapeSpec = field(default_factory=LandscapeSpec)
     trainability: TrainabilitySpec = field(default_factory=TrainabilitySpec)
+    kappa: KappaSpec = field(default_factory=KappaSpec)
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     qkv: QKVSpec = field(default_factory=QKVSpec)
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -1002,6 +1004,7 @@ SECTIONS = {
     "influence_check": InfluenceCheckSpec,
     "landscape": LandscapeSpec,
     "trainability": TrainabilitySpec,
+    "kappa": KappaSpec,
     "executor": ExecutorSpec,
     "qkv": QKVSpec,
 }
