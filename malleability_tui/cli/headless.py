@@ -371,6 +371,9 @@ def headless(
         Path | None,
         typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit."),
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the time estimate per experiment, then stop.")
+    ] = False,
     quiet: Annotated[
         bool,
         typer.Option(
@@ -442,8 +445,28 @@ def headless(
             die(flag_error(e, given_flags({"experiment": experiment})) or str(e))
         if not resume:
             check_data(spec)
+        if dry_run:
+            show_estimate(spec)
+            return
         path = execute(spec, out, resume=resume, quiet=quiet, executor=ex)
         track_run(tracker, path)
+
+
+def show_estimate(spec: RunSpec) -> None:
+    """The run's time estimate on this machine (``engine.experiments.estimate``), one line
+    per experiment and the total, as ``reproduce --dry-run`` prices it."""
+    from engine.experiments.estimate import breakdown
+    from malleability_tui.text import duration
+
+    lines = breakdown([("", spec)])
+    for ln in lines:
+        text = f"{ln.experiment}: ≈ {duration(ln.estimate_s)}"
+        if ln.flops or ln.steps:
+            text += f" (FLOP floor {duration(ln.floor_s)}, {ln.steps:.0f} steps"
+            text += f", {ln.fused_steps:.0f} fused)" if ln.fused_steps else ")"
+        console.print(text, highlight=False, markup=False)
+    total = sum(ln.estimate_s for ln in lines)
+    console.print(f"estimated run time ≈ {duration(total)} on this machine", highlight=False)
 
 
 def check_data(spec: RunSpec) -> None:
