@@ -242,9 +242,9 @@ def make_figures(
             save(fig, f"{label}_trainability", "trainability")
         from malleability_tui.cli.figure_kappa import draw_kappa
 
-        fig = draw_kappa(plt, t.get("kappa_sweep", []), f"Effects against κ(G) ({label})")
-        if fig is not None:
-            save(fig, f"{label}_kappa_sweep", "kappa_sweep")
+        kfig = draw_kappa(plt, t.get("kappa_sweep", []), f"Effects against κ(G) ({label})")
+        if kfig is not None:
+            save(kfig, f"{label}_kappa_sweep", "kappa_sweep")
     missing = [f"{k}: needs the {v} experiment" for k, v in FIGURE_NEEDS.items() if k not in made]
     return files, missing
 
