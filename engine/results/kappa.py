@@ -5,7 +5,8 @@ Per (α, model) point: the claim-1 statistic, the slope of ``lin_distance_rel`` 
 log width per seed, then its mean and 95% t interval across seeds; the claim-3 flip rate
 pooled over seeds with its Wilson interval; the MLP-Attn / 2L-ReLU ratio of the pooled
 rates. A cell that failed a guard (not converged, at chance) is left out of its point's
-numbers and flags the point (``ok`` False), and a flagged point is left out of the fits.
+numbers and flags the effect it feeds (``slope_ok``: an ntk cell, ``flip_ok``: a flip
+cell), and a flagged effect is left out of the fits (the ratio: either model's flips).
 The fits are OLS across the points against log10 κ(G).
 """
 
@@ -84,7 +85,7 @@ def points(
             ok_flips = [r for r in fr if not _failed(r)]
             p = pooled_rate((r.n_flipped or 0, r.n_selected or 0) for r in ok_flips)
             rates[m] = p.rate
-            failed = sum(_failed(r) for r in nr + fr)
+            bad_nr, bad_fr = sum(map(_failed, nr)), sum(map(_failed, fr))
             sp = spectra.get(a, {})
             partial.append(
                 KappaSweepRow(
@@ -103,13 +104,19 @@ def points(
                     flip_low=p.lo,
                     flip_high=p.hi,
                     cells=len(nr) + len(fr),
-                    failed_cells=failed,
-                    ok=failed == 0 and bool(nr or fr),
+                    failed_cells=bad_nr + bad_fr,
+                    slope_ok=bad_nr == 0 and bool(nr),
+                    flip_ok=bad_fr == 0 and bool(fr),
                 )
             )
         r_ = ratio(rates.get(ATTN), rates.get(RELU))
         out += [_with(row, flip_ratio=r_) for row in partial]
     return out
+
+
+def ok(row: KappaSweepRow, y: str) -> bool:
+    """Whether the effect ``y`` (a column) of the point passed its guards."""
+    return bool(row.slope_ok if y.startswith("lin_slope") else row.flip_ok)
 
 
 def _with(row: KappaSweepRow, **kw: Any) -> KappaSweepRow:
@@ -118,12 +125,13 @@ def _with(row: KappaSweepRow, **kw: Any) -> KappaSweepRow:
 
 def fit(rows: Iterable[KappaSweepRow], y: str, x: str = "kappa_G", model: str = ATTN) -> Fit:
     """OLS of column ``y`` of ``model``'s points on log10 of column ``x``, over the points
-    that passed their guards (for ``flip_ratio`` both models' points must have)."""
+    whose effect passed its guards (``flip_ratio``: both models' flips)."""
     rows = list(rows)
-    bad = {r.alpha for r in rows if not r.ok}
-    mine = [
-        r for r in rows if r.model == model and (r.alpha not in bad if y == "flip_ratio" else r.ok)
-    ]
+    if y == "flip_ratio":
+        bad = {r.alpha for r in rows if not r.flip_ok}
+        mine = [r for r in rows if r.model == model and r.alpha not in bad]
+    else:
+        mine = [r for r in rows if r.model == model and ok(r, y)]
     xs = [math.log10(getattr(r, x)) if getattr(r, x) > 0 else NAN for r in mine]
     return linear_fit(xs, [getattr(r, y) for r in mine])
 
@@ -159,10 +167,14 @@ def summarize(rows: list[KappaSweepRow], dataset: str) -> dict[str, Any]:
         if math.isfinite(f.r2) and math.isfinite(fd.r2):
             better = "κ(G)" if f.r2 > fd.r2 else "κ_d" if fd.r2 > f.r2 else "neither"
             lines.append(f"{key}: R² {f.r2:.2f} against κ(G), {fd.r2:.2f} against κ_d: {better}")
-    flagged = sorted({r.alpha for r in rows if not r.ok})
-    if flagged:
-        alphas = ", ".join(f"{a:g}" for a in flagged)
-        lines.append(f"{MARK} points α = {alphas}: a cell failed a guard; left out of the fits")
+    flagged = sorted({r.alpha for r in rows if not (r.slope_ok and r.flip_ok)})
+    for r in rows:
+        for y, what in (("lin_slope", "claim-1 slope"), ("flip_rate", "flip rate")):
+            if not ok(r, y):
+                lines.append(
+                    f"{MARK} α = {r.alpha:g}, {r.model}: a cell behind its {what} failed a "
+                    "guard; left out of the fits"
+                )
     return {
         "headline": lines,
         "dataset": dataset,

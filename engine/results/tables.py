@@ -354,8 +354,9 @@ class KappaFlipRow(Row):
 
 @dataclass(frozen=True)
 class KappaSweepRow(Row):
-    """One (α, model) point of ``kappa_sweep``: the κ measured there and the effects; ``ok``
-    False: a cell of the point failed a guard, and the point is left out of the fits."""
+    """One (α, model) point of ``kappa_sweep``: the κ measured there and the effects;
+    ``slope_ok`` / ``flip_ok`` False: a cell behind that effect (the ntk cells / the flip
+    cells) failed a guard, and the effect at this point is left out of the fits."""
 
     TABLE: ClassVar[str] = "kappa_sweep"
     alpha: float = NAN
@@ -375,7 +376,8 @@ class KappaSweepRow(Row):
     flip_ratio: float = NAN
     cells: int | None = None
     failed_cells: int | None = None
-    ok: bool | None = None
+    slope_ok: bool | None = None
+    flip_ok: bool | None = None
 
 
 ROW_TYPES: tuple[type[Row], ...] = (

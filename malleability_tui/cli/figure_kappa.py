@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from engine.results.kappa import ok as effect_ok
 from engine.results.tables import KappaSweepRow
 
 PANELS = (
@@ -29,7 +30,9 @@ def draw_kappa(plt: Any, rows: list[dict[str, Any]], title: str) -> Any | None:
         for m in models if col != "flip_ratio" else models[-1:]:
             mine = sorted((p for p in pts if p.model == m), key=lambda p: p.kappa_G)
             for ok in (True, False):  # a failed point's numbers are NaN, but say so
-                sel = [p for p in mine if bool(p.ok) == ok and math.isfinite(getattr(p, col))]
+                sel = [
+                    p for p in mine if effect_ok(p, col) == ok and math.isfinite(getattr(p, col))
+                ]
                 if not sel:
                     continue
                 x = [p.kappa_G for p in sel]
@@ -56,7 +59,7 @@ def draw_kappa(plt: Any, rows: list[dict[str, Any]], title: str) -> Any | None:
                     capsize=3,
                     label=name if ok else f"{name} (failed a guard)",
                 )
-        failed = sorted({p.kappa_G for p in pts if not p.ok})
+        failed = sorted({p.kappa_G for p in pts if not effect_ok(p, col)})
         for i, k in enumerate(failed):  # no number there: the point's models did not train
             ax.axvline(k, ls=":", color="grey", label="a model failed a guard" if i == 0 else None)
         ax.set_xscale("log")

@@ -33,7 +33,8 @@ def test_a_kappa_sweep_table_gives_its_figure(tmp_path: Path) -> None:
             flip_low=0.2,
             flip_high=0.4,
             flip_ratio=2.0 if ok else nan,
-            ok=ok,
+            slope_ok=ok,
+            flip_ok=ok,
         ).to_row()
         for a, k, ok in ((0.0, 2.6e5, False), (0.5, 6.8e4, True), (1.0, 2.9e4, True))
         for m, s in (("2L-ReLU", -0.05), ("MLP-Attn", 0.1))

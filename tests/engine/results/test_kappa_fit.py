@@ -14,7 +14,15 @@ from engine.results.tables import KappaFlipRow, KappaNtkRow, KappaSweepRow
 
 
 def _point(alpha: float, kappa: float, model: str, **kw) -> KappaSweepRow:
-    return KappaSweepRow(alpha=alpha, model=model, kappa_G=kappa, kappa_d=kappa * 2, ok=True, **kw)
+    return KappaSweepRow(
+        alpha=alpha,
+        model=model,
+        kappa_G=kappa,
+        kappa_d=kappa * 2,
+        slope_ok=True,
+        flip_ok=True,
+        **kw,
+    )
 
 
 def _sweep(f, noise: float, seed: int = 0) -> list[KappaSweepRow]:
@@ -57,7 +65,8 @@ def test_flagged_points_are_left_out_of_the_fits():
     # a wild value at a point whose 2L-ReLU failed a guard: the ratio fit ignores the α
     bad = rows[0].alpha
     rows = [
-        kr._with(r, flip_ratio=100.0, ok=r.model == kr.ATTN) if r.alpha == bad else r for r in rows
+        kr._with(r, flip_ratio=100.0, flip_ok=r.model == kr.ATTN) if r.alpha == bad else r
+        for r in rows
     ]
     f = kr.fit(rows, "flip_ratio")
     assert f.n == 8 and f.slope == pytest.approx(0.5)
@@ -90,11 +99,17 @@ def test_points_pool_counts_take_the_ratio_and_slopes_across_seeds():
     assert pts[kr.RELU].lin_slope == pytest.approx(-0.12)
     assert attn.flip_rate == pytest.approx(18 / 30) and attn.flip_low < 0.6 < attn.flip_high
     assert attn.flip_ratio == pytest.approx(3.0) and pts[kr.RELU].flip_ratio == pytest.approx(3.0)
-    assert attn.kappa_G == 1e4 and attn.rank == 7 and attn.ok and attn.failed_cells == 0
+    assert attn.kappa_G == 1e4 and attn.rank == 7 and attn.failed_cells == 0
+    assert attn.slope_ok and attn.flip_ok
     # one MLP-Attn cell not converged: it leaves its seed's slope and flags the point
     ntk[0] = KappaNtkRow.from_row({**ntk[0].to_row(), "converged": False})
     pts = {r.model: r for r in kr.points(ntk, flips, spectra, "digits")}
-    assert pts[kr.ATTN].ok is False and pts[kr.ATTN].failed_cells == 1
-    assert pts[kr.RELU].ok is True
+    attn = pts[kr.ATTN]
+    assert attn.slope_ok is False and attn.flip_ok is True and attn.failed_cells == 1
+    assert pts[kr.RELU].slope_ok is True
     s = kr.summarize(list(pts.values()), "digits")
-    assert s["flagged_alphas"] == [0.5] and any("α = 0.5" in ln for ln in s["headline"])
+    assert s["flagged_alphas"] == [0.5]
+    assert [ln for ln in s["headline"] if "α = 0.5" in ln] == [
+        "⚠ α = 0.5, MLP-Attn: a cell behind its claim-1 slope failed a guard; left out of the fits"
+    ]
+    assert kr.fit(list(pts.values()), "lin_slope").n == 0  # left out (and too few anyway)
