@@ -161,12 +161,23 @@ def summarize(rows: list[KappaSweepRow], dataset: str) -> dict[str, Any]:
     ):
         if not any(r.model == model for r in rows):
             continue
-        f, fd = fit(rows, y, "kappa_G", model), fit(rows, y, "kappa_d", model)
-        fits[key] = {"kappa_G": _fit_dict(f), "kappa_d": _fit_dict(fd)}
+        f = fit(rows, y, "kappa_G", model)
+        # κ(G) against κ_d on the same points: those where κ_d is finite (it is infinite
+        # where the numerical rank is below min(n, d), e.g. fully centred with n < d)
+        common = [r for r in rows if math.isfinite(r.kappa_d) and r.kappa_d > 0]
+        fg, fd = fit(common, y, "kappa_G", model), fit(common, y, "kappa_d", model)
+        fits[key] = {
+            "kappa_G": _fit_dict(f),
+            "kappa_d": _fit_dict(fd),
+            "kappa_G_same": _fit_dict(fg),
+        }
         lines.append(_fit_text(f"{key} vs log κ(G)", f))
-        if math.isfinite(f.r2) and math.isfinite(fd.r2):
-            better = "κ(G)" if f.r2 > fd.r2 else "κ_d" if fd.r2 > f.r2 else "neither"
-            lines.append(f"{key}: R² {f.r2:.2f} against κ(G), {fd.r2:.2f} against κ_d: {better}")
+        if math.isfinite(fg.r2) and math.isfinite(fd.r2):
+            better = "κ(G)" if fg.r2 > fd.r2 else "κ_d" if fd.r2 > fg.r2 else "neither"
+            lines.append(
+                f"{key}: R² {fg.r2:.2f} against κ(G), {fd.r2:.2f} against κ_d on the "
+                f"{fd.n} points where κ_d is finite: {better}"
+            )
     flagged = sorted({r.alpha for r in rows if not (r.slope_ok and r.flip_ok)})
     for r in rows:
         for y, what in (("lin_slope", "claim-1 slope"), ("flip_rate", "flip rate")):

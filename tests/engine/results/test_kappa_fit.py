@@ -113,3 +113,15 @@ def test_points_pool_counts_take_the_ratio_and_slopes_across_seeds():
         "⚠ α = 0.5, MLP-Attn: a cell behind its claim-1 slope failed a guard; left out of the fits"
     ]
     assert kr.fit(list(pts.values()), "lin_slope").n == 0  # left out (and too few anyway)
+
+
+def test_kappa_and_kappa_d_are_compared_on_the_same_points():
+    # y follows log κ_d exactly; κ(G) is κ_d with a wobble; one point has κ_d infinite
+    rows = []
+    for i, (kg, kd) in enumerate(((1e6, 1e6), (3e5, 1e5), (1e5, 3e4), (5e4, 1e4), (3e4, math.inf))):
+        y = math.log10(kd) if math.isfinite(kd) else 99.0
+        rows.append(kr._with(_point(i / 4, kg, kr.ATTN, lin_slope=y), kappa_d=kd))
+    s = kr.summarize(rows, "x")["fits"]["lin_slope_attn"]
+    assert s["kappa_d"]["points"] == s["kappa_G_same"]["points"] == 4
+    assert s["kappa_d"]["r2"] == pytest.approx(1.0) and s["kappa_G_same"]["r2"] < 1.0
+    assert s["kappa_G"]["points"] == 5  # the fit against κ(G) alone keeps every point
