@@ -121,10 +121,11 @@ def run_kappa_sweep(ctx: RunContext) -> Iterator[Event]:
         for note in sub.drain_notes():
             ctx.note(f"α={alpha:g}: {note}")
     rows = kr.points(ntk_rows, flip_rows, spectra, name)
-    for row in rows:
-        yield TableRow.of(row, cell=POINTS_CELL)
-    if not failed:
-        yield CellFinished(POINTS_CELL)
+    if not ctx.is_done(POINTS_CELL):  # done: a resumed run that finished keeps its rows
+        for row in rows:
+            yield TableRow.of(row, cell=POINTS_CELL)
+        if not failed:
+            yield CellFinished(POINTS_CELL)
     summary = kr.summarize(rows, name)
     for line in summary["headline"]:
         yield Log(line, "warning" if MARK in line else "info")

@@ -91,3 +91,11 @@ def test_the_estimate_counts_every_point():
     sp = _spec()
     one = sum(w.all_steps for w in planned_work(point_spec(sp, 0.0)).values())
     assert planned_work(sp)["kappa_sweep"].all_steps == pytest.approx(len(ALPHAS) * one)
+
+
+def test_a_resumed_sweep_keeps_its_rows_once(run):
+    names = ("kappa_ntk.csv", "kappa_flips.csv", "kappa_sweep.csv")
+    before = {n: (run.path / n).read_text() for n in names}
+    again = execute(_spec(), run.path, resume=True)
+    assert {n: (run.path / n).read_text() for n in names} == before
+    assert again.summary["kappa_sweep"]["headline"] == run.summary["kappa_sweep"]["headline"]
