@@ -67,6 +67,7 @@ FIRST_TAB = (
     ("flip_rates", "flips"),
     ("influence_check", "flips"),
     ("landscape", "landscape"),
+    ("kappa_sweep", "spectra"),
 )
 """The tab an opened run shows: that of its first table (in this order) with rows."""
 

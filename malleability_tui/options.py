@@ -327,6 +327,14 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "bool",
         "Subtract the training set's per-pixel mean before the unit-norm scaling (default: no, as the paper).",
     ),
+    RunOption(
+        "center_fraction",
+        "--center-fraction",
+        "data__center_fraction",
+        "data.center_fraction",
+        "float",
+        "Centring as a knob: subtract this fraction (0 to 1) of the per-pixel mean (0: the paper's, 1: --center).",
+    ),
 )
 
 BY_NAME: dict[str, RunOption] = {o.name: o for o in RUN_OPTIONS}

@@ -21,7 +21,8 @@ class Dataset:
     ``task == "binary"`` float64 targets ±1 (first class listed → +1); for
     ``task == "multiclass"`` int64 labels 0..K-1 in the order of ``classes``.
     ``labels_*`` are the data set's original integer labels. ``pixel_mean`` [d]: with
-    ``data.center``, the training subset's per-pixel mean, subtracted from every image
+    ``data.center``, the training subset's per-pixel mean (× α with
+    ``data.center_fraction``), subtracted from every image
     (train, test, attacked) before the unit-norm scaling, so ``x_*`` are the centred unit
     rows; None: the paper's preprocessing.
     """

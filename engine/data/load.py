@@ -60,7 +60,7 @@ def load_dataset(
     n_train: int,
     n_test: int,
     seed: int,
-    center: bool = False,
+    center: bool | float = False,
     source: SourceOptions | None = None,
 ) -> Dataset:
     """A seeded, class-balanced, disjoint train/test subset of data set ``name``.
@@ -75,7 +75,8 @@ def load_dataset(
     ``Dataset.notes`` says so. Returns x_train [n_train, d] / x_test [n_test, d] with
     unit-norm rows and x_*_raw in [0, 1], float64. Raises DatasetError (missing or corrupt
     files, unknown name, impossible subset) or ConfigError (invalid n or seed).
-    ``center``: subtract the training subset's per-pixel mean first (``Dataset.pixel_mean``).
+    ``center``: subtract the training subset's per-pixel mean first (``Dataset.pixel_mean``);
+    a number α in [0, 1] subtracts α × the mean (``data.center_fraction``).
     ``name`` may also be a source ``npz:FILE`` / ``folder:DIR`` / ``hf:DIR`` read with
     ``source`` (``engine.data.sources.SourceOptions``); the same subset rule applies.
     """

@@ -191,10 +191,11 @@ def build_dataset(
     n_train: int,
     n_test: int,
     seed: int,
-    center: bool = False,
+    center: bool | float = False,
 ) -> Dataset:
     """The Dataset record for one seeded subset of ``raw`` (docs/protocol.md#preprocessing;
-    ``center``: minus the training subset's per-pixel mean before the unit-norm scaling).
+    ``center``: minus the training subset's per-pixel mean before the unit-norm scaling;
+    a number α in [0, 1]: minus α × that mean, True meaning exactly 1 and 0 the paper's).
 
     x_*_raw [n, d]: flattened pixels in [0, 1]; x_* [n, d]: the same rows at unit ℓ2 norm;
     float64 CPU tensors. Two classes → task "binary", y ±1 (first class +1); more → task
@@ -217,7 +218,12 @@ def build_dataset(
         y_tr = torch.from_numpy(np.array([pos[int(v)] for v in lab_tr], dtype=np.int64))
         y_te = torch.from_numpy(np.array([pos[int(v)] for v in lab_te], dtype=np.int64))
     notes = tuple(raw.notes) + ((note,) if note else ())
-    mean = xr_tr.mean(axis=0) if center else np.zeros(xr_tr.shape[1])
+    alpha = float(center)
+    if not 0.0 <= alpha <= 1.0:  # also NaN
+        raise ValueError(f"center fraction {center!r}: a number from 0 to 1")
+    mean = xr_tr.mean(axis=0) if alpha else np.zeros(xr_tr.shape[1])
+    if 0.0 < alpha < 1.0:  # 1 keeps the mean itself (bitwise the centred protocol)
+        mean = alpha * mean
     return Dataset(
         name=raw.name,
         x_train=torch.from_numpy(unit_rows(xr_tr - mean)),
@@ -234,5 +240,5 @@ def build_dataset(
         image_shape=tuple(raw.image_shape),
         source=raw.source,
         notes=notes,
-        pixel_mean=torch.from_numpy(mean) if center else None,
+        pixel_mean=torch.from_numpy(mean) if alpha else None,
     )

@@ -276,6 +276,8 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
             )
         if name == "influence_check":
             w += influence_check_work(spec, d)
+        if name == "kappa_sweep":
+            w += kappa_sweep_work(spec)
         if name == "spectrum":
             from engine.experiments.spectrum import MAX_KERNEL_N
 
@@ -299,6 +301,19 @@ networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny n
 B. Measured again (``bench_batched.py --parts overhead``, load 8–9): 2.24, 2.61, 2.59,
 3.15, 2.60 at B = 1, 2, 3, 8, 41: flat in B, so 3 seeds batched cost about what 3
 separate steps do; the gain of batching seeds is in the FLOP rate (``BATCHED_OVERHEAD``)."""
+
+
+def kappa_sweep_work(spec: RunSpec) -> Work:
+    """``kappa_sweep``: at each centring fraction, the ``ntk`` and ``flip`` work of that
+    point's spec (``kappa_sweep.point_spec``: its own sizes, one attack), the flip's
+    networks shared with the ntk cells as the run shares them; the spectra are seconds."""
+    from engine.experiments.kappa_sweep import point_spec
+
+    w = Work()
+    for alpha in spec.kappa.fractions:
+        for part in planned_work(point_spec(spec, alpha)).values():
+            w += part
+    return w
 
 
 def influence_check_work(spec: RunSpec, d: int) -> Work:

@@ -48,6 +48,7 @@ LISTING: dict[str, str] = {
     " Hessian sharpness",
     "trainability": "Steps to a target loss vs κ(G) (synthetic spectra and the run's data):"
     " slope per model",
+    "kappa_sweep": "Claims 1 and 3 against κ(G), sweeping the centring fraction α",
 }
 """Every experiment's name and one-line description, in run order: the one place they are
 written, read without importing the experiments (and torch) by ``describe``."""
@@ -81,6 +82,7 @@ CATALOGUE = (
     "influence_check",
     "landscape",
     "trainability",
+    "kappa_sweep",
 )
 """The modules of ``engine/experiments/`` that hold experiments (listed, not discovered)."""
 

@@ -84,7 +84,7 @@ def fix_hint(spec: RunSpec, model: str, summary: dict) -> str:
     helped; the paper's 500 epochs did on MNIST 3 vs 8, not on CIFAR-10), else training until converged, else a larger cap; at chance though
     converged, the wider widths (the one such cell measured was the narrowest)."""
     if model in summary.get("not_converged", {}):
-        if model == MODEL_LABELS["attn"] and not spec.data.center:
+        if model == MODEL_LABELS["attn"] and spec.data.centring == 0:
             return (
                 "uncentred MLP-Attn: --center made it converge (measured, quick: 0 of 16 "
                 "cells uncentred, 16 of 16 centred with --until-converged on digits and "

@@ -248,3 +248,30 @@ def loglog_slope(x: Iterable[float], y: Iterable[float]) -> Slope:
 
     half = float(t.ppf(0.975, n - 2)) * se
     return Slope(b, b - half, b + half, n)
+
+
+class Fit(NamedTuple):
+    """An ordinary least-squares line y = a + b·x: the slope b with its 95% interval (t,
+    n − 2 degrees of freedom), the two-sided p of b = 0, R² and the points used; NaN with
+    fewer than three points or when x does not vary."""
+
+    slope: float
+    lo: float
+    hi: float
+    p: float
+    r2: float
+    n: int
+
+
+def linear_fit(x: Iterable[float], y: Iterable[float]) -> Fit:
+    """OLS of ``y`` on ``x`` over the pairs where both are finite (``scipy.stats.linregress``)."""
+    pts = [(float(a), float(b)) for a, b in zip(x, y, strict=True) if finite(a) and finite(b)]
+    n = len(pts)
+    if n < 3 or len({a for a, _ in pts}) < 2:
+        return Fit(NAN, NAN, NAN, NAN, NAN, n)
+    from scipy.stats import linregress, t
+
+    res = linregress([a for a, _ in pts], [b for _, b in pts])
+    half = float(t.ppf(0.975, n - 2)) * float(res.stderr)
+    b = float(res.slope)
+    return Fit(b, b - half, b + half, float(res.pvalue), float(res.rvalue) ** 2, n)

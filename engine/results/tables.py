@@ -326,7 +326,74 @@ class TrainabilityRow(Row):
     final_loss: float = NAN
 
 
+@dataclass(frozen=True)
+class KappaNtkRow(Row):
+    """One network and its linearized twin at centring fraction ``alpha`` (``kappa_sweep``)."""
+
+    TABLE: ClassVar[str] = "kappa_ntk"
+    alpha: float = NAN
+    model: str = ""
+    dataset: str = ""
+    width: int | None = None
+    seed: int | None = None
+    lin_distance_rel: float = NAN
+    kernel_drift: float = NAN
+    train_loss: float = NAN
+    test_accuracy: float = NAN
+    converged: bool | None = None
+    above_chance: bool | None = None
+
+
+@dataclass(frozen=True)
+class KappaFlipRow(Row):
+    """One seed's flip counts at centring fraction ``alpha`` (``kappa_sweep``)."""
+
+    TABLE: ClassVar[str] = "kappa_flips"
+    alpha: float = NAN
+    model: str = ""
+    dataset: str = ""
+    attack: str = ""
+    eps: float = NAN
+    seed: int | None = None
+    flip_rate: float = NAN
+    n_flipped: int | None = None
+    n_selected: int | None = None
+    converged: bool | None = None
+    above_chance: bool | None = None
+
+
+@dataclass(frozen=True)
+class KappaSweepRow(Row):
+    """One (α, model) point of ``kappa_sweep``: the κ measured there and the effects;
+    ``slope_ok`` / ``flip_ok`` False: a cell behind that effect (the ntk cells / the flip
+    cells) failed a guard, and the effect at this point is left out of the fits."""
+
+    TABLE: ClassVar[str] = "kappa_sweep"
+    alpha: float = NAN
+    dataset: str = ""
+    model: str = ""
+    rank: int | None = None
+    kappa_G: float = NAN
+    kappa_d: float = NAN
+    kappa_G_cubed: float = NAN
+    kappa_G3_direct: float = NAN
+    lin_slope: float = NAN
+    lin_slope_low: float = NAN
+    lin_slope_high: float = NAN
+    flip_rate: float = NAN
+    flip_low: float = NAN
+    flip_high: float = NAN
+    flip_ratio: float = NAN
+    cells: int | None = None
+    failed_cells: int | None = None
+    slope_ok: bool | None = None
+    flip_ok: bool | None = None
+
+
 ROW_TYPES: tuple[type[Row], ...] = (
+    KappaNtkRow,
+    KappaFlipRow,
+    KappaSweepRow,
     TrainabilityRow,
     NtkDistanceRow,
     SpectrumRow,

@@ -173,7 +173,7 @@ class RunContext:
                     n_train=ntr,
                     n_test=nte,
                     seed=seed,
-                    center=d.center,
+                    center=d.centring,
                     source=d.source_options(),
                 )
 

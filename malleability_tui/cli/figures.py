@@ -22,6 +22,7 @@ FIGURE_NEEDS = {
     "landscape_1d": "landscape",
     "landscape_2d": "landscape",
     "trainability": "trainability",
+    "kappa_sweep": "kappa_sweep",
 }
 """Each figure and the experiment whose rows it is drawn from."""
 
@@ -57,10 +58,11 @@ def make_figures(
     Names follow the paper: train_curves, train_accuracy, table1_ntk_distance,
     width_sweep (the distance to the linearized twin, ``lin_distance_rel``, against width,
     mean ± std over seeds), spectrum_G_G3, table2/3_flip_rates (pooled over seeds, 95 %
-    Wilson intervals), table4_adversarial, landscape_1d, landscape_2d and trainability
-    (steps to the target loss against κ(G), log–log; censored points hollow at the cap),
-    each prefixed by the run label. ``only``: the figure kinds to write (None: all);
-    ``dpi``: matplotlib's default when None.
+    Wilson intervals), table4_adversarial, landscape_1d, landscape_2d, trainability
+    (steps to the target loss against κ(G), log–log; censored points hollow at the cap)
+    and kappa_sweep (flip rate, claim-1 slope and ratio against κ(G), log x; points that
+    failed a guard hollow), each prefixed by the run label. ``only``: the figure kinds to
+    write (None: all); ``dpi``: matplotlib's default when None.
     """
     import matplotlib.pyplot as plt
 
@@ -280,6 +282,11 @@ def make_figures(
             ax.set(xlabel="κ(G)", ylabel="steps to target", title=f"Trainability vs κ ({label})")
             ax.legend()
             save(fig, f"{label}_trainability", "trainability")
+        from malleability_tui.cli.figure_kappa import draw_kappa
+
+        kfig = draw_kappa(plt, t.get("kappa_sweep", []), f"Effects against κ(G) ({label})")
+        if kfig is not None:
+            save(kfig, f"{label}_kappa_sweep", "kappa_sweep")
     missing = [f"{k}: needs the {v} experiment" for k, v in FIGURE_NEEDS.items() if k not in made]
     return files, missing
 

@@ -60,6 +60,7 @@ def build_spec(
     executor: dict[str, object] | None = None,
     center: bool | None = None,
     source: dict[str, object] | None = None,
+    center_fraction: float | None = None,
     until_converged: bool = False,
 ) -> RunSpec:
     """Config file (if any) → --quick preset → explicit flags, validated."""
@@ -77,6 +78,7 @@ def build_spec(
         data_dir=data_dir,
         classes=classes,
         center=center,
+        center_fraction=center_fraction,
         n_train=n_train,
         n_test=n_test,
         widths=widths,
@@ -332,6 +334,9 @@ def headless(
             help=help_of("center"),
         ),
     ] = None,
+    center_fraction: Annotated[
+        float | None, typer.Option("--center-fraction", help=help_of("center_fraction"))
+    ] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help=help_of("data_dir"))] = None,
     image_size: ImageSizeOpt = None,
     mode: ModeOpt = None,
@@ -366,6 +371,9 @@ def headless(
         Path | None,
         typer.Option("--save-config", help="Write the resolved spec to this TOML file and exit."),
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the time estimate per experiment, then stop.")
+    ] = False,
     quiet: Annotated[
         bool,
         typer.Option(
@@ -408,6 +416,7 @@ def headless(
             qkv_dk_sweep=qkv_dk_sweep,
             executor=ex,
             center=center,
+            center_fraction=center_fraction,
             source=source_flags(image_size, mode, image_column, label_column),
             until_converged=until_converged,
         )
@@ -436,8 +445,28 @@ def headless(
             die(flag_error(e, given_flags({"experiment": experiment})) or str(e))
         if not resume:
             check_data(spec)
+        if dry_run:
+            show_estimate(spec)
+            return
         path = execute(spec, out, resume=resume, quiet=quiet, executor=ex)
         track_run(tracker, path)
+
+
+def show_estimate(spec: RunSpec) -> None:
+    """The run's time estimate on this machine (``engine.experiments.estimate``), one line
+    per experiment and the total, as ``reproduce --dry-run`` prices it."""
+    from engine.experiments.estimate import breakdown
+    from malleability_tui.text import duration
+
+    lines = breakdown([("", spec)])
+    for ln in lines:
+        text = f"{ln.experiment}: ≈ {duration(ln.estimate_s)}"
+        if ln.flops or ln.steps:
+            text += f" (FLOP floor {duration(ln.floor_s)}, {ln.steps:.0f} steps"
+            text += f", {ln.fused_steps:.0f} fused)" if ln.fused_steps else ")"
+        console.print(text, highlight=False, markup=False)
+    total = sum(ln.estimate_s for ln in lines)
+    console.print(f"estimated run time ≈ {duration(total)} on this machine", highlight=False)
 
 
 def check_data(spec: RunSpec) -> None:

@@ -1,5 +1,6 @@
 """SpectraPanel: eigenvalues of G and G³ (log scale), κ(G), κ(G)³, κ(G³) and width thresholds;
-for a trainability run, steps to the target loss against κ(G)."""
+for a trainability run, steps to the target loss against κ(G); for a kappa_sweep run, the
+flip rate against κ(G)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from engine.results.tables import EigenvalueRow
 from malleability_tui.format import MODEL_COLORS
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
+from malleability_tui.views.kappa import failed_points, kappa_points
 from malleability_tui.views.spectra import ORDERS_NOTE, spectra_view, spectrum_lines, spectrum_rank
 from malleability_tui.views.trainability import trainability_points
 from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
@@ -58,6 +60,9 @@ class SpectraPanel(RestyleSelfOnFocus, Horizontal):
             eig_g3 = [r.eig_G3 for r in rows]
         if not eig_g and st.tables.get("trainability"):
             self._trainability(st)
+            return
+        if not eig_g and st.tables.get("kappa_sweep"):
+            self._kappa(st)
             return
         view = spectra_view(eig_g, eig_g3, spectrum_rank(st.tables.get("spectrum", []), label))
         series: tuple[Series, ...] = ()
@@ -124,5 +129,37 @@ class SpectraPanel(RestyleSelfOnFocus, Horizontal):
         lines = list(sec.get("headline", [])) if isinstance(sec, dict) else []
         text = "\n\n".join(escape(ln) for ln in lines) or (
             "[dim]The slope of log(steps) on log κ(G) per model appears when the run ends.[/dim]"
+        )
+        self.query_one("#spec-stats", Static).update(text)
+
+    def _kappa(self, st: RunState) -> None:
+        """A kappa_sweep run: the flip rate against κ(G) per model (log x, 95 % intervals);
+        points that failed a guard are named, not plotted; the fits beside it."""
+        rows = st.tables["kappa_sweep"]
+        series = [
+            Series(
+                p.model,
+                p.kappa,
+                p.values,
+                err=p.errors,
+                color=MODEL_COLORS.get(p.model, ""),
+                points=True,
+            )
+            for p in kappa_points(rows)
+        ]
+        self.query_one("#eig-plot", PlotView).figure = Figure(
+            tuple(series),
+            x=Axis(log=True, label="κ(G)"),
+            y=Axis(label="flip rate"),
+            title="kappa_sweep: flip rate vs κ(G)",
+            empty="no kappa_sweep points yet",
+        )
+        sec = st.summary.get("kappa_sweep")
+        lines = list(sec.get("headline", [])) if isinstance(sec, dict) else []
+        failed = failed_points(rows)
+        if failed:
+            lines.append("not plotted (failed a guard): " + ", ".join(failed))
+        text = "\n\n".join(escape(ln) for ln in lines) or (
+            "[dim]The fits against log κ(G) appear when the run ends.[/dim]"
         )
         self.query_one("#spec-stats", Static).update(text)

@@ -65,6 +65,7 @@ SAMPLE = {
     "device": "cpu",
     "dtype": "float64",
     "center": "true",
+    "center_fraction": "0.5",
     "image_size": "28",
     "mode": "RGB",
     "image_column": "img",

@@ -125,7 +125,10 @@ class RayExecutor:
         return min(cap, self.es.max_parallel) if self.es.max_parallel else cap
 
     def _dataset_ref(self, ctx: RunContext, seed: int, sizes: tuple[int, int] | None = None) -> Any:
-        key = (ctx.spec.data.name, seed, sizes)
+        # the subset's identity includes its preprocessing and sizes: kappa_sweep runs a
+        # context per centring fraction (and its own sizes) through one executor
+        d = ctx.spec.data
+        key = (d.name, d.centring, d.n_train, d.n_test, seed, sizes)
         if key not in self._data:
             n_train, n_test = sizes if sizes is not None else (None, None)
             self._data[key] = self.ray.put(ctx.dataset(seed=seed, n_train=n_train, n_test=n_test))

@@ -33,6 +33,7 @@ from engine.kinds import (
 )
 from engine.ridge import check_ridge_rule
 from engine.run.spec.codec import _from_dict, _texts, _to_plain, _utf8, dumps_toml
+from engine.run.spec.kappa import KappaSpec
 
 if TYPE_CHECKING:
     from engine.data.sources import SourceOptions
@@ -100,6 +101,8 @@ class DataSpec:
     """Include the test points in the attention context C (default: training set only)."""
     center: bool = False
     """Subtract the training set's per-pixel mean before the unit-norm scaling, for train, test and attacked inputs (paper: false)."""
+    center_fraction: float | None = None
+    """Centring as a knob: subtract α × the training set's per-pixel mean (0: the paper's preprocessing, 1: ``center``); unset: ``center`` decides (docs/protocol.md#preprocessing)."""
     image_size: int | None = None
     """folder: / hf: sources: resize every image to this side (square); unset: as found, all alike."""
     mode: str | None = None
@@ -144,6 +147,20 @@ class DataSpec:
             "an integer ≥ 2",
         )
         _check(_pos_int(self.n_test), "data.n_test", self.n_test, "a positive integer")
+        fr = self.center_fraction
+        _check(
+            fr is None
+            or (isinstance(fr, (int, float)) and not isinstance(fr, bool) and 0 <= fr <= 1),
+            "data.center_fraction",
+            fr,
+            "a number from 0 (the paper's preprocessing) to 1 (centred), or unset",
+        )
+        _check(
+            not (self.center and fr is not None and fr != 1),
+            "data.center_fraction",
+            fr,
+            "1 or unset while data.center is true (--center means a fraction of 1)",
+        )
         if self.classes is not None:
             cl = tuple(self.classes)
             _check(
@@ -155,6 +172,14 @@ class DataSpec:
                 "two or more distinct non-negative class labels, e.g. 3,8",
             )
             object.__setattr__(self, "classes", cl)
+
+    @property
+    def centring(self) -> float:
+        """α, the share of the training set's per-pixel mean subtracted before the unit-norm
+        scaling: ``center_fraction`` when set, else 1.0 with ``center`` and 0.0 without."""
+        if self.center_fraction is not None:
+            return float(self.center_fraction)
+        return 1.0 if self.center else 0.0
 
     def check_source_fields(self, names: tuple[str, ...]) -> None:
         """ConfigError when a source field is set but no data set in ``names`` (data.name
@@ -849,6 +874,7 @@ class RunSpec:
     influence_check: InfluenceCheckSpec = field(default_factory=InfluenceCheckSpec)
     landscape: LandscapeSpec = field(default_factory=LandscapeSpec)
     trainability: TrainabilitySpec = field(default_factory=TrainabilitySpec)
+    kappa: KappaSpec = field(default_factory=KappaSpec)
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     qkv: QKVSpec = field(default_factory=QKVSpec)
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -907,9 +933,9 @@ class RunSpec:
         )
         _check(self.dtype in ("float32", "float64"), "dtype", self.dtype, "float32 or float64")
         _check(
-            not (self.data.center and "qkv" in self.model.kinds),
-            "data.center",
-            True,
+            not (self.data.centring > 0 and "qkv" in self.model.kinds),
+            "data.center_fraction" if self.data.center_fraction else "data.center",
+            self.data.center_fraction or True,
             "false while QKV-Attn is among the models (centring is supported for relu and attn)",
         )
         self.data.check_source_fields((self.data.name, *self.spectrum.datasets))
@@ -1003,6 +1029,7 @@ SECTIONS = {
     "influence_check": InfluenceCheckSpec,
     "landscape": LandscapeSpec,
     "trainability": TrainabilitySpec,
+    "kappa": KappaSpec,
     "executor": ExecutorSpec,
     "qkv": QKVSpec,
 }
