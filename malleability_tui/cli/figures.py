@@ -44,6 +44,30 @@ def _unconverged(rows: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     }
 
 
+def _width_panel(ax: Any, rows: list[dict[str, Any]], typed: list[Any], column: str) -> None:
+    """One panel of ``column`` against width (log2 x): per model the mean ± std over seeds,
+    a × on each width where a seed did not converge, and the note saying what × means."""
+    from engine.results import num, series_over_seeds
+
+    bad = _unconverged(rows)
+    for model, ser in series_over_seeds(typed, "width", column).items():
+        bar = ax.errorbar(ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model)
+        xs = sorted(
+            {
+                num(r["width"])
+                for r in rows
+                if (str(r["model"]), str(r["width"]), str(r["seed"])) in bad
+                and str(r["model"]) == model
+            }
+        )
+        ys = [ser.mean[ser.x.index(x)] for x in xs if x in ser.x]
+        if ys:
+            ax.plot([x for x in xs if x in ser.x], ys, "x", ms=10, color=bar[0].get_color())
+    if bad:
+        ax.text(0.01, 0.01, "× not converged", transform=ax.transAxes, fontsize="small")
+    ax.set_xscale("log", base=2)
+
+
 def make_figures(
     runs: list[tuple[str, dict[str, Any]]],
     to: Path,
@@ -68,7 +92,7 @@ def make_figures(
 
     from engine.experiments.flip_summary import pooled, typed
     from engine.kinds import MODEL_LABELS
-    from engine.results import mean_std, num, series_over_seeds
+    from engine.results import mean_std, num
     from engine.results.tables import EigenvalueRow, LandscapeRow, NtkDistanceRow, TrainabilityRow
 
     files: list[Path] = []
@@ -131,21 +155,7 @@ def make_figures(
         if t.get("ntk_distance"):
             fig, ax = plt.subplots(figsize=(5, 3.5))
             ntk = [NtkDistanceRow.from_row(r) for r in t["ntk_distance"]]
-            bad = _unconverged(t["ntk_distance"])
-            for model, ser in series_over_seeds(ntk, "width", "ntk_distance").items():
-                bar = ax.errorbar(ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model)
-                xs = [
-                    num(r["width"])
-                    for r in t["ntk_distance"]
-                    if (str(r["model"]), str(r["width"]), str(r["seed"])) in bad
-                    and str(r["model"]) == model
-                ]
-                ys = [ser.mean[ser.x.index(x)] for x in xs if x in ser.x]
-                if ys:
-                    ax.plot(xs[: len(ys)], ys, "x", ms=10, color=bar[0].get_color())
-            if bad:
-                ax.text(0.01, 0.01, "× not converged", transform=ax.transAxes, fontsize="small")
-            ax.set_xscale("log", base=2)
+            _width_panel(ax, t["ntk_distance"], ntk, "ntk_distance")
             ax.set(
                 xlabel="width m", ylabel="‖f_m − f_NTK‖", title=f"NTK distance vs width ({label})"
             )
@@ -153,24 +163,7 @@ def make_figures(
             save(fig, f"{label}_table1_ntk_distance", "table1_ntk_distance")
             if any(math.isfinite(r.lin_distance_rel) for r in ntk):
                 fig, ax = plt.subplots(figsize=(5, 3.5))
-                for model, ser in series_over_seeds(ntk, "width", "lin_distance_rel").items():
-                    bar = ax.errorbar(
-                        ser.x, ser.mean, yerr=ser.std, marker="o", capsize=3, label=model
-                    )
-                    xs = sorted(
-                        {
-                            num(r["width"])
-                            for r in t["ntk_distance"]
-                            if (str(r["model"]), str(r["width"]), str(r["seed"])) in bad
-                            and str(r["model"]) == model
-                        }
-                    )
-                    ys = [ser.mean[ser.x.index(x)] for x in xs if x in ser.x]
-                    if ys:
-                        ax.plot(xs[: len(ys)], ys, "x", ms=10, color=bar[0].get_color())
-                if bad:
-                    ax.text(0.01, 0.01, "× not converged", transform=ax.transAxes, fontsize="small")
-                ax.set_xscale("log", base=2)
+                _width_panel(ax, t["ntk_distance"], ntk, "lin_distance_rel")
                 ax.set_yscale("log")
                 ax.set(
                     xlabel="width m",
