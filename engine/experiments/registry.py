@@ -41,8 +41,8 @@ LISTING: dict[str, str] = {
     "spectrum": "Gram spectra: κ(G), κ(G³) = κ³, width thresholds, kernel alignment",
     "ntk": "NTK distance ‖f_m − f_NTK‖ and kernel distances vs width (Table 1)",
     "flip": "Influence flip rates of the top-10% training points under FGSM/PGD/MIM (Tables 2–3)",
-    "influence_check": "Influence estimators (kernel LOO at 3 ridges, gradient) vs retraining"
-    " without each point",
+    "influence_check": "Influence estimators (kernel LOO at 3 ridges, gradient) vs the"
+    " PBRF response (or retraining) to removing each point",
     "advtrain": "Flip rates of PGD-adversarially trained models (Table 4)",
     "landscape": "Loss landscape: 1-D/2-D filter-normalised surfaces, interpolation,"
     " Hessian sharpness",
