@@ -408,14 +408,14 @@ class _Chunk:
 
     @torch.no_grad()
     def _update(self, grads: dict[str, torch.Tensor]) -> None:
+        """One optimiser step on every stacked parameter. Adam and SGD are element-wise and
+        every network of a chunk has taken the same number of steps, so torch's own
+        optimiser (``base.make_optimizer``: fused Adam where there is one, coupled weight
+        decay) over the [B, ...] tensors is, element by element, the update each network's
+        separate optimiser makes (the fused step calls its kernel directly: ``fused.step``)."""
         if self.direct:
             fused.step(self.opt, list(self.params.values()), [grads[k] for k in self.params])
             return
-        """One optimiser step on every stacked parameter. Adam and SGD are element-wise and
-        every network of a chunk has taken the same number of steps, so torch's own
-        optimiser (``loop.make_optimizer``: fused Adam where there is one, coupled weight
-        decay) over the [B, ...] tensors is, element by element, the update each network's
-        separate optimiser makes."""
         for k, p in self.params.items():
             p.grad = grads[k]
         self.opt.step()
