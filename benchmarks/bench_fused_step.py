@@ -8,7 +8,6 @@
   features, batch 32 and full batch, for each width: seconds per network-step of
   ``engine.train.train`` with ``train.engine = "autograd"`` (the reference), the same call
   with the fused step (B = 1), and ``engine.train.batched.train_batched`` of B = 6
-DEVICE = torch.device("cpu")
   networks in one fused step (its seconds ÷ 6). Interleaved, median of ``--repeat``, so
   load hits all alike; the ratios are against the autograd figure of the same run (goal,
   docs/benchmarks-training.md: fused B = 6 ≥ 5× autograd at m ≤ 256). MLP-Attn trains the
