@@ -17,7 +17,7 @@ autograd graph is built. ``engine.train.batched`` runs the rest (batch order, op
 L2 as the optimiser's coupled weight decay, statistics, stops, divergence) exactly as for
 its autograd step, so the fused path differs from the autograd one only by the rounding
 of these matmuls: in float64 the weights agree to 1e-10 after 200 steps
-(``tests/engine/train/test_fused.py``); speeds in docs/benchmarks.md.
+(``tests/engine/train/test_fused.py``); speeds in docs/benchmarks-training.md.
 
 ``plan(model)`` says whether a model takes this path; QKV-Attn (its attention is trained)
 and jvp twins do not, and train through autograd (``train.engine = "autograd"`` forces
