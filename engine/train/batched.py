@@ -221,6 +221,11 @@ def train_one(
         yield ev.stats[0]
 
 
+def _features(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The fixed features of a ``fixed_features`` model (the vmap fast path reads them)."""
+    return m.features(x)  # type: ignore[operator,no-any-return]
+
+
 class _Chunk:
     """The stacked state of one chunk of networks and its epochs."""
 
@@ -255,22 +260,32 @@ class _Chunk:
         scopes = [getattr_path(m, prefix) for m in nets] if fast else nets
         states = [dict(s.named_parameters()) | dict(s.named_buffers()) for s in scopes]
         self.params = {k: torch.stack([s[k].detach() for s in states]).clone() for k in self.names}
-        self.fixed: dict[str, torch.Tensor] = {}
-        for k, v in states[0].items():
-            if k in self.params or v is None:
-                continue
-            if any(not torch.equal(s[k], v) for s in states[1:]):
-                self.fixed[k] = torch.stack([s[k].detach() for s in states])
         self.prefix = prefix
         self.module: nn.Module = _Features(m0) if fast else m0
         self.key = "net." + prefix if fast else ""
         fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
-        if fast and fp is None:
+        features: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None
+        if fp is not None:
+            # the closed-form step (``engine.train.fused``): it reads the frozen tensors of
+            # its plan (stacked in ``fixed``, dropped with a network that stops) and each
+            # network's features (a twin's too), computed once below
+            if torch.is_floating_point(y) and fp.n_out != 1:  # as ``base.data_loss``
+                raise ConfigError("targets", "float", "integer labels for a multi-output model")
+            frozen = [fp.frozen(m) for m in nets]
+            self.fixed = {k: torch.stack([f[k] for f in frozen]) for k in frozen[0]}
+            features = fp.features
+        else:
+            self.fixed = {}
+            for k, v in states[0].items():
+                if k in self.params or v is None:
+                    continue
+                if any(not torch.equal(s[k], v) for s in states[1:]):
+                    self.fixed[k] = torch.stack([s[k].detach() for s in states])
+            if fast:
+                features = _features
+        if features is not None:
             with torch.no_grad():
-                feats: list[torch.Tensor] = [
-                    m.features(x[b] if self.per else x).detach()  # type: ignore[operator]
-                    for b, m in enumerate(nets)
-                ]
+                feats = [features(m, x[b] if self.per else x).detach() for b, m in enumerate(nets)]
             same = all(torch.equal(f, feats[0]) for f in feats[1:])
             self.feats, self.shared = (feats[0], True) if same else (torch.stack(feats), False)
         else:
@@ -278,24 +293,7 @@ class _Chunk:
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
         self.opt = make_optimizer(list(self.params.values()), cfg)
         self.direct = fp is not None  # the optimiser's kernel called directly (``fused.step``)
-        self.grad_fn = self._grad_fn() if fp is None else self._fused(fp)
-
-    def _fused(self, fp: fused.FusedPlan) -> Callable[..., Any]:
-        """The closed-form step (``engine.train.fused``): each network's features computed
-        once (a twin's too), the frozen tensors it reads stacked in ``fixed`` (dropped with
-        the network when it stops, as the rest of ``fixed``)."""
-        if torch.is_floating_point(self.y) and fp.n_out != 1:  # as ``loop.data_loss``
-            raise ConfigError("targets", "float", "integer labels for a multi-output model")
-        with torch.no_grad():
-            feats = [
-                fp.features(m, self.x[b] if self.per else self.x).detach()
-                for b, m in enumerate(self.nets)
-            ]
-            frozen = [fp.frozen(m) for m in self.nets]
-        same = all(torch.equal(f, feats[0]) for f in feats[1:])
-        self.feats, self.shared = (feats[0], True) if same else (torch.stack(feats), False)
-        self.fixed = {k: torch.stack([f[k] for f in frozen]) for k in frozen[0]}
-        return fused.grad_fn(fp)
+        self.grad_fn = self._grad_fn() if fp is None else fused.grad_fn(fp)
 
     def _grad_fn(self) -> Callable[..., Any]:
         from torch.func import functional_call, grad_and_value, vmap
