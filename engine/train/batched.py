@@ -292,7 +292,8 @@ class _Chunk:
             self.feats, self.shared = x, not self.per
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
         self.opt = make_optimizer(list(self.params.values()), cfg)
-        self.direct = fp is not None  # the optimiser's kernel called directly (``fused.step``)
+        # the fused step calls the optimiser's kernel directly, bound once (``fused.stepper``)
+        self.step = fused.stepper(self.opt, list(self.params.values())) if fp else None
         self.grad_fn = self._grad_fn() if fp is None else fused.grad_fn(fp)
 
     def _grad_fn(self) -> Callable[..., Any]:
@@ -410,9 +411,9 @@ class _Chunk:
         every network of a chunk has taken the same number of steps, so torch's own
         optimiser (``base.make_optimizer``: fused Adam where there is one, coupled weight
         decay) over the [B, ...] tensors is, element by element, the update each network's
-        separate optimiser makes (the fused step calls its kernel directly: ``fused.step``)."""
-        if self.direct:
-            fused.step(self.opt, list(self.params.values()), [grads[k] for k in self.params])
+        separate optimiser makes (the fused step calls its kernel directly: ``fused.stepper``)."""
+        if self.step is not None:
+            self.step([grads[k] for k in self.params])
             return
         for k, p in self.params.items():
             p.grad = grads[k]
@@ -453,6 +454,8 @@ class _Chunk:
                     k: v.index_select(0, sel) if k.startswith("exp_avg") else v
                     for k, v in st.items()
                 }
+        if self.step is not None:  # bound to the new optimiser and its carried state
+            self.step = fused.stepper(self.opt, list(self.params.values()))
         if not self.shared:
             self.feats = self.feats.index_select(0, sel)
         if self.per:
