@@ -1,6 +1,6 @@
 """Benchmark: the closed-form (fused) training step against autograd, per network-step.
 
-    python benchmarks/bench_fused_step.py [--parts step,throughput] [--widths 16,64,256,1024]
+    python benchmarks/bench_fused_step.py [--parts step,throughput,adam] [--widths 16,64,256,1024]
                                           [--n 256] [--d 64] [--repeat 3] [--threads 2]
                                           [--device cpu|cuda]
 
@@ -16,6 +16,8 @@
   batch 128; the forward X̃Wᵀ and the weight gradient, 4·b·d·m a step) of the fused
   trainer (B = 1) and of the autograd one, against ``engine.experiments.estimate``'s
   matmul probe measured in the same run: what ``estimate.OVERHEAD`` stands for.
+* ``adam``: one update of fused Adam on a [3, 1024, 64] stack (the kernel both paths run,
+  called as the fused step calls it, ``engine.train.fused.stepper``): µs and ns a parameter.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ import torch  # noqa: E402
 from engine.experiments.estimate import probe_flops  # noqa: E402
 from engine.models import TwoLayerNet  # noqa: E402
 from engine.run.spec import TrainSpec  # noqa: E402
-from engine.train import train  # noqa: E402
+from engine.train import fused, train  # noqa: E402
+from engine.train.base import make_optimizer  # noqa: E402
 from engine.train.batched import train_batched  # noqa: E402
 
 B = 6
@@ -126,6 +129,26 @@ def throughput_part(widths: list[int], repeat: int) -> None:
         )
 
 
+def adam_part(repeat: int, steps: int = 200) -> None:
+    params = [torch.randn(3, 1024, 64, device=DEVICE)]
+    grads = [torch.randn_like(params[0])]
+    update = fused.stepper(make_optimizer(params, _cfg("fused", 32, 1)), params)
+    update(grads)  # warm-up
+    times = []
+    for _ in range(repeat):
+        _sync()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            update(grads)
+        _sync()
+        times.append((time.perf_counter() - t0) / steps)
+    t = statistics.median(times)
+    n = params[0].numel()
+    print(
+        f"fused Adam on [3, 1024, 64] ({n} parameters): {t * 1e6:.0f} µs, {t / n * 1e9:.2f} ns each"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="step,throughput")
@@ -146,6 +169,8 @@ def main() -> None:
         step_part([int(w) for w in args.widths.split(",")], args.n, args.d, args.repeat)
     if "throughput" in parts:
         throughput_part([int(w) for w in args.big_widths.split(",")], args.repeat)
+    if "adam" in parts:
+        adam_part(args.repeat)
 
 
 if __name__ == "__main__":
