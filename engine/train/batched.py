@@ -81,8 +81,9 @@ StopRule = Callable[[int, Sequence[float]], bool]
 def worth_batching(model: nn.Module, batch: int, cfg: Any = None) -> bool:
     """Whether networks like ``model`` should train stacked: always when ``cfg`` (a
     ``TrainSpec``; None: the default engine) gives it the fused step (a stacked fused step
-    costs about one separate one: B = 6 at m ≤ 256 and batch 32 ran 4–9× faster a
-    network than autograd, ``benchmarks/bench_fused_step.py``); else when a step of
+    costs about one separate one: at m ≤ 256 and batch 32, B = 3 ran 3.3–6.0× and B = 6
+    4.9–9.6× faster a network than autograd, ``benchmarks/bench_fused_step.py``,
+    docs/benchmarks-training.md); else when a step of
     ``model`` on ``batch`` points reaches ``MIN_STEP_MACS`` on an accelerator,
     ``CPU_MIN_STEP_MACS`` on a CPU."""
     if fused.engine_of(cfg) == "fused" and fused.plan(model) is not None:
