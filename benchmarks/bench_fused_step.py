@@ -1,22 +1,25 @@
 """Benchmark: the closed-form (fused) training step against autograd, per network-step.
 
-    python benchmarks/bench_fused_step.py [--parts step,throughput] [--widths 16,64,256,1024]
-                                          [--n 256] [--d 64] [--repeat 3] [--threads 2]
+    python benchmarks/bench_fused_step.py [--parts step,throughput,adam] [--widths 16,64,256,1024]
+                                          [--stacks 3,6] [--n 256] [--d 64] [--repeat 3]
+                                          [--threads 2]
                                           [--device cpu|cuda]
 
 * ``step``: 2L-ReLU (±1 targets, MSE, Adam, L2 1e-3, float32, CPU) on n points of d
   features, batch 32 and full batch, for each width: seconds per network-step of
   ``engine.train.train`` with ``train.engine = "autograd"`` (the reference), the same call
-  with the fused step (B = 1), and ``engine.train.batched.train_batched`` of B = 6
-DEVICE = torch.device("cpu")
-  networks in one fused step (its seconds ÷ 6). Interleaved, median of ``--repeat``, so
-  load hits all alike; the ratios are against the autograd figure of the same run (goal,
+  with the fused step (B = 1), and ``engine.train.batched.train_batched`` of B networks
+  in one fused step (its seconds ÷ B) for each B of ``--stacks``: 3 is what a run of the
+  paper preset stacks (its three seeds; ``--quick`` has one seed, so B = 1 there).
+  Interleaved, median of ``--repeat``, so load hits all alike; the ratios are against the autograd figure of the same run (goal,
   docs/benchmarks-training.md: fused B = 6 ≥ 5× autograd at m ≤ 256). MLP-Attn trains the
   same head on its fixed features, so its step costs the same.
 * ``throughput``: the training FLOP rate at large width (MNIST's shape: d 784, n 500,
   batch 128; the forward X̃Wᵀ and the weight gradient, 4·b·d·m a step) of the fused
   trainer (B = 1) and of the autograd one, against ``engine.experiments.estimate``'s
   matmul probe measured in the same run: what ``estimate.OVERHEAD`` stands for.
+* ``adam``: one update of fused Adam on a [3, 1024, 64] stack (the kernel both paths run,
+  called as the fused step calls it, ``engine.train.fused.stepper``): µs and ns a parameter.
 """
 
 from __future__ import annotations
@@ -38,10 +41,10 @@ import torch  # noqa: E402
 from engine.experiments.estimate import probe_flops  # noqa: E402
 from engine.models import TwoLayerNet  # noqa: E402
 from engine.run.spec import TrainSpec  # noqa: E402
-from engine.train import train  # noqa: E402
+from engine.train import fused, train  # noqa: E402
+from engine.train.base import make_optimizer  # noqa: E402
 from engine.train.batched import train_batched  # noqa: E402
 
-B = 6
 DEVICE = torch.device("cpu")
 
 
@@ -70,9 +73,9 @@ def _time_one(x: torch.Tensor, y: torch.Tensor, m: int, cfg: TrainSpec) -> float
     return time.perf_counter() - t0
 
 
-def _time_stack(x: torch.Tensor, y: torch.Tensor, m: int, cfg: TrainSpec) -> float:
-    nets = [TwoLayerNet(x.shape[1], m, seed=s).to(DEVICE) for s in range(B)]
-    gens = [torch.Generator().manual_seed(s) for s in range(B)]
+def _time_stack(x: torch.Tensor, y: torch.Tensor, m: int, cfg: TrainSpec, b: int) -> float:
+    nets = [TwoLayerNet(x.shape[1], m, seed=s).to(DEVICE) for s in range(b)]
+    gens = [torch.Generator().manual_seed(s) for s in range(b)]
     _sync()
     t0 = time.perf_counter()
     for _ in train_batched(nets, x, y, cfg, generators=gens):
@@ -81,27 +84,28 @@ def _time_stack(x: torch.Tensor, y: torch.Tensor, m: int, cfg: TrainSpec) -> flo
     return time.perf_counter() - t0
 
 
-def step_part(widths: list[int], n: int, d: int, repeat: int) -> None:
+def step_part(widths: list[int], stacks: list[int], n: int, d: int, repeat: int) -> None:
     x, y = _data(n, d)
     print(f"per network-step, ms (2L-ReLU, n {n}, d {d}, Adam, float32); x: autograd ÷ path")
-    print(f"{'m':>5} {'batch':>5} {'autograd':>9} {'fused B=1':>14} {'fused B=6':>14}")
+    head = "".join(f"{f'fused B={b}':>14}" for b in [1, *stacks])
+    print(f"{'m':>5} {'batch':>5} {'autograd':>9}{head}")
     for m in widths:
         for bs in (32, n):
             steps_per_epoch = -(-n // bs)
             epochs = max(2, -(-60 // steps_per_epoch))
             steps = epochs * steps_per_epoch
-            runs: dict[str, list[float]] = {"auto": [], "one": [], "six": []}
+            runs: dict[int, list[float]] = {b: [] for b in [0, 1, *stacks]}  # 0: autograd
             auto, fus = _cfg("autograd", bs, epochs), _cfg("fused", bs, epochs)
             _time_one(x, y, m, auto), _time_one(x, y, m, fus)  # warm-up
             for _ in range(repeat):
-                runs["auto"].append(_time_one(x, y, m, auto) / steps)
-                runs["one"].append(_time_one(x, y, m, fus) / steps)
-                runs["six"].append(_time_stack(x, y, m, fus) / (steps * B))
-            a, o, s = (statistics.median(runs[k]) * 1e3 for k in ("auto", "one", "six"))
-            print(
-                f"{m:>5} {bs:>5} {a:>9.3f} {o:>7.3f} {a / o:>5.1f}x {s:>7.3f} {a / s:>5.1f}x",
-                flush=True,
-            )
+                runs[0].append(_time_one(x, y, m, auto) / steps)
+                runs[1].append(_time_one(x, y, m, fus) / steps)
+                for b in stacks:
+                    runs[b].append(_time_stack(x, y, m, fus, b) / (steps * b))
+            ms = {b: statistics.median(v) * 1e3 for b, v in runs.items()}
+            a = ms[0]
+            cols = "".join(f" {ms[b]:>7.3f} {a / ms[b]:>5.1f}x" for b in [1, *stacks])
+            print(f"{m:>5} {bs:>5} {a:>9.3f}{cols}", flush=True)
 
 
 def throughput_part(widths: list[int], repeat: int) -> None:
@@ -127,11 +131,32 @@ def throughput_part(widths: list[int], repeat: int) -> None:
         )
 
 
+def adam_part(repeat: int, steps: int = 200) -> None:
+    params = [torch.randn(3, 1024, 64, device=DEVICE)]
+    grads = [torch.randn_like(params[0])]
+    update = fused.stepper(make_optimizer(params, _cfg("fused", 32, 1)), params)
+    update(grads)  # warm-up
+    times = []
+    for _ in range(repeat):
+        _sync()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            update(grads)
+        _sync()
+        times.append((time.perf_counter() - t0) / steps)
+    t = statistics.median(times)
+    n = params[0].numel()
+    print(
+        f"fused Adam on [3, 1024, 64] ({n} parameters): {t * 1e6:.0f} µs, {t / n * 1e9:.2f} ns each"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="step,throughput")
     ap.add_argument("--widths", default="16,64,256,1024")
     ap.add_argument("--big-widths", default="1024,4096")
+    ap.add_argument("--stacks", default="3,6", help="networks stacked in one fused step")
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=3)
@@ -144,9 +169,12 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     parts = args.parts.split(",")
     if "step" in parts:
-        step_part([int(w) for w in args.widths.split(",")], args.n, args.d, args.repeat)
+        widths, stacks = ([int(v) for v in a.split(",")] for a in (args.widths, args.stacks))
+        step_part(widths, stacks, args.n, args.d, args.repeat)
     if "throughput" in parts:
         throughput_part([int(w) for w in args.big_widths.split(",")], args.repeat)
+    if "adam" in parts:
+        adam_part(args.repeat)
 
 
 if __name__ == "__main__":

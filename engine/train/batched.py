@@ -81,8 +81,9 @@ StopRule = Callable[[int, Sequence[float]], bool]
 def worth_batching(model: nn.Module, batch: int, cfg: Any = None) -> bool:
     """Whether networks like ``model`` should train stacked: always when ``cfg`` (a
     ``TrainSpec``; None: the default engine) gives it the fused step (a stacked fused step
-    costs about one separate one: B = 6 at m ≤ 256 and batch 32 ran 4–9× faster a
-    network than autograd, ``benchmarks/bench_fused_step.py``); else when a step of
+    costs about one separate one: at m ≤ 256 and batch 32, B = 3 ran 3.3–6.0× and B = 6
+    4.9–9.6× faster a network than autograd, ``benchmarks/bench_fused_step.py``,
+    docs/benchmarks-training.md); else when a step of
     ``model`` on ``batch`` points reaches ``MIN_STEP_MACS`` on an accelerator,
     ``CPU_MIN_STEP_MACS`` on a CPU."""
     if fused.engine_of(cfg) == "fused" and fused.plan(model) is not None:
@@ -221,6 +222,11 @@ def train_one(
         yield ev.stats[0]
 
 
+def _features(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The fixed features of a ``fixed_features`` model (the vmap fast path reads them)."""
+    return m.features(x)  # type: ignore[operator,no-any-return]
+
+
 class _Chunk:
     """The stacked state of one chunk of networks and its epochs."""
 
@@ -255,47 +261,41 @@ class _Chunk:
         scopes = [getattr_path(m, prefix) for m in nets] if fast else nets
         states = [dict(s.named_parameters()) | dict(s.named_buffers()) for s in scopes]
         self.params = {k: torch.stack([s[k].detach() for s in states]).clone() for k in self.names}
-        self.fixed: dict[str, torch.Tensor] = {}
-        for k, v in states[0].items():
-            if k in self.params or v is None:
-                continue
-            if any(not torch.equal(s[k], v) for s in states[1:]):
-                self.fixed[k] = torch.stack([s[k].detach() for s in states])
         self.prefix = prefix
         self.module: nn.Module = _Features(m0) if fast else m0
         self.key = "net." + prefix if fast else ""
         fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
-        if fast and fp is None:
+        features: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None
+        if fp is not None:
+            # the closed-form step (``engine.train.fused``): it reads the frozen tensors of
+            # its plan (stacked in ``fixed``, dropped with a network that stops) and each
+            # network's features (a twin's too), computed once below
+            if torch.is_floating_point(y) and fp.n_out != 1:  # as ``base.data_loss``
+                raise ConfigError("targets", "float", "integer labels for a multi-output model")
+            frozen = [fp.frozen(m) for m in nets]
+            self.fixed = {k: torch.stack([f[k] for f in frozen]) for k in frozen[0]}
+            features = fp.features
+        else:
+            self.fixed = {}
+            for k, v in states[0].items():
+                if k in self.params or v is None:
+                    continue
+                if any(not torch.equal(s[k], v) for s in states[1:]):
+                    self.fixed[k] = torch.stack([s[k].detach() for s in states])
+            if fast:
+                features = _features
+        if features is not None:
             with torch.no_grad():
-                feats: list[torch.Tensor] = [
-                    m.features(x[b] if self.per else x).detach()  # type: ignore[operator]
-                    for b, m in enumerate(nets)
-                ]
+                feats = [features(m, x[b] if self.per else x).detach() for b, m in enumerate(nets)]
             same = all(torch.equal(f, feats[0]) for f in feats[1:])
             self.feats, self.shared = (feats[0], True) if same else (torch.stack(feats), False)
         else:
             self.feats, self.shared = x, not self.per
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
         self.opt = make_optimizer(list(self.params.values()), cfg)
-        self.direct = fp is not None  # the optimiser's kernel called directly (``fused.step``)
-        self.grad_fn = self._grad_fn() if fp is None else self._fused(fp)
-
-    def _fused(self, fp: fused.FusedPlan) -> Callable[..., Any]:
-        """The closed-form step (``engine.train.fused``): each network's features computed
-        once (a twin's too), the frozen tensors it reads stacked in ``fixed`` (dropped with
-        the network when it stops, as the rest of ``fixed``)."""
-        if torch.is_floating_point(self.y) and fp.n_out != 1:  # as ``loop.data_loss``
-            raise ConfigError("targets", "float", "integer labels for a multi-output model")
-        with torch.no_grad():
-            feats = [
-                fp.features(m, self.x[b] if self.per else self.x).detach()
-                for b, m in enumerate(self.nets)
-            ]
-            frozen = [fp.frozen(m) for m in self.nets]
-        same = all(torch.equal(f, feats[0]) for f in feats[1:])
-        self.feats, self.shared = (feats[0], True) if same else (torch.stack(feats), False)
-        self.fixed = {k: torch.stack([f[k] for f in frozen]) for k in frozen[0]}
-        return fused.grad_fn(fp)
+        # the fused step calls the optimiser's kernel directly, bound once (``fused.stepper``)
+        self.step = fused.stepper(self.opt, list(self.params.values())) if fp else None
+        self.grad_fn = self._grad_fn() if fp is None else fused.grad_fn(fp)
 
     def _grad_fn(self) -> Callable[..., Any]:
         from torch.func import functional_call, grad_and_value, vmap
@@ -408,14 +408,14 @@ class _Chunk:
 
     @torch.no_grad()
     def _update(self, grads: dict[str, torch.Tensor]) -> None:
-        if self.direct:
-            fused.step(self.opt, list(self.params.values()), [grads[k] for k in self.params])
-            return
         """One optimiser step on every stacked parameter. Adam and SGD are element-wise and
         every network of a chunk has taken the same number of steps, so torch's own
-        optimiser (``loop.make_optimizer``: fused Adam where there is one, coupled weight
+        optimiser (``base.make_optimizer``: fused Adam where there is one, coupled weight
         decay) over the [B, ...] tensors is, element by element, the update each network's
-        separate optimiser makes."""
+        separate optimiser makes (the fused step calls its kernel directly: ``fused.stepper``)."""
+        if self.step is not None:
+            self.step([grads[k] for k in self.params])
+            return
         for k, p in self.params.items():
             p.grad = grads[k]
         self.opt.step()
@@ -455,6 +455,8 @@ class _Chunk:
                     k: v.index_select(0, sel) if k.startswith("exp_avg") else v
                     for k, v in st.items()
                 }
+        if self.step is not None:  # bound to the new optimiser and its carried state
+            self.step = fused.stepper(self.opt, list(self.params.values()))
         if not self.shared:
             self.feats = self.feats.index_select(0, sel)
         if self.per:

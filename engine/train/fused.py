@@ -17,7 +17,7 @@ autograd graph is built. ``engine.train.batched`` runs the rest (batch order, op
 L2 as the optimiser's coupled weight decay, statistics, stops, divergence) exactly as for
 its autograd step, so the fused path differs from the autograd one only by the rounding
 of these matmuls: in float64 the weights agree to 1e-10 after 200 steps
-(``tests/engine/train/test_fused.py``); speeds in docs/benchmarks.md.
+(``tests/engine/train/test_fused.py``); speeds in docs/benchmarks-training.md.
 
 ``plan(model)`` says whether a model takes this path; QKV-Attn (its attention is trained)
 and jvp twins do not, and train through autograd (``train.engine = "autograd"`` forces
@@ -196,37 +196,44 @@ def _loss_grad(
     return g * (wb / b).unsqueeze(-1), loss
 
 
-@torch.no_grad()
-def step(opt: torch.optim.Optimizer, params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
-    """One update of ``params`` by ``opt`` (``loop.make_optimizer``'s Adam or SGD, one
-    parameter group) with ``grads``: the kernel ``opt.step()`` runs, called without its
-    Python wrapper (a third of a small fused step). Fused Adam: ``torch._fused_adam_`` on
-    the optimiser's own state (created as torch creates it); SGD on a CPU: torch's
-    single-tensor update (coupled weight decay, no momentum). Anything else: ``opt.step()``
-    with the gradients set. Element by element the same arithmetic, so bitwise the same."""
+Step = Callable[[list[torch.Tensor]], None]
+"""One optimiser update of the bound parameters with these gradients (``stepper``)."""
+
+
+def stepper(opt: torch.optim.Optimizer, params: list[torch.Tensor]) -> Step:
+    """The update of ``params`` by ``opt`` (``base.make_optimizer``'s Adam or SGD, one
+    parameter group), resolved once: the returned function(grads) runs the kernel
+    ``opt.step()`` runs, without its Python wrapper (a third of a small fused step) and
+    without looking anything up a step. Fused Adam: ``torch._fused_adam_`` on the
+    optimiser's own state (created now, as torch creates it, unless it is there: a chunk
+    that dropped networks carries their moments over); SGD on a CPU: torch's single-tensor
+    update (coupled weight decay, no momentum). Anything else: ``opt.step()`` with the
+    gradients set. Element by element the same arithmetic, so bitwise the same. The
+    group's hyper-parameters are read here: bind again after changing them."""
     group = opt.param_groups[0]
     cpu = params[0].device.type == "cpu"
     if isinstance(opt, torch.optim.Adam) and group.get("fused") and not group["amsgrad"]:
-        _adam(opt, group, params, grads)
-        return
+        return _adam(opt, group, params)
     if isinstance(opt, torch.optim.SGD) and cpu and not group["momentum"] and not group["maximize"]:
         lr, wd = float(group["lr"]), float(group["weight_decay"])
+
+        def sgd(grads: list[torch.Tensor]) -> None:
+            for p, g in zip(params, grads):
+                p.add_(g.add(p, alpha=wd) if wd != 0 else g, alpha=-lr)
+
+        return sgd
+
+    def generic(grads: list[torch.Tensor]) -> None:
         for p, g in zip(params, grads):
-            p.add_(g.add(p, alpha=wd) if wd != 0 else g, alpha=-lr)
-        return
-    for p, g in zip(params, grads):
-        p.grad = g
-    opt.step()
-    for p in params:
-        p.grad = None
+            p.grad = g
+        opt.step()
+        for p in params:
+            p.grad = None
+
+    return generic
 
 
-def _adam(
-    opt: torch.optim.Optimizer,
-    group: dict[str, Any],
-    params: list[torch.Tensor],
-    grads: list[torch.Tensor],
-) -> None:
+def _adam(opt: torch.optim.Optimizer, group: dict[str, Any], params: list[torch.Tensor]) -> Step:
     """``torch.optim.Adam(fused=True).step()``'s work (``adam._fused_adam``) on its state."""
     from torch.optim.optimizer import _get_scalar_dtype
 
@@ -239,22 +246,31 @@ def _adam(
             st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         states.append(st)
     steps = [st["step"] for st in states]
-    torch._foreach_add_(steps, 1)
-    beta1, beta2 = group["betas"]
-    torch._fused_adam_(
-        params,
-        grads,
-        [st["exp_avg"] for st in states],
-        [st["exp_avg_sq"] for st in states],
-        [],
-        steps,
-        amsgrad=False,
-        lr=float(group["lr"]),
-        beta1=float(beta1),
-        beta2=float(beta2),
-        weight_decay=float(group["weight_decay"]),
-        eps=float(group["eps"]),
-        maximize=bool(group["maximize"]),
-        grad_scale=None,
-        found_inf=None,
-    )
+    avgs = [st["exp_avg"] for st in states]
+    sqs = [st["exp_avg_sq"] for st in states]
+    beta1, beta2 = (float(b) for b in group["betas"])
+    lr, wd, eps = float(group["lr"]), float(group["weight_decay"]), float(group["eps"])
+    maximize = bool(group["maximize"])
+
+    @torch.no_grad()
+    def adam(grads: list[torch.Tensor]) -> None:
+        torch._foreach_add_(steps, 1)
+        torch._fused_adam_(
+            params,
+            grads,
+            avgs,
+            sqs,
+            [],
+            steps,
+            amsgrad=False,
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            weight_decay=wd,
+            eps=eps,
+            maximize=maximize,
+            grad_scale=None,
+            found_inf=None,
+        )
+
+    return adam

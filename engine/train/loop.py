@@ -19,8 +19,6 @@ from engine.errors import Cancelled, ConfigError, DivergedError
 from engine.train import fused
 from engine.train.base import (
     DIVERGE_FACTOR,
-    INIT_EXTREME,
-    L2_EXTREME,
     SMALL_STEP_MACS,
     EpochStats,
     TrainSpec,
@@ -34,8 +32,6 @@ from engine.train.batched import train_one
 
 __all__ = [
     "DIVERGE_FACTOR",
-    "INIT_EXTREME",
-    "L2_EXTREME",
     "SMALL_STEP_MACS",
     "EpochStats",
     "Perturb",

@@ -56,7 +56,14 @@ def _close(a: list[torch.Tensor], b: list[torch.Tensor]) -> None:
         torch.testing.assert_close(p, q, rtol=TOL, atol=TOL * float(q.abs().max()))
 
 
-def _check(kind: str, classes: int, optimizer: str, l2: float, train_output: bool) -> None:
+def _check(
+    kind: str, classes: int, optimizer: str, l2: float, train_output: bool, monkeypatch
+) -> None:
+    # which path ran: the closed-form gradient is built once a chunk (a run that fell back
+    # to autograd would match the reference trivially)
+    built: list[fused.FusedPlan] = []
+    real = fused.grad_fn
+    monkeypatch.setattr(fused, "grad_fn", lambda p: built.append(p) or real(p))
     x, y = _data(classes)
     n_out = classes or 1
     seeds, orders, excl = (1, 2), (5, 6), (None, 3)
@@ -67,6 +74,7 @@ def _check(kind: str, classes: int, optimizer: str, l2: float, train_output: boo
         g = torch.Generator().manual_seed(o)
         hists.append([st.loss for st in train(m, x, y, ref, generator=g, exclude=e)])
         refs.append(m)
+    assert not built  # the reference is autograd's
     init = [w.clone() for w in _weights(_build(kind, x, seeds[0], n_out, train_output))]
     # B = 2: one stacked chunk
     nets = [_build(kind, x, s, n_out, train_output) for s in seeds]
@@ -82,6 +90,7 @@ def _check(kind: str, classes: int, optimizer: str, l2: float, train_output: boo
     ):
         for b, st in zip(ev.networks, ev.stats):
             got[b].append(st.loss)
+    assert len(built) == 1  # one stacked fused chunk
     for b in range(2):
         assert got[b] == pytest.approx(hists[b], rel=TOL, abs=0)
         _close(_weights(nets[b]), _weights(refs[b]))
@@ -89,6 +98,7 @@ def _check(kind: str, classes: int, optimizer: str, l2: float, train_output: boo
     one = _build(kind, x, seeds[0], n_out, train_output)
     g = torch.Generator().manual_seed(orders[0])
     losses = [st.loss for st in train(one, x, y, _cfg(optimizer, l2, "fused"), generator=g)]
+    assert len(built) == 2  # train() took the fused step too
     assert losses == pytest.approx(hists[0], rel=TOL, abs=0)
     _close(_weights(one), _weights(refs[0]))
     # they trained: far beyond the tolerance
@@ -99,14 +109,16 @@ def _check(kind: str, classes: int, optimizer: str, l2: float, train_output: boo
 @pytest.mark.parametrize("optimizer", ["adam", "sgd", "gd"])
 @pytest.mark.parametrize("classes", [0, 3], ids=["mse", "ce"])
 @pytest.mark.parametrize("kind", ["relu", "attn", "relu-twin", "attn-twin"])
-def test_fused_equals_autograd(kind: str, classes: int, optimizer: str, l2: float) -> None:
-    _check(kind, classes, optimizer, l2, train_output=False)
+def test_fused_equals_autograd(
+    kind: str, classes: int, optimizer: str, l2: float, monkeypatch
+) -> None:
+    _check(kind, classes, optimizer, l2, False, monkeypatch)
 
 
 @pytest.mark.parametrize("classes", [0, 3], ids=["mse", "ce"])
 @pytest.mark.parametrize("kind", ["relu", "attn-twin"])
-def test_fused_trained_output_layer(kind: str, classes: int) -> None:
-    _check(kind, classes, "adam", 1e-3, train_output=True)
+def test_fused_trained_output_layer(kind: str, classes: int, monkeypatch) -> None:
+    _check(kind, classes, "adam", 1e-3, True, monkeypatch)
 
 
 def test_the_comparison_can_fail() -> None:
