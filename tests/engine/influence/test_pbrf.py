@@ -132,3 +132,29 @@ def test_bad_settings_are_refused(data):
         pbrf_effects(net, x, y, xt, yt, [0], lam=0.0)
     with pytest.raises(ConfigError, match="indices"):
         pbrf_effects(net, x, y, xt, yt, [30], lam=0.1)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "newton"])
+def test_a_checkpoint_is_the_shorter_solve_exactly(data, solver):
+    """``checkpoint`` k of a longer solve gives what ``max_steps = k`` gives, bit for bit
+    (the noise floor's two step budgets from one solve), and it is not the final answer."""
+    x, y, xt, yt = data
+    net = _Tanh(6, 12, 1, seed=4)
+    idx = list(range(0, 30, 3))
+    kw = dict(lam=0.3, solver=solver, tol=1e-12)
+    short = pbrf_effects(net, x, y, xt, yt, idx, max_steps=3, **kw)
+    both = pbrf_effects(net, x, y, xt, yt, idx, max_steps=6, checkpoint=3, **kw)
+    alone = pbrf_effects(net, x, y, xt, yt, idx, max_steps=6, **kw)
+    assert both.early is not None and both.early.steps == short.steps == 3
+    assert torch.equal(both.early.effects, short.effects)
+    assert torch.equal(both.early.grad_norm, short.grad_norm)
+    assert torch.equal(both.effects, alone.effects) and both.steps == alone.steps
+    assert not torch.equal(both.effects, short.effects)  # three more steps moved it
+    # a solve that stops before its checkpoint: the shorter solve is the same one
+    done = pbrf_effects(
+        net, x, y, xt, yt, idx, max_steps=500, checkpoint=400, **{**kw, "tol": 1e-6}
+    )
+    assert done.converged and done.steps < 400 and done.early is not None
+    assert torch.equal(done.early.effects, done.effects)
+    with pytest.raises(ConfigError, match="checkpoint"):
+        pbrf_effects(net, x, y, xt, yt, idx, max_steps=3, checkpoint=3, **kw)
