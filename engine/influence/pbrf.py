@@ -41,8 +41,6 @@ from engine.influence.gradient import conjugate_gradient
 from engine.influence.losses import check_loss, encode_targets, pointwise_loss
 
 SOLVERS = ("lbfgs", "newton")
-TOL = 1e-7
-"""Default relative gradient norm at which a row stops (docs/protocol.md#influence)."""
 
 
 @dataclass(frozen=True)
@@ -253,7 +251,7 @@ def pbrf_effects(
     lam: float,
     loss: str = "mse",
     solver: str = "lbfgs",
-    tol: float = TOL,
+    tol: float,
     max_steps: int = 1000,
     epsilon: float | None = None,
     checkpoint: int | None = None,
@@ -263,8 +261,10 @@ def pbrf_effects(
 
     x [n, d], y as ``gradient_influence`` takes them (±1 floats, int labels, float [n, K]);
     ``loss`` ``mse`` | ``ce``; ``lam`` > 0 the training L2 (the proximity weight);
-    ``solver`` ``lbfgs`` | ``newton``; ``epsilon`` the down-weighting (None: 1/n);
-    at most ``max_steps`` outer iterations. Runs on the parameters' device and dtype.
+    ``solver`` ``lbfgs`` | ``newton``; ``tol`` the relative gradient norm at which a row
+    stops (no default here: the run's is ``influence_check.pbrf_tol``); ``epsilon`` the
+    down-weighting (None: 1/n); at most ``max_steps`` outer iterations. Runs on the
+    parameters' device and dtype.
     ``checkpoint`` (< ``max_steps``): also the result after that many iterations
     (``PBRFResult.early``), from the same solve: the first ``checkpoint`` iterations of a
     longer solve are those of a shorter one, so two step budgets cost one solve.

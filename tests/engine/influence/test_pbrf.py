@@ -127,11 +127,11 @@ def test_bad_settings_are_refused(data):
     x, y, xt, yt = data
     net = TwoLayerNet(6, 4, seed=0, dtype=DT)
     with pytest.raises(ConfigError, match="solver"):
-        pbrf_effects(net, x, y, xt, yt, [0], lam=0.1, solver="adam")
+        pbrf_effects(net, x, y, xt, yt, [0], lam=0.1, solver="adam", tol=1e-6)
     with pytest.raises(ConfigError, match="lam"):
-        pbrf_effects(net, x, y, xt, yt, [0], lam=0.0)
+        pbrf_effects(net, x, y, xt, yt, [0], lam=0.0, tol=1e-6)
     with pytest.raises(ConfigError, match="indices"):
-        pbrf_effects(net, x, y, xt, yt, [30], lam=0.1)
+        pbrf_effects(net, x, y, xt, yt, [30], lam=0.1, tol=1e-6)
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "newton"])
