@@ -10,7 +10,7 @@ from engine.errors import ConfigError
 from engine.experiments import run
 from engine.experiments.influence_check import summarize
 from engine.experiments.registry import select, subset_sizes
-from engine.run.events import Artifact, Failed, Summary, TableRow
+from engine.run.events import Artifact, Failed, Log, Summary, TableRow
 from engine.run.spec import (
     DataSpec,
     InfluenceCheckSpec,
@@ -337,3 +337,15 @@ def test_the_truths_are_compared_only_when_both_are_resolved():
     assert agree is False and "the two truths DISAGREE" in line
     agree, line = verdict(summarize(rows(0.31, 0.2, 0.4), "digits"))
     assert agree is None and "cannot be compared (retraining does not resolve" in line
+
+
+def test_an_unconverged_pbrf_is_said(tmp_path):
+    """A PBRF that did not reach ``pbrf_tol`` in ``pbrf_steps`` is a warning naming its
+    gradient norm; one that did (a tolerance met at the start) is not."""
+    spec = _spec(truth="pbrf", gradient=(), noise_floor=False, pbrf_steps=1, pbrf_tol=1e-12)
+    events, _ = _run(spec.replace(model__kinds=("relu",)), tmp_path / "a")
+    said = [e.message for e in events if isinstance(e, Log) and "did not converge" in e.message]
+    assert len(said) == 1 and "in 1 steps" in said[0] and "tolerance 1e-12" in said[0]
+    spec = _spec(truth="pbrf", gradient=(), noise_floor=False, pbrf_steps=1, pbrf_tol=1.0)
+    events, _ = _run(spec.replace(model__kinds=("relu",)), tmp_path / "b")
+    assert not [e for e in events if isinstance(e, Log) and "did not converge" in e.message]
