@@ -10,7 +10,7 @@ from typing import Any
 from engine.results import mean_std
 from engine.results.tables import InfluenceCheckRow
 
-__all__ = ["ESTIMATOR_LABELS", "NOISE", "NOISES", "RESOLVED_RHO", "summarize"]
+__all__ = ["ESTIMATOR_LABELS", "NOISE", "NOISES", "TRUTHS_AGREE_RHO", "summarize"]
 
 ESTIMATOR_LABELS = {
     "kernel_loo": "kernel LOO",
@@ -24,12 +24,17 @@ NOISE = "retrain_other_order"
 NOISES = {"retrain": NOISE, "pbrf": "pbrf_more_steps"}
 """Each truth's noise floor: the same truth measured again another way."""
 TRUTH_LABELS = {"pbrf": "the PBRF", "retrain": "retraining"}
+TRUTHS_AGREE_RHO = 0.9
+"""The PBRF and retraining agree when they rank the removed points at mean ρ ≥ this (ours,
+set by hand, not by a measurement; docs/protocol.md#influence). The noise floors do not
+use it: a truth is resolved when its floor agrees at p < 0.05 in every seed."""
 
 
 def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
     """Per model and truth (pbrf, retrain): every estimator's mean Spearman ρ and sign
     agreement over seeds, the one closest to that truth, and whether the truth resolves
-    one point's effect at all; and, with both truths, whether they agree.
+    one point's effect at all; and, with both truths, whether they agree (None: one of
+    them is not resolved, so their agreement is not a result).
 
     Resolved: the truth's noise floor (``NOISES``: retraining with another batch order,
     the PBRF with twice the steps) agrees with it, ρ > 0 at p < 0.05, in every seed
@@ -57,17 +62,22 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
         both = per_truth.get("retrain", {}).get(("pbrf", ""))
         if both:
             rho = mean_std(r.spearman for r in both).mean
-            agree = rho >= RESOLVED_RHO
+            # a truth its own floor does not resolve is noise: disagreeing with it says nothing
+            noisy = [TRUTH_LABELS[t] for t in judged if judged[t]["resolved"] is False]
+            agree = None if noisy else rho >= TRUTHS_AGREE_RHO
             models[model]["truths_agree"] = {"spearman": rho, "agree": agree}
+            verdict = (
+                f"cannot be compared ({' and '.join(noisy)} does not resolve one point's effect)"
+                if noisy
+                else "agree"
+                if agree
+                else "DISAGREE"
+            )
             headline.append(
-                f"{model}: the two truths {'agree' if agree else 'DISAGREE'}: the PBRF "
-                f"against retraining, Spearman ρ {rho:.2f}"
+                f"{model}: the two truths {verdict}: the PBRF against retraining, "
+                f"Spearman ρ {rho:.2f}"
             )
     return {"headline": headline, "dataset": dataset, "models": models, "failed_guards": failed}
-
-
-RESOLVED_RHO = 0.9
-"""Two truths (or a truth and its floor) that rank the points at ρ ≥ this agree."""
 
 
 def _judge(

@@ -28,6 +28,7 @@ when ‖∇F_i‖ ≤ ``tol`` · ‖∇F_i(θ*)‖ = tol · ε‖∇ℓ_i(θ*)�
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,8 +41,6 @@ from engine.influence.gradient import conjugate_gradient
 from engine.influence.losses import check_loss, encode_targets, pointwise_loss
 
 SOLVERS = ("lbfgs", "newton")
-TOL = 1e-7
-"""Default relative gradient norm at which a row stops (docs/protocol.md#influence)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,9 @@ class PBRFResult:
     steps: int
     """Outer iterations run (the slowest row's)."""
     tol: float
+    early: PBRFResult | None = None
+    """With ``checkpoint``: the result after that many iterations, exactly what a solve
+    with ``max_steps = checkpoint`` gives (the iterations are deterministic)."""
 
     @property
     def converged(self) -> bool:
@@ -153,7 +155,11 @@ def _backtrack(
     return torch.where(fail[:, None], big, big + step[:, None] * d), fail
 
 
-def _lbfgs(prob: _Problem, tol: float, max_steps: int, history: int = 20):
+Hook = Callable[[int, torch.Tensor, torch.Tensor], None]
+"""Called after each outer iteration with (iterations run, Θ [k, P], relative ‖∇F‖ [k])."""
+
+
+def _lbfgs(prob: _Problem, tol: float, max_steps: int, hook: Hook, history: int = 20):
     """Per-row L-BFGS (two-loop recursion) with Armijo backtracking from the unit step."""
     big = prob.theta.expand(prob.idx.numel(), -1).clone()
     val, g = prob.value_grad(big)
@@ -203,10 +209,11 @@ def _lbfgs(prob: _Problem, tol: float, max_steps: int, history: int = 20):
         gamma = torch.where(ok[:, None], new_gamma[:, None], gamma)
         big, val, g = new, nval, ng
         steps += 1
+        hook(steps, big, g.norm(dim=1) / g0)
     return big, g.norm(dim=1) / g0, steps
 
 
-def _newton(prob: _Problem, tol: float, max_steps: int):
+def _newton(prob: _Problem, tol: float, max_steps: int, hook: Hook):
     """Newton–CG: per row, CG on exact Hessian-vector products, then Armijo backtracking."""
     big = prob.theta.expand(prob.idx.numel(), -1).clone()
     val, g = prob.value_grad(big)
@@ -229,6 +236,7 @@ def _newton(prob: _Problem, tol: float, max_steps: int):
         val, g = prob.value_grad(new)
         big = new
         steps += 1
+        hook(steps, big, g.norm(dim=1) / g0)
     return big, g.norm(dim=1) / g0, steps
 
 
@@ -243,17 +251,23 @@ def pbrf_effects(
     lam: float,
     loss: str = "mse",
     solver: str = "lbfgs",
-    tol: float = TOL,
+    tol: float,
     max_steps: int = 1000,
     epsilon: float | None = None,
+    checkpoint: int | None = None,
 ) -> PBRFResult:
     """The PBRF true effects Δ [n_test, k] of removing each training point of ``indices``
     (module docstring), θ* = the model's trainable parameters (not modified).
 
     x [n, d], y as ``gradient_influence`` takes them (±1 floats, int labels, float [n, K]);
     ``loss`` ``mse`` | ``ce``; ``lam`` > 0 the training L2 (the proximity weight);
-    ``solver`` ``lbfgs`` | ``newton``; ``epsilon`` the down-weighting (None: 1/n);
-    at most ``max_steps`` outer iterations. Runs on the parameters' device and dtype.
+    ``solver`` ``lbfgs`` | ``newton``; ``tol`` the relative gradient norm at which a row
+    stops (no default here: the run's is ``influence_check.pbrf_tol``); ``epsilon`` the
+    down-weighting (None: 1/n); at most ``max_steps`` outer iterations. Runs on the
+    parameters' device and dtype.
+    ``checkpoint`` (< ``max_steps``): also the result after that many iterations
+    (``PBRFResult.early``), from the same solve: the first ``checkpoint`` iterations of a
+    longer solve are those of a shorter one, so two step budgets cost one solve.
     """
     check_loss(loss)
     if solver not in SOLVERS:
@@ -262,6 +276,8 @@ def pbrf_effects(
         raise ConfigError("lam", lam, "a positive L2 / damping coefficient")
     if not (tol > 0):
         raise ConfigError("tol", tol, "a positive relative gradient norm")
+    if checkpoint is not None and not 0 < checkpoint < max_steps:
+        raise ConfigError("checkpoint", checkpoint, f"an iteration count from 1 to {max_steps - 1}")
     p0 = next(p for p in model.parameters() if p.requires_grad)
     dev, dt = p0.device, p0.dtype
     xtr, xte = x_train.to(dev, dt), x_test.to(dev, dt)
@@ -276,9 +292,24 @@ def pbrf_effects(
     eps = 1.0 / n if epsilon is None else float(epsilon)
     prob = _Problem(model, xtr, ttr, idx, lam, loss, eps)
     run = _lbfgs if solver == "lbfgs" else _newton
+    snap: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+
+    def hook(steps: int, big: torch.Tensor, gn: torch.Tensor) -> None:
+        if steps == checkpoint:
+            snap.append((big.clone(), gn.clone(), steps))
+
     with torch.no_grad():
-        big, gn, steps = run(prob, tol, max_steps)
+        big, gn, steps = run(prob, tol, max_steps, hook)
         base = pointwise_loss(prob.forward(prob.theta, xte), tte, loss)  # [t]
-        out = vmap(prob.forward, in_dims=(0, None))(big, xte)  # [k, t, K]
-        effects = (pointwise_loss(out, tte, loss) - base).T
-    return PBRFResult(effects.to(torch.float64), gn.cpu(), steps, tol)
+
+        def result(big: torch.Tensor, gn: torch.Tensor, steps: int) -> PBRFResult:
+            out = vmap(prob.forward, in_dims=(0, None))(big, xte)  # [k, t, K]
+            effects = (pointwise_loss(out, tte, loss) - base).T
+            return PBRFResult(effects.to(torch.float64), gn.cpu(), steps, tol)
+
+        final = result(big, gn, steps)
+        if checkpoint is None:
+            return final
+        # stopped (converged or stalled) before the checkpoint: the shorter solve is this one
+        early = result(*snap[0]) if snap else final
+    return dataclasses.replace(final, early=early)

@@ -21,6 +21,7 @@ from torch import nn
 
 if TYPE_CHECKING:
     from engine.data.dataset import Dataset
+    from engine.influence.pbrf import PBRFResult
 
 Key = tuple[str, str]
 Estimates = dict[Key, torch.Tensor]
@@ -155,11 +156,12 @@ def pbrf_truth(
     solver: str,
     max_steps: int,
     tol: float,
-) -> tuple[torch.Tensor, float, int, float]:
+    checkpoint: int | None = None,
+) -> tuple[PBRFResult, float]:
     """The PBRF true effects Δ [t, k] of removing each of ``indices`` from the trained
     ``model`` (``engine.influence.pbrf``; C held fixed), on a float64 copy, in the span
-    of the training features where that is exact (``_SpanHead``): (Δ, the worst row's
-    relative gradient norm, steps, seconds)."""
+    of the training features where that is exact (``_SpanHead``): (the result, with its
+    convergence and, given ``checkpoint``, the shorter solve's; seconds)."""
     from engine.influence.pbrf import pbrf_effects
 
     t0 = time.perf_counter()
@@ -199,5 +201,6 @@ def pbrf_truth(
         solver=solver,
         tol=tol,
         max_steps=max_steps,
+        checkpoint=checkpoint,
     )
-    return res.effects, float(res.grad_norm.max()), res.steps, time.perf_counter() - t0
+    return res, time.perf_counter() - t0

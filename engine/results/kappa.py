@@ -114,6 +114,23 @@ def points(
     return out
 
 
+INTERVALS = {
+    "flip_rate": ("flip_low", "flip_high"),
+    "lin_slope": ("lin_slope_low", "lin_slope_high"),
+}
+"""The columns of each effect's 95% interval (the ratio has none)."""
+
+
+def interval(row: KappaSweepRow, y: str) -> tuple[float, float] | None:
+    """(low, high) of the point's 95% interval of column ``y``; None where it has none
+    (the ratio, or a slope from one seed)."""
+    lo, hi = INTERVALS.get(y, ("", ""))
+    if not lo:
+        return None
+    a, b = float(getattr(row, lo)), float(getattr(row, hi))
+    return (a, b) if math.isfinite(a) and math.isfinite(b) else None
+
+
 def ok(row: KappaSweepRow, y: str) -> bool:
     """Whether the effect ``y`` (a column) of the point passed its guards."""
     return bool(row.slope_ok if y.startswith("lin_slope") else row.flip_ok)

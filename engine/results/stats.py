@@ -230,24 +230,11 @@ class Slope(NamedTuple):
 
 
 def loglog_slope(x: Iterable[float], y: Iterable[float]) -> Slope:
-    """Slope of log y against log x over the pairs where both are finite and > 0."""
+    """Slope of log y against log x over the pairs where both are finite and > 0
+    (``linear_fit`` on the logarithms)."""
     pts = [(math.log(a), math.log(b)) for a, b in zip(x, y, strict=True) if a > 0 and b > 0]
-    pts = [(a, b) for a, b in pts if math.isfinite(a) and math.isfinite(b)]
-    n = len(pts)
-    if n < 3:
-        return Slope(NAN, NAN, NAN, n)
-    mx = math.fsum(a for a, _ in pts) / n
-    my = math.fsum(b for _, b in pts) / n
-    sxx = math.fsum((a - mx) ** 2 for a, _ in pts)
-    if sxx <= 0:
-        return Slope(NAN, NAN, NAN, n)
-    b = math.fsum((a - mx) * (c - my) for a, c in pts) / sxx
-    resid = math.fsum((c - my - b * (a - mx)) ** 2 for a, c in pts)
-    se = math.sqrt(resid / (n - 2) / sxx)
-    from scipy.stats import t
-
-    half = float(t.ppf(0.975, n - 2)) * se
-    return Slope(b, b - half, b + half, n)
+    f = linear_fit([a for a, _ in pts], [b for _, b in pts])
+    return Slope(f.slope, f.lo, f.hi, f.n)
 
 
 class Fit(NamedTuple):

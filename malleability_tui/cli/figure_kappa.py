@@ -7,13 +7,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from engine.results.kappa import INTERVALS, interval
 from engine.results.kappa import ok as effect_ok
 from engine.results.tables import KappaSweepRow
 
 PANELS = (
-    ("flip_rate", "flip_low", "flip_high", "flip rate (pooled, 95 % Wilson)"),
-    ("lin_slope", "lin_slope_low", "lin_slope_high", "d lin_distance_rel / d ln m"),
-    ("flip_ratio", "", "", "flip-rate ratio MLP-Attn / 2L-ReLU"),
+    ("flip_rate", "flip rate (pooled, 95 % Wilson)"),
+    ("lin_slope", "d lin_distance_rel / d ln m"),
+    ("flip_ratio", "flip-rate ratio MLP-Attn / 2L-ReLU"),
 )
 
 
@@ -26,7 +27,7 @@ def draw_kappa(plt: Any, rows: list[dict[str, Any]], title: str) -> Any | None:
         return None
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     models = list(dict.fromkeys(p.model for p in pts))
-    for ax, (col, lo, hi, ylabel) in zip(axes, PANELS):
+    for ax, (col, ylabel) in zip(axes, PANELS):
         for m in models if col != "flip_ratio" else models[-1:]:
             mine = sorted((p for p in pts if p.model == m), key=lambda p: p.kappa_G)
             for ok in (True, False):  # a failed point's numbers are NaN, but say so
@@ -37,17 +38,13 @@ def draw_kappa(plt: Any, rows: list[dict[str, Any]], title: str) -> Any | None:
                     continue
                 x = [p.kappa_G for p in sel]
                 y = [getattr(p, col) for p in sel]
+                # (below, above) each point; none for the ratio
+                ivs = [interval(p, col) for p in sel]
                 err = None
-                if lo:
+                if col in INTERVALS:
                     err = [
-                        [
-                            max(0.0, v - getattr(p, lo)) if math.isfinite(getattr(p, lo)) else 0.0
-                            for v, p in zip(y, sel)
-                        ],
-                        [
-                            max(0.0, getattr(p, hi) - v) if math.isfinite(getattr(p, hi)) else 0.0
-                            for v, p in zip(y, sel)
-                        ],
+                        [0.0 if iv is None else max(0.0, v - iv[0]) for v, iv in zip(y, ivs)],
+                        [0.0 if iv is None else max(0.0, iv[1] - v) for v, iv in zip(y, ivs)],
                     ]
                 name = "ratio" if col == "flip_ratio" else m
                 ax.errorbar(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from engine.results.kappa import ok
+from engine.results.kappa import interval, ok
 from engine.results.tables import KappaSweepRow
 
 
@@ -24,10 +24,6 @@ class KappaPoints(NamedTuple):
 def kappa_points(rows: list[dict[str, Any]], column: str = "flip_rate") -> list[KappaPoints]:
     """Per model (in row order), the points whose effect passed its guards."""
     typed = [KappaSweepRow.from_row(r) for r in rows]
-    lo, hi = {
-        "flip_rate": ("flip_low", "flip_high"),
-        "lin_slope": ("lin_slope_low", "lin_slope_high"),
-    }.get(column, ("", ""))
     out = []
     for model in dict.fromkeys(r.model for r in typed):
         sel = sorted(
@@ -42,16 +38,15 @@ def kappa_points(rows: list[dict[str, Any]], column: str = "flip_rate") -> list[
             key=lambda r: r.kappa_G,
         )
         if sel:
-            err = [
-                (getattr(r, hi) - getattr(r, lo)) / 2
-                if lo and math.isfinite(getattr(r, lo)) and math.isfinite(getattr(r, hi))
-                else 0.0
-                for r in sel
-            ]
+            err = [_half_width(interval(r, column)) for r in sel]
             out.append(
                 KappaPoints(model, [r.kappa_G for r in sel], [getattr(r, column) for r in sel], err)
             )
     return out
+
+
+def _half_width(iv: tuple[float, float] | None) -> float:
+    return 0.0 if iv is None else (iv[1] - iv[0]) / 2
 
 
 def failed_points(rows: list[dict[str, Any]], column: str = "flip_rate") -> list[str]:

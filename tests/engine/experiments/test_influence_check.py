@@ -10,7 +10,7 @@ from engine.errors import ConfigError
 from engine.experiments import run
 from engine.experiments.influence_check import summarize
 from engine.experiments.registry import select, subset_sizes
-from engine.run.events import Artifact, Failed, Summary, TableRow
+from engine.run.events import Artifact, Failed, Log, Summary, TableRow
 from engine.run.spec import (
     DataSpec,
     InfluenceCheckSpec,
@@ -309,3 +309,43 @@ def test_batched_retraining_gives_the_separate_rows(tmp_path, transductive):
                 assert math.isnan(s[k])
             else:
                 assert s[k] == pytest.approx(v, rel=1e-12), k
+
+
+def test_the_truths_are_compared_only_when_both_are_resolved():
+    """The PBRF against retraining: agree at ρ ≥ 0.9, DISAGREE below; but when
+    retraining's own floor does not resolve it (another batch order unrelated), the
+    disagreement is that noise, not a finding: "cannot be compared", agree None."""
+
+    def rows(floor_rho: float, floor_p: float, pbrf_rho: float) -> list[dict]:
+        base = {"model": "MLP-Attn", "n_points": 40, "seconds": 0.1, "seed": 0, "ridge": ""}
+        return [
+            {**base, "truth": "pbrf", "estimator": "pbrf_more_steps", "spearman": 1.0,
+             "spearman_p": 1e-12, "sign_agreement": 1.0},
+            {**base, "truth": "retrain", "estimator": "retrain_other_order",
+             "spearman": floor_rho, "spearman_p": floor_p, "sign_agreement": 0.5},
+            {**base, "truth": "retrain", "estimator": "pbrf", "spearman": pbrf_rho,
+             "spearman_p": 0.01, "sign_agreement": 0.6},
+        ]  # fmt: skip
+
+    def verdict(s: dict) -> tuple[object, str]:
+        line = next(h for h in s["headline"] if "the two truths" in h)
+        return s["models"]["MLP-Attn"]["truths_agree"]["agree"], line
+
+    agree, line = verdict(summarize(rows(0.95, 1e-9, 0.93), "digits"))
+    assert agree is True and "the two truths agree" in line
+    agree, line = verdict(summarize(rows(0.95, 1e-9, 0.4), "digits"))
+    assert agree is False and "the two truths DISAGREE" in line
+    agree, line = verdict(summarize(rows(0.31, 0.2, 0.4), "digits"))
+    assert agree is None and "cannot be compared (retraining does not resolve" in line
+
+
+def test_an_unconverged_pbrf_is_said(tmp_path):
+    """A PBRF that did not reach ``pbrf_tol`` in ``pbrf_steps`` is a warning naming its
+    gradient norm; one that did (a tolerance met at the start) is not."""
+    spec = _spec(truth="pbrf", gradient=(), noise_floor=False, pbrf_steps=1, pbrf_tol=1e-12)
+    events, _ = _run(spec.replace(model__kinds=("relu",)), tmp_path / "a")
+    said = [e.message for e in events if isinstance(e, Log) and "did not converge" in e.message]
+    assert len(said) == 1 and "in 1 steps" in said[0] and "tolerance 1e-12" in said[0]
+    spec = _spec(truth="pbrf", gradient=(), noise_floor=False, pbrf_steps=1, pbrf_tol=1.0)
+    events, _ = _run(spec.replace(model__kinds=("relu",)), tmp_path / "b")
+    assert not [e for e in events if isinstance(e, Log) and "did not converge" in e.message]

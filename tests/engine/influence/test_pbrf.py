@@ -127,8 +127,60 @@ def test_bad_settings_are_refused(data):
     x, y, xt, yt = data
     net = TwoLayerNet(6, 4, seed=0, dtype=DT)
     with pytest.raises(ConfigError, match="solver"):
-        pbrf_effects(net, x, y, xt, yt, [0], lam=0.1, solver="adam")
+        pbrf_effects(net, x, y, xt, yt, [0], lam=0.1, solver="adam", tol=1e-6)
     with pytest.raises(ConfigError, match="lam"):
-        pbrf_effects(net, x, y, xt, yt, [0], lam=0.0)
+        pbrf_effects(net, x, y, xt, yt, [0], lam=0.0, tol=1e-6)
     with pytest.raises(ConfigError, match="indices"):
-        pbrf_effects(net, x, y, xt, yt, [30], lam=0.1)
+        pbrf_effects(net, x, y, xt, yt, [30], lam=0.1, tol=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "newton"])
+def test_a_checkpoint_is_the_shorter_solve_exactly(data, solver):
+    """``checkpoint`` k of a longer solve gives what ``max_steps = k`` gives, bit for bit
+    (the noise floor's two step budgets from one solve), and it is not the final answer."""
+    x, y, xt, yt = data
+    net = _Tanh(6, 12, 1, seed=4)
+    idx = list(range(0, 30, 3))
+    kw = dict(lam=0.3, solver=solver, tol=1e-12)
+    short = pbrf_effects(net, x, y, xt, yt, idx, max_steps=3, **kw)
+    both = pbrf_effects(net, x, y, xt, yt, idx, max_steps=6, checkpoint=3, **kw)
+    alone = pbrf_effects(net, x, y, xt, yt, idx, max_steps=6, **kw)
+    assert both.early is not None and both.early.steps == short.steps == 3
+    assert torch.equal(both.early.effects, short.effects)
+    assert torch.equal(both.early.grad_norm, short.grad_norm)
+    assert torch.equal(both.effects, alone.effects) and both.steps == alone.steps
+    assert not torch.equal(both.effects, short.effects)  # three more steps moved it
+    # a solve that stops before its checkpoint: the shorter solve is the same one
+    done = pbrf_effects(
+        net, x, y, xt, yt, idx, max_steps=500, checkpoint=400, **{**kw, "tol": 1e-6}
+    )
+    assert done.converged and done.steps < 400 and done.early is not None
+    assert torch.equal(done.early.effects, done.effects)
+    with pytest.raises(ConfigError, match="checkpoint"):
+        pbrf_effects(net, x, y, xt, yt, idx, max_steps=3, checkpoint=3, **kw)
+
+
+def test_the_span_reduction_is_the_full_pbrf():
+    """``pbrf_truth`` solves in W* + B Qᵀ (Q a basis of the training features, n < d
+    here) what ``pbrf_effects`` solves in the full first layer: Q orthonormal, so the two
+    parametrisations give the same objective, gradients and L-BFGS iterates, and the same
+    effects after any number of steps, converged or not (a ReLU PBRF need not be)."""
+    from engine.data import load_dataset
+    from engine.malleability.check import float64_copy, pbrf_truth
+
+    ds = load_dataset("digits", classes=(3, 8), n_train=30, n_test=10, seed=0)
+    assert ds.x_train.shape[0] < ds.x_train.shape[1]  # the span is a real reduction
+    net = TwoLayerNet(ds.x_train.shape[1], 16, sigma_w=1.0, seed=2, dtype=DT)
+    idx, lam = [0, 7, 19], 0.01
+    span, _ = pbrf_truth(
+        net, ds, idx, l2=lam, transductive=False, solver="lbfgs", max_steps=6, tol=1e-12
+    )
+    full = pbrf_effects(
+        float64_copy(net, ds, transductive=False),
+        ds.x_train_raw, ds.y_train, ds.x_test_raw, ds.y_test, idx,
+        lam=lam, max_steps=6, tol=1e-12,
+    )  # fmt: skip
+    assert span.steps == full.steps == 6
+    scale = float(full.effects.abs().max())
+    assert scale > 1e-6
+    torch.testing.assert_close(span.effects, full.effects, rtol=1e-7, atol=1e-9 * scale)
