@@ -208,7 +208,10 @@ def curve_width(
 
 def width_censored(curve: Curve1D, delta: float = 0.1) -> bool:
     """Whether ``curve_width(curve, delta)`` (absolute mode) is only a lower bound: the
-    curve stays at or under L(0) + delta up to an end of the grid on either side."""
+    curve stays at or under L(0) + delta all the way from α = 0 to an end of the grid on
+    either side (``curve_width``'s ``edge`` found no crossing there). A curve that rises
+    past L(0) + delta and comes back under it at the grid's end has a finite basin."""
     lo = curve.losses.double()
-    c = float(lo[int(curve.alphas.double().abs().argmin())]) + delta
-    return bool(float(lo[0]) <= c or float(lo[-1]) <= c)
+    i0 = int(curve.alphas.double().abs().argmin())
+    c = float(lo[i0]) + delta
+    return bool((lo[i0:] <= c).all() or (lo[: i0 + 1] <= c).all())

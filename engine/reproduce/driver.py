@@ -81,8 +81,8 @@ def reproduce_parts(
         before = train_curves(sub) if verify and again else {}
         run_part(part, sub, again)
         runs[part.key] = read_run(sub)
-        # a resume compacts events.jsonl (the epoch curves go): --verify reads them first
-        curves[part.key] = train_curves(sub) or before
+        if verify:  # a resume compacts events.jsonl (the epoch curves go): read them first
+            curves[part.key] = train_curves(sub) or before
     comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
     if verify:
         from engine.reproduce.verify import verify as continue_sample

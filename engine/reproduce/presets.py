@@ -156,6 +156,24 @@ def quick_departures(spec: RunSpec) -> str:
     return line
 
 
+def scale_departures(name: str, spec: RunSpec) -> str:
+    """The lines (each at most 74 characters, so "note: " + it fits 80 columns) a run at
+    scale ``name`` prints before it starts: where its spec departs from the paper and
+    from the project's own defaults beyond sizes and budget ('' for none); why is in
+    ``DATA_SCALE``'s docstring."""
+    lines = []
+    if spec.train.until == "converged":
+        cap = max(spec.train.max_epochs, spec.train.epochs)
+        lines.append(f"--scale {name}, unlike the paper: until converged (cap {cap})")
+    adv = spec.flip.adv_steps
+    if spec.flip.adv_recipe == "pgd" and adv is not None and adv < spec.flip.pgd_steps:
+        lines.append(
+            f"--scale {name}: adversarial training by {adv} PGD steps, "
+            f"not the attack's {spec.flip.pgd_steps}"
+        )
+    return "\n".join(lines)
+
+
 class Sizes(NamedTuple):
     """Class-balanced subset sizes after ``cap_sizes``, and the one line saying so ('' if unchanged)."""
 
@@ -287,7 +305,9 @@ the same rule) brings it to 531 s. Then MNIST and Fashion-MNIST at n_train 800 f
 ≈ 43 min (≈ 51 min at 1.2×), CIFAR-10 (d = 3072, four times MNIST's arithmetic a step)
 at n_train 200 at 42 min (50 min; 250 would be 63), digits at n_train 1000 in about
 3 minutes. The widths' 4096 and the epoch cap are what the floor scales with: a cell
-that converges early costs less, so the floor is an upper bound."""
+that converges early costs less, so the floor is an upper bound. Each of these floors is
+recomputed by ``pytest tests/engine/reproduce/test_scale.py``; ``scale_departures`` says
+before the run where the scale departs (until converged; the shorter PGD training)."""
 
 DATA_SIZES: dict[str, tuple[int, int]] = {
     "mnist": (800, 200),

@@ -123,25 +123,27 @@ def substitute(
 
 
 def _numbers(item: dict[str, Any], stats: dict[str, Any]) -> dict[str, tuple[float, float, float]]:
-    """The claim's numbers per group: name → (value, interval low, interval high)."""
+    """The claim's numbers per group: name → (value, interval low, interval high), on the
+    cells that pass both guards (as the verdict), groups without a finite value left out."""
     claim, out = int(item["claim"]), {}
+
+    def passing(name: str) -> list[dict]:
+        return [r for r in stats.get(name) or [] if _passes(r)]
+
     if claim in (1, 7):
-        rows = stats.get("ntk_gd" if str(item.get("sweep", "")).startswith("full") else "ntk")
-        col = "lin_distance_rel"
-        for r0 in rows or []:
-            key = (str(r0["model"]), num(r0["width"]))
-            if f"{key[0]} m={key[1]}" in out:
-                continue
-            vals = [
-                float(r[col])
-                for r in rows or []
-                if (str(r["model"]), num(r["width"])) == key and r.get(col) not in (None, "")
-            ]
-            m, s, _ = mean_std(vals)
-            s = 0.0 if not math.isfinite(s) else s
-            out[f"{key[0]} m={key[1]}"] = (m, m - s, m + s)
+        rows = passing("ntk_gd" if str(item.get("sweep", "")).startswith("full") else "ntk")
+        # the verdict's column: the linearized twin's distance, else the paper's
+        lin = any(math.isfinite(num(r.get("lin_distance_rel"))) for r in rows)
+        col = "lin_distance_rel" if lin else "ntk_distance"
+        per: dict[str, list[float]] = {}
+        for r in rows:
+            per.setdefault(f"{r['model']} m={num(r['width']):g}", []).append(num(r.get(col)))
+        for name, vals in per.items():
+            m, s, n = mean_std(vals)
+            if n:
+                out[name] = (m, m - s, m + s)
     elif claim in (3, 4):
-        rows = stats.get("flip") or stats.get("flip_binary") or []
+        rows = [r for r in stats.get("flip") or stats.get("flip_binary") or [] if _passes(r)]
         groups = (
             [(m, a, "standard") for m in MODELS for a in ("fgsm", "pgd", "mim")]
             if claim == 3
@@ -154,14 +156,9 @@ def _numbers(item: dict[str, Any], stats: dict[str, Any]) -> dict[str, tuple[flo
     elif claim == 6:
         col = "width_1d" if item.get("measure") == "width_1d" else "hessian_top_eig"
         for model in MODELS:
-            vals = [
-                float(r[col])
-                for r in stats.get("sharpness") or []
-                if r.get("model") == model and r.get(col) not in (None, "")
-            ]
+            vals = [num(r.get(col)) for r in passing("sharpness") if r.get("model") == model]
             mu, sd, n = mean_std(vals)
             if n:
-                sd = 0.0 if not math.isfinite(sd) else sd
                 out[f"{model} {col}"] = (mu, mu - sd, mu + sd)
     return out
 

@@ -68,6 +68,26 @@ def _width_panel(ax: Any, rows: list[dict[str, Any]], typed: list[Any], column: 
     ax.set_xscale("log", base=2)
 
 
+def use_agg(command: str) -> None:
+    """Load matplotlib with the Agg backend for ``command`` (figures are files), or end it
+    in one line: the [plots] extra missing, or a matplotlibrc matplotlib cannot read."""
+    import os
+
+    # Agg whatever the environment names (matplotlib's import refuses an unknown
+    # $MPLBACKEND with a ValueError, and an interactive one would need a display)
+    os.environ.pop("MPLBACKEND", None)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+    except ImportError:
+        from engine.errors import needs_extra
+
+        die(needs_extra("plots", command))
+    except ValueError as e:  # a matplotlibrc it cannot read
+        die(f"cannot load matplotlib: {' '.join(str(e).split())[:200]}")
+
+
 def make_figures(
     runs: list[tuple[str, dict[str, Any]]],
     to: Path,
@@ -294,21 +314,7 @@ def figures_cmd(
     """Paper-style figures (needs the \\[plots] extra: pip install 'malleability\\[plots]')."""
     if format not in ("png", "pdf", "svg"):
         die(f"invalid --format {format!r}: png, pdf or svg")
-    import os
-
-    # figures are files: Agg whatever the environment names (matplotlib's import refuses
-    # an unknown $MPLBACKEND with a ValueError, and an interactive one would need a display)
-    os.environ.pop("MPLBACKEND", None)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=True)
-    except ImportError:
-        from engine.errors import needs_extra
-
-        die(needs_extra("plots", "malleability figures"))
-    except ValueError as e:  # a matplotlibrc it cannot read
-        die(f"cannot load matplotlib: {' '.join(str(e).split())[:200]}")
+    use_agg("malleability figures")
     from engine.run.paths import check_folder_target
     from engine.run.runs import collect
 

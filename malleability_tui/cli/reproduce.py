@@ -168,7 +168,7 @@ def reproduce(
     )
     from engine.reproduce.driver import reproduce_parts
     from engine.reproduce.plan import plan
-    from engine.reproduce.presets import known_failure, quick_departures
+    from engine.reproduce.presets import known_failure, quick_departures, scale_departures
     from engine.run.paths import check_outside_runs, runs_root
 
     with expected_errors():
@@ -256,6 +256,9 @@ def reproduce(
                 err_console.print(f"note: {p.key}: {p.note}", highlight=False, markup=False)
         if quick and parts and (line := quick_departures(parts[-1].spec)):
             err_console.print(f"note: {line.splitlines()[0]}", highlight=False, markup=False)
+        if scale and parts:
+            for ln in scale_departures(scale, parts[-1].spec).splitlines():
+                err_console.print(f"note: {ln}", highlight=False, markup=False)
         for p in parts:  # the cells measurement saw fail a guard, before they run
             if known := known_failure(p.spec):
                 err_console.print(f"note: {p.key}:", highlight=False, markup=False)

@@ -24,19 +24,13 @@ IntoOpt = Annotated[Path, typer.Option("--into", help="The results folder (defau
 def _figures(run: Path, folder: Path, parts: list[dict[str, Any]]) -> list[Path]:
     """Draw ``FIGURES`` for ``parts`` (reproduce.json's) of ``run`` into ``folder/figures`` (flip
     rates of each part's default ridge and ranking at ε = 0.3, as the checklist reads them)."""
-    try:
-        import matplotlib
+    from malleability_tui.cli.figures import make_figures, use_agg
 
-        matplotlib.use("Agg")
-    except ImportError:
-        from engine.errors import needs_extra
-
-        die(needs_extra("plots", "malleability results add"))
+    use_agg("malleability results add")
     from engine.experiments.flip_summary import protocol_rows
     from engine.reproduce.publish import part_name
     from engine.run.runs import read_run
     from engine.run.spec import RunSpec
-    from malleability_tui.cli.figures import make_figures
 
     runs: list[tuple[str, dict[str, Any]]] = []
     for part in parts:

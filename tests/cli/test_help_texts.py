@@ -169,3 +169,21 @@ def test_a_table_caption_spans_the_terminal(monkeypatch: pytest.MonkeyPatch) -> 
     assert "min_epochs=200" in lines[cap] and not re.search(r"(?<!min_)epochs=200", lines[cap])
     assert len(lines[cap].rstrip()) > 60  # wrapped at the terminal's width, not the table's
     assert all(len(ln) <= 80 for ln in lines)
+
+
+def test_scale_help_is_the_preset() -> None:
+    """--scale data's help states DATA_SCALE's and DATA_SIZES's numbers (typed by hand)."""
+    from engine.reproduce.presets import DATA_SCALE, DATA_SIZES, SCALE_BUDGET_S
+
+    text = flat(help_of(["reproduce"], 400))
+    ws, seeds = DATA_SCALE["model__widths"], DATA_SCALE["seeds"]
+    assert isinstance(ws, tuple) and isinstance(seeds, tuple)
+    for part in (
+        f"n_train {DATA_SIZES['mnist'][0]} MNIST/Fashion",
+        f"{DATA_SIZES['cifar10'][0]} CIFAR-10",
+        f"widths {ws[0]}-{ws[-1]}",
+        "seeds " + ",".join(map(str, seeds)),
+        f"<= {SCALE_BUDGET_S / 60:g} min per data set and protocol",
+    ):
+        assert part in text, part
+    assert DATA_SIZES["fashion-mnist"] == DATA_SIZES["mnist"]

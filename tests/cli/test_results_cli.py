@@ -79,6 +79,29 @@ def test_results_add_writes_the_layout_and_the_page(repro_run: Path, tmp_path: P
     assert (into / "index.md").read_text() == text
 
 
+@pytest.mark.slow
+def test_results_add_draws_whatever_mplbackend_says(repro_run: Path, tmp_path: Path) -> None:
+    """``results add`` loads matplotlib as ``figures`` does (``figures.use_agg``): an
+    unknown $MPLBACKEND made matplotlib's import raise, an internal error."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("matplotlib")
+    env = {**os.environ, "MPLBACKEND": "nonsense"}
+    into = tmp_path / "results"
+    code = "from malleability_tui.cli.main import main; main()"
+    r = subprocess.run(
+        [sys.executable, "-c", code, "results", "add", str(repro_run), "--into", str(into)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0 and "internal error" not in r.stderr, r.stderr
+    assert (into / "digits" / "paper" / "figures" / "multiclass_width_sweep.png").is_file()
+
+
 def test_results_add_refuses_what_is_not_a_reproduction(tmp_path: Path) -> None:
     res = runner.invoke(app, ["results", "add", str(tmp_path), "--into", str(tmp_path / "r")])
     assert res.exit_code == 2 and "reproduce.json" in res.output

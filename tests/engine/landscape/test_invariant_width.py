@@ -70,3 +70,16 @@ def test_width_censored_says_when_the_basin_reaches_the_grid() -> None:
     a = torch.linspace(-1, 1, 101, dtype=F64)
     assert width_censored(Curve1D(a, 0.05 * a**2), 0.1)
     assert not width_censored(Curve1D(a, 5 * a**2), 0.1)
+
+
+def test_a_second_well_at_the_grid_end_is_not_censored() -> None:
+    """The basin ends where the loss first passes L(0) + delta (``curve_width``): a loss
+    that falls back under it near the grid's end (another well) leaves it finite."""
+    from engine.landscape import Curve1D
+
+    a = torch.linspace(-1, 1, 101, dtype=F64)
+    double_well = torch.sin(2 * math.pi * a) ** 2  # zero at 0 and at ±0.5 and ±1
+    curve = Curve1D(a, double_well)
+    w = curve_width(curve, 0.1)
+    assert 0 < w < 0.5  # the central well only
+    assert not width_censored(curve, 0.1)

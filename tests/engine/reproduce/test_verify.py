@@ -3,6 +3,7 @@ samples, how the continued rows replace them, when a verdict or a number has mov
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from engine.reproduce.claims import checklist
@@ -78,3 +79,54 @@ def test_a_stable_verdict_and_a_moved_one() -> None:
     assert moved["moved"] is True and moved["after"] != "holds"
     b, lo, hi, a = moved["numbers"]["MLP-Attn width_1d"]
     assert lo <= b <= hi and not lo <= a <= hi
+
+
+def _ntk(lin: bool, bad: tuple = (), value: float = 0.5) -> list[dict]:
+    """Claim 1's rows: 2L-ReLU's distance falls with width, MLP-Attn's does not."""
+    rows = []
+    for m in ("2L-ReLU", "MLP-Attn"):
+        for i, w in enumerate((16, 64, 256, 1024, 4096)):
+            for s in (0, 1, 2):
+                d = 1.0 / (i + 1) if m == "2L-ReLU" else value + 0.01 * s
+                rows.append(
+                    {
+                        "model": m,
+                        "width": str(w),
+                        "seed": str(s),
+                        "ntk_distance": str(d),
+                        "lin_distance_rel": str(d) if lin else "",
+                        "converged": str((m, w, s) not in bad),
+                        "above_chance": "True",
+                    }
+                )
+    return rows
+
+
+def _claim1_check(before_rows: list[dict], after_rows: list[dict]) -> dict:
+    key = ("digits", "paper")
+    before = checklist({key: {"ntk": before_rows}})
+    after = checklist({key: {"ntk": after_rows}})
+    info = {key: {"parts": {"digits-multiclass": {"seed": 1}}}}
+    verdicts_moved(before, after, {key: {"ntk": before_rows}}, {key: {"ntk": after_rows}}, info)
+    return next(i for i in before if i["claim"] == 1 and not i.get("sweep"))["verify"]
+
+
+def test_claim1_numbers_read_the_column_the_verdict_read() -> None:
+    """A run without the linearized twin is decided on ntk_distance; its numbers are
+    too, so an unchanged run is stable, not 'moved' by NaN against NaN."""
+    got = _claim1_check(_ntk(lin=False), _ntk(lin=False))
+    assert got["numbers"] and all(math.isfinite(v[0]) for v in got["numbers"].values())
+    assert got["moved"] is False
+
+
+def test_claim1_numbers_rest_on_the_cells_that_pass_the_guards() -> None:
+    """An unconverged cell is left out of the numbers as it is of the verdict: its value
+    (far off) neither widens the interval nor moves the mean."""
+    bad = (("MLP-Attn", 256, 0),)
+    rows = _ntk(lin=True, bad=bad)
+    for r in rows:
+        if (r["model"], r["width"], r["seed"]) == ("MLP-Attn", "256", "0"):
+            r["lin_distance_rel"] = r["ntk_distance"] = "50.0"
+    got = _claim1_check(rows, rows)
+    b, lo, hi, _ = got["numbers"]["MLP-Attn m=256"]
+    assert abs(b - 0.515) < 1e-9 and hi < 1.0  # seeds 1 and 2: 0.51, 0.52
