@@ -146,3 +146,23 @@ def test_float_targets_need_one_output() -> None:
     net = TwoLayerNet(D, WIDTH, 3, dtype=torch.float64)
     with pytest.raises(ConfigError, match="targets"):
         list(train(net, x, y, _cfg("adam", 0.0, "fused"), generator=torch.Generator()))
+
+
+@pytest.mark.parametrize("train_output", [False, True])
+def test_the_estimate_prices_as_fused_exactly_the_kinds_the_fused_planner_accepts(
+    train_output: bool,
+) -> None:
+    """``estimate.FUSED_KINDS`` restates, without building a model, what ``fused.plan``
+    decides from one: the two must name the same kinds or the dry-run prices the wrong path."""
+    from engine.experiments.estimate import FUSED_KINDS
+    from engine.kinds import MODEL_KINDS
+    from engine.models import build_model
+    from engine.train import fused
+
+    x = torch.randn(12, 6, generator=torch.Generator().manual_seed(0))
+    planned = {
+        k
+        for k in MODEL_KINDS
+        if fused.plan(build_model(k, x, 8, train_output=train_output)) is not None
+    }
+    assert planned == set(FUSED_KINDS)
