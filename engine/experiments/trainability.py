@@ -277,7 +277,9 @@ def _verdict(slopes: dict[str, dict]) -> str:
     if not a or not r or not np.isfinite(a["slope"]) or not np.isfinite(r["slope"]):
         return ""
     want = 3 * r["slope"]
-    inside = a["lo"] <= want <= a["hi"]
+    # an exact fit has a zero-width interval: compare to rounding, not to the last bit
+    tol = 1e-9 * max(1.0, abs(want))
+    inside = a["lo"] - tol <= want <= a["hi"] + tol
     ratio = a["slope"] / r["slope"] if r["slope"] else float("nan")
     cens = " (censored points excluded: a lower bound)" if a["censored"] else ""
     return (
