@@ -59,8 +59,27 @@ class Part:
 
 
 def protocol_of(spec: RunSpec) -> str:
-    """A spec's protocol: centred when it centres its inputs, else the paper's."""
-    return "centred" if spec.data.center else "paper"
+    """A spec's protocol: paper (α = 0), centred (α = 1) or ``alpha-<α>`` between, where α is
+    the centring fraction (``DataSpec.centring``, docs/protocol.md#kappa-sweep)."""
+    a = spec.data.centring
+    return "paper" if a == 0 else "centred" if a == 1 else f"alpha-{a:g}"
+
+
+def protocol_fraction(proto: str) -> float:
+    """α of a protocol name (``protocol_of``'s inverse): paper 0, centred 1, ``alpha-<α>``
+    with 0 < α < 1. ConfigError naming what is allowed otherwise."""
+    if proto in PROTOCOLS:
+        return 1.0 if proto == "centred" else 0.0
+    head, _, tail = proto.partition("-")
+    try:
+        a = float(tail) if head == "alpha" else float("nan")
+    except ValueError:
+        a = float("nan")
+    if not 0 < a < 1:  # NaN fails too
+        raise ConfigError(
+            "protocols", proto, "paper, centred or alpha-<α> with 0 < α < 1 (e.g. alpha-0.5)"
+        )
+    return a
 
 
 def _binary_data(name: str, data_dir: str | None, base: RunSpec) -> tuple[DataSpec, str]:
@@ -75,6 +94,7 @@ def _binary_data(name: str, data_dir: str | None, base: RunSpec) -> tuple[DataSp
         n_test=n_te,
         transductive=base.data.transductive,
         center=base.data.center,
+        center_fraction=base.data.center_fraction,
     )
     return data, note
 
@@ -128,13 +148,14 @@ def plan(
     elif quick:
         base = base.replace(seeds=REPRODUCE_SEEDS)
     chosen = tuple(dict.fromkeys(protocols)) if protocols else (protocol_of(base),)
-    bad = [p for p in chosen if p not in PROTOCOLS]
-    if bad:
-        raise ConfigError("protocols", ",".join(bad), "paper, centred or both (paper,centred)")
+    fractions = {p: protocol_fraction(p) for p in chosen}
     parts = []
     for proto in chosen:
-        suffix = "-centred" if proto == "centred" and len(chosen) > 1 else ""
-        spec = base.replace(data__center=proto == "centred")
+        suffix = f"-{proto}" if proto != "paper" and len(chosen) > 1 else ""
+        if proto in PROTOCOLS:
+            spec = base.replace(data__center=proto == "centred", data__center_fraction=None)
+        else:  # a fraction between: the centring knob (docs/protocol.md#kappa-sweep)
+            spec = base.replace(data__center=False, data__center_fraction=fractions[proto])
         parts += [
             Part(
                 p.key + suffix,
@@ -171,6 +192,7 @@ def _parts(
             n_test=base.data.n_test,
             transductive=base.data.transductive,
             center=base.data.center,
+            center_fraction=base.data.center_fraction,
         )
         parts.append(
             Part(

@@ -106,12 +106,19 @@ def reproduce(
     protocols: Annotated[
         str | None,
         typer.Option(
-            help="Preprocessing: paper (the paper's), centred (per-pixel centring, not in the paper) or paper,centred (each claim under both, side by side). Default: the preset's (--quick: centred).",
+            help="Preprocessing: paper (the paper's), centred (per-pixel centring, not in the paper), alpha-<α> (a fraction 0 < α < 1 of the centring) or several, e.g. paper,centred (each claim under each, side by side). Default: the preset's (--quick: centred).",
         ),
     ] = None,
     center: Annotated[
         bool, typer.Option("--center", help="Centre the inputs: the same as --protocols centred.")
     ] = False,
+    center_fraction: Annotated[
+        float | None,
+        typer.Option(
+            "--center-fraction",
+            help="Centring as a knob: subtract this fraction (0 to 1) of the per-pixel mean (0: --protocols paper, 1: centred, else alpha-<α>).",
+        ),
+    ] = None,
     scale: Annotated[
         str | None,
         typer.Option(
@@ -201,6 +208,16 @@ def reproduce(
             if protos and tuple(protos) != ("centred",):
                 die(f"invalid --center with --protocols {protocols!r}: use one of them")
             protos = ("centred",)
+        if center_fraction is not None:
+            if protos:
+                die(
+                    "invalid --center-fraction with --center or --protocols: use one of them "
+                    "(--protocols alpha-<α> names a fraction among others)"
+                )
+            if not 0 <= center_fraction <= 1:
+                die(f"invalid --center-fraction {center_fraction!r}: a number from 0 to 1")
+            a = center_fraction
+            protos = ("paper",) if a == 0 else ("centred",) if a == 1 else (f"alpha-{a:g}",)
         ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
         over.update(ex)  # every sub-run gets the same executor
         from engine.errors import ConfigError
@@ -227,6 +244,7 @@ def reproduce(
                 "flip.adv_recipe": ("--adv-recipe", adv_recipe),
                 "device": ("--device", device),
                 "scale": ("--scale", scale),
+                "protocols": ("--protocols", protocols),
             }
             line = flag_error(e, {k: v for k, v in given.items() if v[1] is not None})
             if line is None:
@@ -266,8 +284,8 @@ def reproduce(
                     err_console.print(f"  {ln}", highlight=False, markup=False)
         if len({p.protocol for p in parts}) > 1:
             err_console.print(
-                "note: protocols paper and centred (centring is not in the paper): "
-                "the checklist shows each claim under both",
+                f"note: protocols {', '.join(dict.fromkeys(p.protocol for p in parts))} "
+                "(centring is not in the paper): the checklist shows each claim under each",
                 highlight=False,
                 markup=False,
             )

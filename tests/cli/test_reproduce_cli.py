@@ -193,3 +193,22 @@ def test_out_inside_another_run_is_refused(tmp_path: Path) -> None:
     )
     assert res.exit_code != 0 and "outside the run directory" in res.output, res.output
     assert "Traceback" not in res.output and not (run / "rep").exists()
+
+
+def test_center_fraction_names_its_protocol_and_refuses_a_second_choice(tmp_path: Path) -> None:
+    """reproduce --center-fraction α: the plan's parts centre by α (0 and 1 are the paper's
+    and the centred protocol); with --center or --protocols, or outside [0, 1], one line."""
+    base = ["reproduce", "--dataset", "digits", "--quick", "--tables", "2", "--dry-run"]
+    res = runner.invoke(app, [*base, "--center-fraction", "0.5", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert "digits-multiclass (spectrum" in res.output
+    assert not (tmp_path / "a").exists()
+    for extra, want in [
+        (["--center-fraction", "0.5", "--center"], "--center-fraction with --center"),
+        (["--center-fraction", "0.5", "--protocols", "paper"], "use one of them"),
+        (["--center-fraction", "1.5"], "invalid --center-fraction 1.5: a number from 0 to 1"),
+        (["--protocols", "alpha-2"], "invalid --protocols 'alpha-2': paper, centred or alpha-"),
+    ]:
+        bad = runner.invoke(app, [*base, *extra])
+        assert bad.exit_code != 0 and want in bad.output, (extra, bad.output)
+        assert "Traceback" not in bad.output

@@ -442,3 +442,42 @@ def test_protocols_plan_each_part_twice_and_decide_each_claim_under_both() -> No
     single = compare({"mnist-multiclass": runs["mnist-multiclass"]}, parts[:1])
     assert "protocols" not in single and all("protocol" not in c for c in single["checklist"])
     assert len(checklist_lines(single)) == len(single["checklist"])
+
+
+def test_a_centring_fraction_is_a_protocol_of_its_own() -> None:
+    """--protocols alpha-<α> (and reproduce --center-fraction): every part, binary and GD
+    ones too, centres by α (docs/protocol.md#kappa-sweep), is keyed and labelled by it, and
+    the names round-trip; the checklist puts three protocols side by side in 80 columns."""
+    from engine.errors import ConfigError
+    from engine.reproduce.plan import protocol_fraction, protocol_of
+    from malleability_tui.views.claims import checklist_lines
+
+    parts = plan(("mnist",), protocols=("paper", "alpha-0.5", "centred"))
+    assert {p.protocol for p in parts} == {"paper", "alpha-0.5", "centred"}
+    for p in parts:
+        assert p.spec.data.centring == protocol_fraction(p.protocol)
+        assert protocol_of(p.spec) == p.protocol
+    half = [p for p in parts if p.protocol == "alpha-0.5"]
+    assert {p.key for p in half} == {
+        "mnist-multiclass-alpha-0.5",
+        "mnist-binary-alpha-0.5",
+        "mnist-binary-gd-alpha-0.5",
+    }
+    assert all(p.spec.data.center is False for p in half)
+    assert [p.key for p in plan(("mnist",), tables=(2,), protocols=("alpha-0.25",))] == [
+        "mnist-multiclass"
+    ]
+    for bad in ("alpha-0", "alpha-1", "alpha-x", "alpha-", "beta-0.5"):
+        with pytest.raises(ConfigError, match="alpha-<α>"):
+            plan(("mnist",), protocols=(bad,))
+    runs = {
+        "mnist-multiclass": {"tables": {"flip_rates": _flips(0.06, 0.05, n=20)}},
+        "mnist-multiclass-alpha-0.5": {"tables": {"flip_rates": _flips(0.3, 0.05)}},
+        "mnist-multiclass-centred": {"tables": {"flip_rates": _flips(0.60, 0.05)}},
+    }
+    two = plan(("mnist",), tables=(2,), protocols=("paper", "alpha-0.5", "centred"))
+    out = compare(runs, two)
+    assert out["protocols"] == ["paper", "alpha-0.5", "centred"]
+    lines = checklist_lines(out)
+    assert lines[0].split()[:5] == ["#", "data", "paper", "alpha-0.5", "centred"]
+    assert all(len(ln) <= 80 for ln in lines)
