@@ -47,14 +47,13 @@ import torch
 
 from engine.experiments.registry import register
 from engine.landscape import (
-    curve_width,
+    basin_width,
     filter_normalized_direction,
     hessian_top_eigenvalue,
     hessian_trace,
     interpolate,
     surface_1d,
     surface_2d,
-    width_censored,
 )
 from engine.models import MODEL_LABELS
 from engine.results import MARK, cells_of, failed_cells, guard_note, marked, mean_std, ratio
@@ -76,6 +75,10 @@ if TYPE_CHECKING:
 
 WIDTH_DELTA = 0.1
 """Loss rise above L(0) that bounds the 1-D basin whose width is reported (loss units)."""
+WIDTH_MAX_SPAN = 16.0
+"""Widest grid (filter-normalised units) the width's scan widens to from ``landscape.span``
+(doubling, same spacing) before calling the basin censored: at span 1 the digits basins
+all reached the grid's end, so every width was a lower bound."""
 
 
 @register(
@@ -142,16 +145,26 @@ def _measure(
     d1 = filter_normalized_direction(model, g)
     d2 = (filter_normalized_direction(model, g), filter_normalized_direction(model, g))
     steps, done = 3 * len(splits) + 2, 0
-    width_train = interp_min = float("nan")
+    width_train = interp_min = width_span = float("nan")
     censored: bool | None = None
     for split in splits:
         x, y = data[split]
         tag = "" if len(splits) == 1 else f":{split}"
         ctx.check_cancel()
         c1 = surface_1d(model, x, y, direction=d1, points=ls.points_1d, span=ls.span)
-        if split == "train" or len(splits) == 1:
-            width_train = curve_width(c1, WIDTH_DELTA)
-            censored = width_censored(c1, WIDTH_DELTA)
+        if split == "train" or len(splits) == 1:  # the grid widens until the basin closes
+            bw = basin_width(
+                model,
+                x,
+                y,
+                direction=d1,
+                points=ls.points_1d,
+                span=ls.span,
+                delta=WIDTH_DELTA,
+                max_span=max(WIDTH_MAX_SPAN, ls.span),
+                curve=c1,
+            )
+            width_train, censored, width_span = bw.width, bw.censored, bw.span
         done += 1
         yield Progress("cell", done, steps, f"{label} 1-D {split}", cell=cell)
         ctx.check_cancel()
@@ -233,6 +246,7 @@ def _measure(
         width_1d=width_train,
         width_delta=WIDTH_DELTA,
         width_censored=censored,
+        width_span=width_span,
         **guards,
     )
     yield TableRow.of(row, cell=cell)

@@ -4,7 +4,8 @@
 - ``surface_1d`` / ``surface_2d`` / ``interpolate``: batched (vmap) loss curves.
 - ``hessian_top_eigenvalue(s)`` / ``hessian_trace``: power iteration, Lanczos and
   Hutchinson on Hessian-vector products over the trainable parameters.
-- ``curve_width`` / ``width_censored``: the width of a 1-D basin at a loss threshold
+- ``curve_width`` / ``width_censored``: the width of a 1-D basin at a loss threshold;
+  ``basin_width`` widens the grid until the basin closes
   (invariant under the ReLU rescaling w_r → c·w_r, a_r → a_r/c: claim 6's measure).
 
 The loss is the training data loss (``engine.train.data_loss``) unless ``loss=`` or
@@ -23,8 +24,10 @@ from engine.landscape.hessian import (
 )
 from engine.landscape.objective import Objective, make_objective, trainable_parameters
 from engine.landscape.surfaces import (
+    BasinWidth,
     Curve1D,
     Surface2D,
+    basin_width,
     curve_width,
     interpolate,
     interpolation_grid,
@@ -40,6 +43,8 @@ __all__ = [
     "Objective",
     "Surface2D",
     "TraceResult",
+    "BasinWidth",
+    "basin_width",
     "curve_width",
     "filter_normalize",
     "filter_normalized_direction",

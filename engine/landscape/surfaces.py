@@ -215,3 +215,39 @@ def width_censored(curve: Curve1D, delta: float = 0.1) -> bool:
     i0 = int(curve.alphas.double().abs().argmin())
     c = float(lo[i0]) + delta
     return bool((lo[i0:] <= c).all() or (lo[: i0 + 1] <= c).all())
+
+
+@dataclass(frozen=True)
+class BasinWidth:
+    """``basin_width``'s answer: the width, whether it is still a lower bound, and the
+    span of the grid that measured it."""
+
+    width: float
+    censored: bool
+    span: float
+
+
+def basin_width(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    direction: Params,
+    points: int = 41,
+    span: float = 1.0,
+    delta: float = 0.1,
+    max_span: float = 16.0,
+    curve: Curve1D | None = None,
+) -> BasinWidth:
+    """``curve_width`` (absolute mode) along ``direction`` on a grid that widens until the
+    basin closes: while the curve stays under L(0) + delta to a grid end
+    (``width_censored``), the span doubles (and the points, so the spacing stays that of
+    the first grid), up to ``max_span``; censored only when the basin is wider than that.
+    ``curve``: the first grid's curve when the caller already has it (it is reused)."""
+    if not (max_span >= span > 0):
+        raise ConfigError("max_span", max_span, f"a number ≥ the span {span:g}")
+    c = curve or surface_1d(model, x, y, direction=direction, points=points, span=span)
+    while width_censored(c, delta) and span * 2 <= max_span:
+        span, points = span * 2, 2 * points - 1
+        c = surface_1d(model, x, y, direction=direction, points=points, span=span)
+    return BasinWidth(curve_width(c, delta), width_censored(c, delta), span)

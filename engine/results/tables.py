@@ -254,7 +254,11 @@ class SharpnessRow(Row):
     ``width_delta`` of L(0) (``engine.landscape.curve_width``); NaN in runs before it."""
     width_delta: float = NAN
     width_censored: bool | None = None
-    """True when the basin reaches the grid's end (``landscape.span``): a lower bound."""
+    """True when the basin reaches the end of the widest grid scanned (``width_span``): a
+    lower bound."""
+    width_span: float = NAN
+    """The span of the grid that measured ``width_1d``: ``landscape.span``, doubled while
+    the basin reached its end (``engine.landscape.basin_width``); NaN in runs before it."""
     converged: bool | None = None
     above_chance: bool | None = None
 

@@ -83,3 +83,23 @@ def test_a_second_well_at_the_grid_end_is_not_censored() -> None:
     w = curve_width(curve, 0.1)
     assert 0 < w < 0.5  # the central well only
     assert not width_censored(curve, 0.1)
+
+
+def test_basin_width_widens_the_grid_until_the_basin_closes() -> None:
+    """A direction shrunk 8× makes the same basin 8× wider in α: at span 1 it reaches the
+    grid's end (censored), ``basin_width`` doubles the grid (same spacing) until it
+    closes and finds 8× the width along the full direction; capped, it stays censored."""
+    from engine.landscape import basin_width
+
+    model, x, y = _trained()
+    d = filter_normalized_direction(model, torch.Generator().manual_seed(3))
+    full = basin_width(model, x, y, direction=d, points=201, span=1.0)
+    assert not full.censored and full.span == 1.0 and 0 < full.width < 2.0
+    small = {n: v / 8 for n, v in d.items()}
+    first = surface_1d(model, x, y, direction=small, points=201, span=1.0)
+    assert width_censored(first, 0.1)  # the old answer: a lower bound only
+    wide = basin_width(model, x, y, direction=small, points=201, span=1.0, curve=first)
+    assert not wide.censored and wide.span in (2.0, 4.0, 8.0, 16.0)
+    assert math.isclose(wide.width, 8 * full.width, rel_tol=2e-2)
+    capped = basin_width(model, x, y, direction=small, points=201, span=0.25, max_span=1.0)
+    assert capped.censored and capped.span == 1.0 and capped.width <= 2.0 + 1e-12
