@@ -6,16 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import ConfigError
 from engine.kinds import ATTACKS
+from engine.run.spec.checks import _check
 
 KAPPA_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 """The centring fractions α of the sweep: 0 the paper's preprocessing, 1 centred."""
-
-
-def _check(cond: bool, fld: str, value: Any, allowed: str) -> None:
-    if not cond:
-        raise ConfigError(fld, value, allowed)
 
 
 def _pos_int(v: Any) -> bool:
