@@ -76,6 +76,8 @@ networks of MNIST n 500 took 1.01, 0.99, 0.93, 0.91× the separate speed at m 64
 networks a cell do not ask (1.49× faster batched, docs/benchmarks.md#batched)."""
 
 StopRule = Callable[[int, Sequence[float]], bool]
+Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+"""``engine.train.adversarial``'s perturb(model, xb [b, d], yb [b]) → xb_adv [b, d]."""
 
 
 def worth_batching(model: nn.Module, batch: int, cfg: Any = None) -> bool:
@@ -137,6 +139,7 @@ def train_batched(
     batch_networks: int = BATCH_NETWORKS,
     raise_diverged: bool = True,
     sync: Callable[[int, int], bool] | None = None,
+    perturbs: Sequence[Perturb] | None = None,
 ) -> Iterator[BatchedEpoch]:
     """Train every model of ``models`` in place on x [n, d], y [n] as ``engine.train.train``
     trains it alone with ``generators[b]`` and ``exclude=excludes[b]``; or, with y [B, n]
@@ -156,6 +159,10 @@ def train_batched(
     that epoch's ``BatchedEpoch`` is yielded (a probe that reads the model mid-training,
     e.g. the kernel drift), the model left in train mode; a stopped network's model always
     holds its final weights, in eval mode.
+
+    ``perturbs[b]`` (adversarial training, the fused step only): network b's raw
+    mini-batch is replaced by ``perturbs[b](model_b, xb, yb)`` before each step, the model
+    holding its current weights, and its features taken of what that returns.
     """
     nets = list(models)
     if not nets:
@@ -165,6 +172,8 @@ def train_batched(
     excl: list[int | None] = list(excludes) if excludes is not None else [None] * len(nets)
     if len(excl) != len(nets):
         raise ConfigError("excludes", len(excl), f"one per network ({len(nets)})")
+    if perturbs is not None and len(perturbs) != len(nets):
+        raise ConfigError("perturbs", len(perturbs), f"one per network ({len(nets)})")
     per = y.dim() == 2  # one subset per network
     if per and (y.shape[0] != len(nets) or x.shape[:2] != y.shape):
         raise ConfigError(
@@ -188,6 +197,9 @@ def train_batched(
         hi = min(lo + size, len(nets))
         xs, ys = (x[lo:hi], y[lo:hi]) if per else (x, y)
         chunk = _Chunk(nets[lo:hi], xs, ys, cfg, bs, list(generators[lo:hi]), excl[lo:hi], lo)
+        chunk.perturbs = None if perturbs is None else list(perturbs[lo:hi])
+        if chunk.perturbs is not None and chunk.fp is None:
+            raise ConfigError("engine", "autograd", "fused for a stacked adversarial step")
         with step_threads(nets[lo], bs * (hi - lo), x.device):
             yield from chunk.run(stop, should_stop, raise_diverged, sync)
 
@@ -201,6 +213,7 @@ def train_one(
     generator: torch.Generator,
     should_stop: Callable[[], bool] | None = None,
     exclude: int | None = None,
+    perturb: Perturb | None = None,
 ) -> Iterator[EpochStats]:
     """``engine.train.train`` of one network through a chunk of one: the same
     ``EpochStats`` and errors (``DivergedError`` with the loop's message); the model holds
@@ -216,6 +229,7 @@ def train_one(
         batch_networks=1,
         raise_diverged=False,
         sync=lambda b, e: True,
+        perturbs=None if perturb is None else [perturb],
     ):
         if ev.diverged:
             raise DivergedError(ev.diverged[0])
@@ -265,6 +279,8 @@ class _Chunk:
         self.module: nn.Module = _Features(m0) if fast else m0
         self.key = "net." + prefix if fast else ""
         fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
+        self.fp = fp
+        self.perturbs: list[Perturb] | None = None  # ``train_batched`` sets them
         features: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None
         if fp is not None:
             # the closed-form step (``engine.train.fused``): it reads the frozen tensors of
@@ -337,8 +353,11 @@ class _Chunk:
                 if should_stop is not None and should_stop():
                     raise Cancelled(f"stopped during epoch {epoch}")
                 idx = order[:, lo : lo + bs]  # [B, b]
-                xb = self.feats[idx] if self.shared else self.feats[rows, idx]
                 yb = self.y[rows, idx] if self.per else self.y[idx]
+                if self.perturbs is not None:
+                    xb = self._adversarial(idx, rows, yb)
+                else:
+                    xb = self.feats[idx] if self.shared else self.feats[rows, idx]
                 keep = idx != self.excl[:, None]
                 wb = keep.to(xb.dtype)
                 grads, (lv_t, out) = self.grad_fn(self.params, self.fixed, xb, yb, wb)
@@ -406,6 +425,19 @@ class _Chunk:
             if not self.ids:
                 return
 
+    def _adversarial(self, idx: torch.Tensor, rows: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        """The features [B, b, d'] of each network's perturbed mini-batch (``perturbs``),
+        each model holding its current weights while its perturbation runs."""
+        assert self.perturbs is not None and self.fp is not None
+        raw = self.x[rows, idx] if self.per else self.x[idx]  # [B, b, d]
+        out = []
+        for b, (net, perturb) in enumerate(zip(self.nets, self.perturbs)):
+            self._write_back(b)
+            xa = perturb(net, raw[b], yb[b]).detach()
+            with torch.no_grad():
+                out.append(self.fp.features(net, xa))
+        return torch.stack(out)
+
     @torch.no_grad()
     def _update(self, grads: dict[str, torch.Tensor]) -> None:
         """One optimiser step on every stacked parameter. Adam and SGD are element-wise and
@@ -463,6 +495,8 @@ class _Chunk:
             self.y = self.y.index_select(0, sel)
         self.excl = self.excl.index_select(0, sel)
         self.nets = [self.nets[b] for b in keep]
+        if self.perturbs is not None:
+            self.perturbs = [self.perturbs[b] for b in keep]
         self.gens = [self.gens[b] for b in keep]
         self.ids = [self.ids[b] for b in keep]
 
