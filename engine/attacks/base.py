@@ -159,7 +159,7 @@ def gradient(model: nn.Module, loss_fn: LossFn | None, engine: str = DEFAULT_ENG
     ``engine.models.closed_form`` for a 2L-ReLU or MLP-Attn ``model`` under its training
     loss (``loss_fn`` None or ``per_example_loss``) when ``engine`` is "fused" (as
     ``train.engine``); else ``input_grad`` through torch.autograd (the reference, and
-    QKV-Attn's path). The weights are read at each call."""
+    QKV-Attn's path). It reads the model's tensors (an in-place update shows)."""
     check_engine(engine)
     if engine == "fused" and loss_fn in (None, per_example_loss):
         closed = model_input_grad(model)

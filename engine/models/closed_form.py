@@ -55,14 +55,21 @@ def example_loss_grad(out: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor,
     return g, nll
 
 
-def normalize_backward(v: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """∂L/∂v [..., d] of u = v / max(‖v‖, ``NORM_EPS``) (``normalize_rows``, last dim) given
-    g = ∂L/∂u [..., d]: (g − u (u·g)) / ‖v‖, or g / eps on a row at the floor."""
-    n = v.norm(dim=-1, keepdim=True)
+def _normalize(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(u = v / max(‖v‖, ``NORM_EPS``), ‖v‖, its floored value) over the last dim: what
+    ``normalize_rows`` computes, with what its backward reads."""
+    n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
     nc = n.clamp_min(NORM_EPS)
-    u = v / nc
+    return v / nc, n, nc
+
+
+def normalize_backward(
+    u: torch.Tensor, n: torch.Tensor, nc: torch.Tensor, g: torch.Tensor
+) -> torch.Tensor:
+    """∂L/∂v [..., d] of u = v / max(‖v‖, ``NORM_EPS``) (``_normalize``'s three outputs)
+    given g = ∂L/∂u [..., d]: (g − u (u·g)) / ‖v‖, or g / eps on a row at the floor."""
     radial = u * (u * g).sum(-1, keepdim=True)
-    return (g - torch.where(n > NORM_EPS, radial, torch.zeros_like(radial))) / nc
+    return (g - radial * (n > NORM_EPS)) / nc
 
 
 @dataclass(frozen=True)
@@ -125,25 +132,40 @@ def input_grad(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(∇ₓ Σᵢ Lᵢ [B, n, d], per-example loss L [B, n]) of the stacked networks at inputs
     x [B, n, d] (network b at x[b]) against y [B, n] (module docstring)."""
-    with torch.no_grad():
+    return InputGrad(net)(x, y)
+
+
+class InputGrad:
+    """``input_grad`` of fixed stacked networks, its transposes and scale taken once:
+    called with x [B, n, d], y [B, n] → (∇ₓ Σᵢ Lᵢ [B, n, d], L [B, n]). An attack's steps
+    call it at the same weights (the tensors are the model's, so in-place updates show)."""
+
+    def __init__(self, net: StackedHead) -> None:
+        self.net = net
+        scale = 1.0 / math.sqrt(net.w.shape[1])
+        self.wt = net.w.transpose(1, 2)  # [B, d', m]
+        self.a = net.a * scale  # out = ReLU(z) a / √m
+        self.at = self.a.transpose(1, 2)  # [B, K, m]
+        self.ct = None if net.context is None else net.context.transpose(1, 2)
+
+    @torch.no_grad()
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        net = self.net
         v = x if net.shift is None else x - net.shift
         if net.context is not None:  # MLP-Attn: x̂ = v/‖v‖, t = x̂C, x̃ = t/‖t‖
-            xh = v / v.norm(dim=-1, keepdim=True).clamp_min(NORM_EPS)
+            xh, n1, nc1 = _normalize(v)
             t = torch.bmm(xh, net.context)
         else:
             t = v
         norm_last = net.context is not None or net.normalize
-        xt = t / t.norm(dim=-1, keepdim=True).clamp_min(NORM_EPS) if norm_last else t
-        scale = 1.0 / math.sqrt(net.w.shape[1])
-        h = torch.relu(torch.bmm(xt, net.w.transpose(1, 2)))  # [B, n, m]
-        out = torch.bmm(h, net.a) * scale  # [B, n, K]
-        g, loss = example_loss_grad(out, y)
-        gz = mask(torch.bmm(g, net.a.transpose(1, 2)) * scale, h)
-        gx = torch.bmm(gz, net.w)  # ∂L/∂x̃
+        xt, n2, nc2 = _normalize(t) if norm_last else (t, t, t)
+        h = torch.relu(torch.bmm(xt, self.wt))  # [B, n, m]
+        g, loss = example_loss_grad(torch.bmm(h, self.a), y)  # ∂L/∂out [B, n, K], L [B, n]
+        gx = torch.bmm(mask(torch.bmm(g, self.at), h), net.w)  # ∂L/∂x̃
         if norm_last:
-            gx = normalize_backward(t, gx)
-        if net.context is not None:
-            gx = normalize_backward(v, torch.bmm(gx, net.context.transpose(1, 2)))
+            gx = normalize_backward(xt, n2, nc2, gx)
+        if self.ct is not None:
+            gx = normalize_backward(xh, n1, nc1, torch.bmm(gx, self.ct))
         return gx, loss
 
 
@@ -151,14 +173,15 @@ def model_input_grad(
     model: nn.Module,
 ) -> Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None:
     """``(x [n, d], y [n]) → (∇ₓ Σᵢ Lᵢ [n, d], L [n])`` of ``model`` as it is at each call
-    (its weights read then), or None when it has no closed form (``has_closed_form``)."""
-    if not has_closed_form(model):
+    (views of its tensors: an in-place update shows), or None when it has no closed form
+    (``has_closed_form``)."""
+    net = stack([model])
+    if net is None:
         return None
+    fn = InputGrad(net)
 
     def grad(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        net = stack([model])
-        assert net is not None
-        g, loss = input_grad(net, x.unsqueeze(0), y.unsqueeze(0))
+        g, loss = fn(x.unsqueeze(0), y.unsqueeze(0))
         return g[0], loss[0]
 
     return grad

@@ -67,7 +67,7 @@ def test_only_fixed_feature_heads_have_a_closed_form() -> None:
     assert cf.stack([TwoLayerNet(D, M, dtype=DT), qkv]) is None
 
 
-def test_model_input_grad_reads_weights_at_each_call() -> None:
+def test_model_input_grad_sees_in_place_updates() -> None:
     net = TwoLayerNet(D, M, sigma_w=1.0, dtype=DT)
     grad = cf.model_input_grad(net)
     assert grad is not None
