@@ -124,7 +124,9 @@ def train(
 
     2L-ReLU, MLP-Attn and their structured linearized twins take the closed-form step
     (``engine.train.fused``) unless ``cfg.engine`` is "autograd"; the same numbers up to
-    float rounding, the model updated once an epoch instead of every step.
+    float rounding, the model updated once an epoch instead of every step (with
+    ``perturb``: before every step, so its input gradient reads the current weights, in
+    closed form under the fused engine: ``engine.attacks.base.gradient``).
 
     A step below ``SMALL_STEP_MACS`` multiply-adds runs on one CPU thread
     (``step_threads``); the thread count is restored when the loop ends.
