@@ -42,8 +42,8 @@ def mim(
     μ = ``decay``; α defaults to ε/steps; Π projects onto the ε-ball (ℓ∞ clamp or ℓ2
     rescale) and [0, 1]. Under ℓ2 the step is α·g/‖g‖₂. No random start. With μ = 0
     this is iterative FGSM (PGD without random start); with steps = 1 and α = ε it is
-    FGSM. x [n, d] in [0, 1], y [n]; ``loss_fn`` (model, x, y) → [n] overrides the loss; ``engine``: the input
-    gradient's path (``base.gradient``: fused or autograd).
+    FGSM. x [n, d] in [0, 1], y [n]; ``loss_fn`` (model, x, y) → [n] overrides the loss;
+    ``engine``: the input gradient's path (``base.gradient``: fused or autograd).
     """
     check_positive("eps", eps)
     check_norm(norm)
