@@ -1,6 +1,6 @@
 """Benchmark: the closed-form (fused) training step against autograd, per network-step.
 
-    python benchmarks/bench_fused_step.py [--parts step,throughput,adam] [--widths 16,64,256,1024]
+    python benchmarks/bench_fused_step.py [--parts step,throughput,adam,pgd] [--widths 16,64,256,1024]
                                           [--stacks 3,6] [--n 256] [--d 64] [--repeat 3]
                                           [--threads 2]
                                           [--device cpu|cuda]
@@ -18,6 +18,11 @@
   batch 128; the forward X̃Wᵀ and the weight gradient, 4·b·d·m a step) of the fused
   trainer (B = 1) and of the autograd one, against ``engine.experiments.estimate``'s
   matmul probe measured in the same run: what ``estimate.OVERHEAD`` stands for.
+* ``pgd``: adversarial training's perturbation (``engine.train.adversarial``, PGD of 10
+  steps, ε 0.3) of one mini-batch of 32 (10 classes, d ``--d``, the quick preset's flip
+  width 256, centred inputs), for 2L-ReLU and MLP-Attn: milliseconds with the closed-form
+  input gradient (``engine="fused"``, ``engine.models.closed_form``) and through autograd,
+  interleaved, median of ``--repeat``, and their ratio.
 * ``adam``: one update of fused Adam on a [3, 1024, 64] stack (the kernel both paths run,
   called as the fused step calls it, ``engine.train.fused.stepper``): µs and ns a parameter.
 """
@@ -39,7 +44,7 @@ import torch  # noqa: E402
 
 # isort: on
 from engine.experiments.estimate import probe_flops  # noqa: E402
-from engine.models import TwoLayerNet  # noqa: E402
+from engine.models import MLPAttn, TwoLayerNet  # noqa: E402
 from engine.run.spec import TrainSpec  # noqa: E402
 from engine.train import fused, train  # noqa: E402
 from engine.train.base import make_optimizer  # noqa: E402
@@ -151,6 +156,39 @@ def adam_part(repeat: int, steps: int = 200) -> None:
     )
 
 
+def pgd_part(d: int, repeat: int, width: int = 256, calls: int = 100) -> None:
+    from engine.train.adversarial import make_perturb
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(300, d, generator=g).to(DEVICE)
+    y = torch.randint(0, 10, (300,), generator=g).to(DEVICE)
+    mu = x.mean(0)
+    xb, yb = x[:32], y[:32]
+    for kind in ("relu", "attn"):
+        if kind == "relu":
+            net: torch.nn.Module = TwoLayerNet(d, width, 10, input_shift=mu)
+        else:
+            net = MLPAttn(x - mu, width, 10, input_shift=mu)
+        net = net.to(DEVICE)
+        times: dict[str, list[float]] = {"fused": [], "autograd": []}
+        for _ in range(repeat):
+            for eng in times:
+                perturb = make_perturb("pgd", 0.3, 10, None, engine=eng)
+                perturb(net, xb, yb)  # warm-up
+                _sync()
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    perturb(net, xb, yb)
+                _sync()
+                times[eng].append((time.perf_counter() - t0) / calls)
+        f, a = (statistics.median(times[k]) for k in ("fused", "autograd"))
+        print(
+            f"PGD-10 batch 32, {kind} m={width}: fused {f * 1e3:.2f} ms, "
+            f"autograd {a * 1e3:.2f} ms ({a / f:.2f}x)",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="step,throughput")
@@ -175,6 +213,8 @@ def main() -> None:
         throughput_part([int(w) for w in args.big_widths.split(",")], args.repeat)
     if "adam" in parts:
         adam_part(args.repeat)
+    if "pgd" in parts:
+        pgd_part(args.d, args.repeat)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 Inputs ``x`` [n, d] are in pixel space [0, 1] (``Dataset.x_train_raw``); the models
 normalise internally, so the ε-ball is taken in pixel units and every iterate is
-clamped to [0, 1]. Gradients are taken with ``torch.autograd.grad`` with respect to
-the input only, so parameter ``.grad`` fields are never written and the parameters'
-``requires_grad`` flags are left as they are. During an attack the model is in eval
+clamped to [0, 1]. Gradients are taken with respect to the input only (``gradient``:
+in closed form for 2L-ReLU and MLP-Attn, else ``torch.autograd.grad``), so parameter
+``.grad`` fields are never written and the parameters' ``requires_grad`` flags are left
+as they are. During an attack the model is in eval
 mode; each module's previous train/eval flag is restored afterwards.
 
 MLP-Attn: the loss is differentiated through the attention map x ↦ Cx̂/‖Cx̂‖ with the
@@ -26,10 +27,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.errors import ConfigError
-from engine.kinds import NORMS
+from engine.kinds import NORMS, TRAIN_ENGINES
+from engine.models.closed_form import model_input_grad
+
+DEFAULT_ENGINE = TRAIN_ENGINES[0]
+"""The input gradient an attack takes without ``engine``: the training default (fused)."""
 
 LossFn = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 """loss_fn(model, x [n, d], y [n]) → per-example loss [n]."""
+
+Gradient = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+"""grad(x [n, d], y [n]) → (∇ₓ Σᵢ Lᵢ [n, d], per-example loss L [n]): what an attack's
+step reads (``gradient``)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,25 @@ def input_grad(
     return g, loss.detach()
 
 
+def gradient(model: nn.Module, loss_fn: LossFn | None, engine: str = DEFAULT_ENGINE) -> Gradient:
+    """The input gradient an attack steps along: the closed form of
+    ``engine.models.closed_form`` for a 2L-ReLU or MLP-Attn ``model`` under its training
+    loss (``loss_fn`` None or ``per_example_loss``) when ``engine`` is "fused" (as
+    ``train.engine``); else ``input_grad`` through torch.autograd (the reference, and
+    QKV-Attn's path). It reads the model's tensors (an in-place update shows)."""
+    check_engine(engine)
+    if engine == "fused" and loss_fn in (None, per_example_loss):
+        closed = model_input_grad(model)
+        if closed is not None:
+            return closed
+    loss = loss_fn or per_example_loss
+
+    def grad(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return input_grad(model, x, y, loss)
+
+    return grad
+
+
 def eval_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn: LossFn) -> torch.Tensor:
     """Per-example loss [n] at x without building a graph."""
     with torch.no_grad():
@@ -154,6 +182,11 @@ def eval_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn: LossF
 def check_norm(norm: str) -> None:
     if norm not in NORMS:
         raise ConfigError("norm", norm, "linf or l2")
+
+
+def check_engine(engine: str) -> None:
+    if engine not in TRAIN_ENGINES:
+        raise ConfigError("engine", engine, " or ".join(TRAIN_ENGINES))
 
 
 def check_positive(field: str, value: object) -> float:

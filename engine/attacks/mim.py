@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from engine.attacks.base import (
+    DEFAULT_ENGINE,
     AttackResult,
     Ball,
     LossFn,
@@ -15,7 +16,7 @@ from engine.attacks.base import (
     check_norm,
     check_positive,
     eval_loss,
-    input_grad,
+    gradient,
     per_example_loss,
     run_batched,
 )
@@ -34,13 +35,15 @@ def mim(
     norm: str = "linf",
     loss_fn: LossFn | None = None,
     batch_size: int = 1024,
+    engine: str = DEFAULT_ENGINE,
 ) -> AttackResult:
     """``steps`` momentum steps from x: g ← μ·g + ∇ₓL/‖∇ₓL‖₁ (per example), x ← Π(x + α·sign(g)).
 
     μ = ``decay``; α defaults to ε/steps; Π projects onto the ε-ball (ℓ∞ clamp or ℓ2
     rescale) and [0, 1]. Under ℓ2 the step is α·g/‖g‖₂. No random start. With μ = 0
     this is iterative FGSM (PGD without random start); with steps = 1 and α = ε it is
-    FGSM. x [n, d] in [0, 1], y [n]; ``loss_fn`` (model, x, y) → [n] overrides the loss.
+    FGSM. x [n, d] in [0, 1], y [n]; ``loss_fn`` (model, x, y) → [n] overrides the loss;
+    ``engine``: the input gradient's path (``base.gradient``: fused or autograd).
     """
     check_positive("eps", eps)
     check_norm(norm)
@@ -50,6 +53,7 @@ def mim(
     mu = float(decay)
     step = float(eps) / n_steps if alpha is None else check_positive("alpha", alpha)
     loss = loss_fn or per_example_loss
+    grad = gradient(model, loss_fn, engine)
 
     def one(xb: torch.Tensor, yb: torch.Tensor):
         ball = Ball(xb, eps, norm)
@@ -57,7 +61,7 @@ def mim(
         mom = torch.zeros_like(xb)
         l0 = None
         for _ in range(n_steps):
-            g, lz = input_grad(model, z, yb, loss)
+            g, lz = grad(z, yb)
             if l0 is None:
                 l0 = lz  # the first step's forward pass is the clean loss
             g = g / _rownorm(g, 1.0).clamp_min(torch.finfo(g.dtype).tiny)

@@ -6,15 +6,17 @@ import torch
 from torch import nn
 
 from engine.attacks.base import (
+    DEFAULT_ENGINE,
     AttackResult,
     Ball,
+    Gradient,
     LossFn,
     ascent_direction,
     check_count,
     check_norm,
     check_positive,
     eval_loss,
-    input_grad,
+    gradient,
     per_example_loss,
     run_batched,
 )
@@ -36,19 +38,19 @@ def resolve_alpha(alpha: float | None, eps: float, steps: int) -> float:
 
 
 def pgd_steps(
-    model: nn.Module,
+    grad: Gradient,
     yb: torch.Tensor,
     ball: Ball,
     z: torch.Tensor,
     *,
     steps: int,
     alpha: float,
-    loss_fn: LossFn,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``steps`` projected ascent steps from z [n, d] in ``ball``; returns (z_final, loss [n] at z)."""
+    """``steps`` projected ascent steps from z [n, d] in ``ball`` along ``grad``
+    (``base.gradient``); returns (z_final, loss [n] at z)."""
     l_start = None
     for _ in range(steps):
-        g, lz = input_grad(model, z, yb, loss_fn)
+        g, lz = grad(z, yb)
         if l_start is None:
             l_start = lz
         z = ball.project(torch.add(z, ascent_direction(g, ball.norm), alpha=alpha))
@@ -70,6 +72,7 @@ def pgd(
     loss_fn: LossFn | None = None,
     generator: torch.Generator | None = None,
     batch_size: int = 1024,
+    engine: str = DEFAULT_ENGINE,
 ) -> AttackResult:
     """``steps`` steps x ← Π(x + α·sign(∇ₓL)) (ℓ∞) or Π(x + α·∇ₓL/‖∇ₓL‖₂) (ℓ2);
     ``alpha`` None: 2.5·ε / steps (``madry_step``).
@@ -81,6 +84,7 @@ def pgd(
     would coincide, so one run is made. x [n, d] in [0, 1], y [n]; ``loss_fn``
     (model, x, y) → [n] overrides the training loss. The random draws are made batch
     by batch, so a seeded generator reproduces the result for the same batch_size.
+    ``engine``: the input gradient's path (``base.gradient``: fused or autograd).
     """
     check_positive("eps", eps)
     check_norm(norm)
@@ -89,6 +93,7 @@ def pgd(
     n_restarts = check_count("restarts", restarts)
     runs = n_restarts if random_start else 1
     loss = loss_fn or per_example_loss
+    grad = gradient(model, loss_fn, engine)
 
     def one(xb: torch.Tensor, yb: torch.Tensor):
         ball = Ball(xb, eps, norm)
@@ -96,7 +101,7 @@ def pgd(
         best_x = best_l = None
         for _ in range(runs):
             z0 = ball.random_point(generator) if random_start else xb
-            z, l_start = pgd_steps(model, yb, ball, z0, steps=n_steps, alpha=step, loss_fn=loss)
+            z, l_start = pgd_steps(grad, yb, ball, z0, steps=n_steps, alpha=step)
             if not random_start:
                 l0 = l_start  # the first forward pass was at x itself
             lz = eval_loss(model, z, yb, loss)

@@ -9,9 +9,10 @@ by design (a factor of about two either way). Two terms, each timed here by a pr
 * the fixed cost of every optimiser step, attack step and evaluation pass (Python,
   autograd, the optimiser, reading the loss), timed on the real training loop of a tiny
   network (``probe_step_seconds``) for the path that will run: autograd (QKV-Attn,
-  adversarial training, attacks, landscape passes, ``train.engine = "autograd"``) or the
-  fused closed-form step (2L-ReLU, MLP-Attn, their twins: ``engine.train.fused``) with as
-  many networks stacked in one step as the run stacks. Small widths are bound by it,
+  landscape passes, ``train.engine = "autograd"``) or the fused closed-form step
+  (2L-ReLU, MLP-Attn, their twins: ``engine.train.fused``) with as many networks stacked
+  in one step as the run stacks; their adversarial training's and attacks' steps (a
+  closed-form input gradient) as fused steps of one network. Small widths are bound by it,
   large ones by FLOPs.
 """
 
@@ -174,7 +175,9 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     seeds. For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
     the seeds train side by side where ``worth_batching`` says so: their FLOPs are
     ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds. Adversarial
-    training, attacks and landscape passes are autograd steps, one network at a time.
+    training and attacks run one network at a time: a fused kind's passes (closed-form
+    input gradient and step) as fused steps of one network, the others' as autograd
+    steps; landscape passes are autograd steps.
 
     Epochs are ``train.max_epochs`` under ``train.until = "converged"`` (the estimate is
     then an upper bound). Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
@@ -243,8 +246,18 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
         trained.update(new)
         return seeded(4.0 * n * d * ep, new, float(ep * batches))
 
+    def one_at_a_time(flops: float, steps: float) -> Work:
+        """``flops`` and ``steps`` per network for every kind and seed, one network at a
+        time: adversarial training and attacks. A fused kind's step there (closed-form
+        input gradient, ``engine.models.closed_form``) is priced as a fused step of one
+        network: on a tiny network (d 16, m 8, batch 16, 2 cores at load 10–11) a
+        closed-form PGD step took 310–335 µs, a fused training step 300–350 µs, an
+        autograd PGD step 600–660 µs."""
+        fused: FusedSteps = ((1, steps * seeds * n_fused),) if n_fused else ()
+        return Work(flops * cells, steps * seeds * n_auto, 0.0, fused)
+
     attack_steps = (1 + fl.pgd_steps + fl.mim_steps) * len(fl.eps)
-    attacks = Work(4.0 * n * d * fl.width * attack_steps * cells, float(attack_steps * cells))
+    attacks = one_at_a_time(4.0 * n * d * fl.width * attack_steps, float(attack_steps))
     for name in exps:
         w = Work()
         if name in ("train", "ntk"):
@@ -262,9 +275,7 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
             w += training({fl.width}) + attacks
         if name == "advtrain":
             passes = 1 + fl.adv_training_steps()
-            w += Work(
-                6.0 * n * d * fl.width * ep * passes * cells, float(ep * batches * passes * cells)
-            )
+            w += one_at_a_time(6.0 * n * d * fl.width * ep * passes, float(ep * batches * passes))
             w += attacks
         if name == "landscape":
             points = la.points_1d + la.points_2d**2

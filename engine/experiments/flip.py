@@ -66,10 +66,18 @@ def run_advtrain(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "adversarial")
 
 
-def attack_options(f: FlipSpec, attack: str, eps: float) -> dict[str, Any]:
+def attack_options(
+    f: FlipSpec, attack: str, eps: float, engine: str | None = None
+) -> dict[str, Any]:
     """The spec's options for one attack at radius ``eps``, as ``engine.attacks.run_attack``
     takes them; PGD's step is ``flip.pgd_alpha`` or, unset, 2.5·ε/steps
-    (``engine.attacks.pgd.resolve_alpha``)."""
+    (``engine.attacks.pgd.resolve_alpha``); ``engine`` (``train.engine``; None: the
+    attacks' default): the input gradient's path, closed form or autograd."""
+    opts = _options(f, attack, eps)
+    return opts if engine is None else {**opts, "engine": engine}
+
+
+def _options(f: FlipSpec, attack: str, eps: float) -> dict[str, Any]:
     from engine.attacks.pgd import resolve_alpha
 
     if attack == "pgd":
@@ -165,7 +173,7 @@ def flip_cell(
             retrain=f.retrain,
             transductive=sp.data.transductive,
             seed=seed,
-            attack_opts=attack_options(f, attack, eps),
+            attack_opts=attack_options(f, attack, eps, sp.train.engine),
         )
         results = flip_rates(tm.model, ds, options=opts)
         for res in results:

@@ -209,6 +209,7 @@ class Trainer:
                 random_start=f.random_start,
                 norm=f.norm,
                 generator=torch.Generator(device=self.ctx.device).manual_seed(job.seed),
+                engine=sp.train.engine,
             )
         gen = torch.Generator().manual_seed(batch_seed(job.seed, job.width))
         # until = converged: one loop to the cap, left at the first check where the guard

@@ -16,23 +16,22 @@ mode and restores each module's mode afterwards, writes no parameter gradients, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 
 from engine.attacks.base import (
+    DEFAULT_ENGINE,
     Ball,
     LossFn,
     check_count,
+    check_engine,
     check_norm,
     check_positive,
-    per_example_loss,
+    gradient,
     run_batched,
 )
 from engine.attacks.pgd import pgd_steps, resolve_alpha
-
-Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+from engine.train.batched import Perturb
 
 
 def make_pgd_perturb(
@@ -45,27 +44,32 @@ def make_pgd_perturb(
     *,
     loss_fn: LossFn | None = None,
     batch_size: int = 1024,
+    engine: str = DEFAULT_ENGINE,
 ) -> Perturb:
     """A ``perturb(model, xb [b, d], yb [b]) → xb_adv [b, d]`` running PGD on the training loss.
 
     Same iterate as ``engine.attacks.pgd`` with one restart, but it skips the two
     loss evaluations (before/after) that training does not need; ``alpha`` None:
     2.5·ε / steps (``engine.attacks.pgd.madry_step``). ``generator`` (seeded
-    by the caller) drives the random starts, so a run is reproducible. Options are
-    checked here, before training starts.
+    by the caller) drives the random starts, so a run is reproducible. ``engine``: the
+    input gradient's path (``engine.attacks.base.gradient``: the closed form of 2L-ReLU and
+    MLP-Attn under "fused", autograd otherwise), read from the model's weights at each
+    call. Options are checked here, before training starts.
     """
     check_positive("eps", eps)
     check_norm(norm)
     n_steps = check_count("steps", steps)
     step = check_positive("alpha", resolve_alpha(alpha, eps, n_steps))
     check_count("batch_size", batch_size)
-    loss = loss_fn or per_example_loss
+    check_engine(engine)
 
     def perturb(model: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        grad = gradient(model, loss_fn, engine)
+
         def one(x: torch.Tensor, y: torch.Tensor):
             ball = Ball(x, eps, norm)
             z0 = ball.random_point(generator) if random_start else x
-            z, _ = pgd_steps(model, y, ball, z0, steps=n_steps, alpha=step, loss_fn=loss)
+            z, _ = pgd_steps(grad, y, ball, z0, steps=n_steps, alpha=step)
             none = x.new_empty((0,))
             return z, none, none
 
@@ -86,12 +90,13 @@ def make_fgsm_rs_perturb(
     *,
     loss_fn: LossFn | None = None,
     batch_size: int = 1024,
+    engine: str = DEFAULT_ENGINE,
 ) -> Perturb:
     """FGSM with a random start (Wong et al., 2020): δ₀ ~ U(ε-ball), one signed-gradient
     step of ``alpha`` (None: ``FGSM_RS_STEP``·ε), projected back onto the ball."""
     step = resolve_adv_alpha("fgsm_rs", alpha, eps, 1)
     return make_pgd_perturb(
-        eps, 1, step, True, norm, generator, loss_fn=loss_fn, batch_size=batch_size
+        eps, 1, step, True, norm, generator, loss_fn=loss_fn, batch_size=batch_size, engine=engine
     )
 
 
@@ -112,13 +117,15 @@ def make_perturb(
     random_start: bool = True,
     norm: str = "linf",
     generator: torch.Generator | None = None,
+    engine: str = DEFAULT_ENGINE,
 ) -> Perturb:
     """The perturbation of adversarial-training ``recipe`` (``pgd`` or ``fgsm_rs``;
-    ``steps`` is ignored by fgsm_rs): the one place a spec's recipe becomes a perturb."""
+    ``steps`` is ignored by fgsm_rs; ``engine``: the input gradient's path): the one
+    place a spec's recipe becomes a perturb."""
     if recipe == "fgsm_rs":
-        return make_fgsm_rs_perturb(eps, alpha, norm, generator)
+        return make_fgsm_rs_perturb(eps, alpha, norm, generator, engine=engine)
     if recipe == "pgd":
-        return make_pgd_perturb(eps, steps, alpha, random_start, norm, generator)
+        return make_pgd_perturb(eps, steps, alpha, random_start, norm, generator, engine=engine)
     raise ValueError(f"invalid adversarial-training recipe {recipe!r}: pgd or fgsm_rs")
 
 

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from engine.kinds import TRAIN_ENGINES
+from engine.models.closed_form import example_loss_grad, mask
 
 DEFAULT_ENGINE = TRAIN_ENGINES[0]
 """A configuration without ``engine`` (a test's ad-hoc one) gets the fused step."""
@@ -149,7 +150,7 @@ def grad_fn(p: FusedPlan) -> GradFn:
             a0 = fixed["a0"]
             z0 = torch.bmm(xb, fixed["w0"].transpose(1, 2))
             gate = z0  # D₀ = 1[z₀ > 0]
-            h = _mask(z, z0)  # D₀ ⊙ z
+            h = mask(z, z0)  # D₀ ⊙ z
             out = torch.bmm(h, a0)
             if a_key is not None:
                 r = torch.relu(z0)
@@ -163,7 +164,7 @@ def grad_fn(p: FusedPlan) -> GradFn:
             a_back, r = a, h
         out = out * scale
         g, loss = _loss_grad(out, yb, wb)  # [B, b, K], [B]
-        gz = _mask(torch.bmm(g, a_back.transpose(1, 2)) * scale, gate)  # [B, b, m]
+        gz = mask(torch.bmm(g, a_back.transpose(1, 2)) * scale, gate)  # [B, b, m]
         grads = {w_key: torch.bmm(gz.transpose(1, 2), xb)}  # [B, m, d]
         if a_key is not None:
             grads[a_key] = torch.bmm(r.transpose(1, 2), g) * scale  # [B, m, K]
@@ -172,28 +173,14 @@ def grad_fn(p: FusedPlan) -> GradFn:
     return fn
 
 
-def _mask(t: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
-    """t where gate > 0, else 0: ReLU's backward kernel (the one autograd runs), several
-    times faster here than ``torch.where`` on a comparison."""
-    return torch.ops.aten.threshold_backward(t, gate, 0)
-
-
 def _loss_grad(
     out: torch.Tensor, yb: torch.Tensor, wb: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(∂loss/∂out [B, b, K], loss [B]) of the weighted batch mean (``loop.data_loss``:
     MSE on ±1 targets with one output, cross-entropy on labels), 1/b whatever the weights."""
     b = yb.shape[1]
-    if torch.is_floating_point(yb):
-        err = out[..., 0] - yb  # [B, b]
-        loss = (err * err * wb).sum(1) / b
-        return (2.0 / b * err * wb).unsqueeze(-1), loss
-    logp = torch.log_softmax(out, dim=-1)
-    nll = -logp.gather(-1, yb.unsqueeze(-1)).squeeze(-1)  # [B, b]
-    loss = (nll * wb).sum(1) / b
-    g = logp.exp()
-    g.scatter_add_(-1, yb.unsqueeze(-1), -torch.ones_like(nll).unsqueeze(-1))
-    return g * (wb / b).unsqueeze(-1), loss
+    g, each = example_loss_grad(out, yb)  # [B, b, K], [B, b]
+    return g * (wb / b).unsqueeze(-1), (each * wb).sum(1) / b
 
 
 Step = Callable[[list[torch.Tensor]], None]

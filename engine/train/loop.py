@@ -28,7 +28,7 @@ from engine.train.base import (
     make_optimizer,
     step_threads,
 )
-from engine.train.batched import train_one
+from engine.train.batched import Perturb, train_one
 
 __all__ = [
     "DIVERGE_FACTOR",
@@ -46,8 +46,6 @@ __all__ = [
     "step_threads",
     "train",
 ]
-
-Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def accuracy(out: torch.Tensor, y: torch.Tensor) -> float:
@@ -126,7 +124,9 @@ def train(
 
     2L-ReLU, MLP-Attn and their structured linearized twins take the closed-form step
     (``engine.train.fused``) unless ``cfg.engine`` is "autograd"; the same numbers up to
-    float rounding, the model updated once an epoch instead of every step.
+    float rounding, the model updated once an epoch instead of every step (with
+    ``perturb``: before every step, so its input gradient reads the current weights, in
+    closed form under the fused engine: ``engine.attacks.base.gradient``).
 
     A step below ``SMALL_STEP_MACS`` multiply-adds runs on one CPU thread
     (``step_threads``); the thread count is restored when the loop ends.
@@ -136,10 +136,17 @@ def train(
         raise ConfigError(
             "exclude", exclude, f"an index in 0..{n - 1} (the training set has {n} points)"
         )
-    if perturb is None and fused.engine_of(cfg) == "fused" and fused.plan(model) is not None:
+    if fused.engine_of(cfg) == "fused" and fused.plan(model) is not None:
         # the closed-form step, through the stacked trainer's bookkeeping (B = 1)
         yield from train_one(
-            model, x, y, cfg, generator=generator, should_stop=should_stop, exclude=exclude
+            model,
+            x,
+            y,
+            cfg,
+            generator=generator,
+            should_stop=should_stop,
+            exclude=exclude,
+            perturb=perturb,
         )
         return
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)

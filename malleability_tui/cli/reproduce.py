@@ -151,7 +151,7 @@ def reproduce(
         str | None,
         typer.Option(
             "--engine",
-            help="Training step: fused (default: closed form for 2L-ReLU, MLP-Attn and their twins, several networks stacked in one step) or autograd (every model, the reference).",
+            help="Training step and attack gradient: fused (default: closed form for 2L-ReLU, MLP-Attn and their twins, several networks stacked in one step) or autograd (every model, the reference).",
         ),
     ] = None,
     executor: ExecutorOpt = None,

@@ -92,7 +92,7 @@ class TrainSpec:
     """Most same-shaped networks trained side by side in one batched call (influence_check's retrainings; in this process also the seeds of a model and width, their linearized twins, trainability's κ points: each keeps its own data, batches, optimiser state and stop; a chunk also stays under 1 GiB); 1: each network separately (the earlier path)."""
 
     engine: str = "fused"
-    """fused: 2L-ReLU, MLP-Attn and their linearized twins train with the closed-form step (no autograd; several networks stacked in one step), QKV-Attn with autograd; autograd: every model through autograd, the reference (``engine.train.fused``; speeds in docs/benchmarks-training.md)."""
+    """fused: 2L-ReLU, MLP-Attn and their linearized twins train with the closed-form step (no autograd; several networks stacked in one step), and their attacks and adversarial training take the closed-form input gradient (``engine.models.closed_form``); QKV-Attn with autograd; autograd: every model through autograd, the reference (``engine.train.fused``; speeds in docs/benchmarks-training.md)."""
 
     def __post_init__(self) -> None:
         _check(

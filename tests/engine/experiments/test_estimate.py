@@ -111,7 +111,7 @@ def test_adversarial_training_cost_follows_the_recipe():
         planned_work(spec)["advtrain"],
         planned_work(spec.replace(flip__adv_recipe="fgsm_rs"))["advtrain"],
     )
-    assert w40.steps > 20 * wf.steps / 2  # 41 passes a step against 2
+    assert w40.all_steps > 20 * wf.all_steps / 2  # 41 passes a step against 2
 
 
 def test_breakdown_adds_up_to_the_estimate():
@@ -177,6 +177,32 @@ def test_fused_steps_are_stacked_per_kind_and_width():
     auto = planned_work(spec.replace(train__engine="autograd"))["train"]
     assert auto.fused == () and auto.steps == per * 2 * 3 * 3
     assert auto.flops == work["train"].flops
+
+
+def test_adversarial_steps_of_fused_kinds_are_fused_steps_of_one_network():
+    """advtrain's passes and flip's attack steps: 2L-ReLU and MLP-Attn (closed-form input
+    gradient) as fused steps of one network, QKV-Attn (and every kind under autograd) as
+    autograd steps; the same FLOPs either way."""
+    spec = RunSpec(experiment="advtrain,flip", seeds=(0, 1), device="cpu").replace(
+        data__n_train=64,
+        model__kinds=("relu", "attn", "qkv"),
+        train__epochs=2,
+        train__batch_size=32,
+        flip__pgd_steps=3,
+        flip__mim_steps=2,
+        flip__adv_steps=3,
+        flip__eps=(0.1, 0.3),
+    )
+    attack = (1 + 3 + 2) * 2  # FGSM + PGD + MIM steps, per ε
+    adv = 2 * 2 * (1 + 3)  # epochs × batches × (step + PGD steps)
+    work = planned_work(spec)
+    assert work["advtrain"].steps == (adv + attack) * 2  # qkv × seeds
+    assert work["advtrain"].fused == ((1, (adv + attack) * 2 * 2),)  # relu, attn × seeds
+    auto = planned_work(spec.replace(train__engine="autograd"))
+    assert auto["advtrain"].fused == () and auto["advtrain"].steps == (adv + attack) * 3 * 2
+    assert auto["advtrain"].flops == work["advtrain"].flops
+    # flip: the attacks one network at a time; its training stacks the seeds
+    assert dict(work["flip"].fused)[1] == attack * 2 * 2
 
 
 def test_reproduce_dry_run_prints_the_estimate(tmp_path):
