@@ -1,0 +1,77 @@
+"""80×24: every panel with a finished run open and during a run shows its names, numbers
+and legends whole (no cut, no wrap inside a value), driven through Textual's pilot at
+the terminal size users have (docs/guide.md)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.app import App, ComposeResult
+from tui_support import screen_text
+
+from engine.run.events import Progress
+from malleability_tui.state import RunState
+from malleability_tui.text import duration
+from malleability_tui.widgets.status_bar import StatusBar, fit_name
+
+LONG_NAME = "20261206-014501-advtrain-train-digits"
+
+
+class _Bar(App):
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+
+
+def _bar_line(state: RunState, elapsed: float) -> str:
+    async def go() -> str:
+        app = _Bar()
+        async with app.run_test(size=(80, 3)) as pilot:
+            app.query_one(StatusBar).show(state, elapsed)
+            await pilot.pause()
+            return screen_text(app).splitlines()[0]
+
+    return asyncio.run(go())
+
+
+def _running_state() -> RunState:
+    st = RunState(run_dir=f"/runs/{LONG_NAME}", status="running")
+    st.env = {"device": "cpu"}
+    for ev in (
+        Progress("experiments", 1, 4, "advtrain"),
+        Progress("sweep", 3, 12, ""),
+        Progress("cell", 440, 900, "", cell="train/relu/m=256/seed=1"),
+    ):
+        st.apply(ev)
+    return st
+
+
+def test_status_bar_keeps_the_eta_whole_and_shortens_the_run_name_before_it():
+    """A run's whole line at 80 columns: the ETA's value whole, the counters whole, the run
+    name shortened (its time stamp dropped, then cut with …), never the ETA."""
+    st = _running_state()
+    f = st.run_fraction()
+    assert f is not None and 0 < f < 1
+    eta = duration(4000.0 * (1 - f) / f)
+    line = _bar_line(st, 4000.0)
+    assert len(line) <= 80
+    assert f"ETA {eta}" in line, line
+    assert "cell 3/12 · its epoch 440/900" in line, line
+    assert LONG_NAME not in line  # it cannot fit whole beside all that
+    # with fewer counters the name comes back, without its time stamp
+    st.progress.pop("cell")
+    st.progress.pop("sweep")
+    line = _bar_line(st, 4000.0)
+    assert "ETA" in line and line.rstrip().endswith("  advtrain-train-digits"), line
+
+
+def test_status_bar_shows_a_short_line_whole():
+    st = RunState(run_dir=f"/runs/{LONG_NAME}", status="finished")
+    line = _bar_line(st, 12.0)
+    assert line.strip().endswith(LONG_NAME), line
+
+
+def test_fit_name_drops_the_stamp_then_cuts():
+    assert fit_name(LONG_NAME, 80) == LONG_NAME
+    assert fit_name(LONG_NAME, 25) == "advtrain-train-digits"
+    assert fit_name(LONG_NAME, 10) == "advtrain-…"
+    assert fit_name(LONG_NAME, 5) == ""
