@@ -106,15 +106,25 @@ class RunOpener:
         except (EngineError, OSError) as e:
             app.show_error("Could not open the reproduction", error_text(e))
             return
-        app.state = RunState(run_dir=str(path), summary=dict(summary or {}))
-        app.state.status = str((summary or {}).get("status") or "finished")
-        app.state.reproduction = {
+        rep = {
             "path": str(path),
             "summary": dict(summary or {}),
             "parts": [p for p in parts if isinstance(p, dict)],
         }
+        # The other panels show the first part that ran (enter on a claim: its own part).
+        key, state = first_part(Path(path), rep["parts"])
+        if state is None:
+            state = RunState(run_dir=str(path), summary=dict(summary or {}))
+            state.status = str((summary or {}).get("status") or "finished")
+        state.reproduction = rep
+        app.state = state
         app.main.push_state(force=True)
-        app.notify(f"opened reproduction {Path(path).name}")
+        shown = (
+            f"; the panels show its part {key} (enter on a claim: the part behind it)"
+            if key
+            else "; no part has run yet: the panels fill as parts finish"
+        )
+        app.notify(f"opened reproduction {Path(path).name}{shown}")
         app.action_show_tab("claims")
 
     def show_claim(self, item: dict[str, Any]) -> None:
@@ -146,3 +156,17 @@ class RunOpener:
             app.main.push_state(force=True)
         app.notify(f"{what}: {key}")
         app.action_show_tab(tab)
+
+
+def first_part(path: Path, parts: list[dict[str, Any]]) -> tuple[str, RunState | None]:
+    """The first of a reproduction's ``parts`` (reproduce.json order) whose sub-run under
+    ``path`` can be read, with its state; ("", None) when none can."""
+    for part in parts:
+        key = str(part.get("key", ""))
+        sub = path / key
+        if key and (sub / "spec.toml").is_file():
+            try:
+                return key, load_run_state(sub)
+            except (EngineError, OSError):
+                continue  # a damaged part: the next one
+    return "", None
