@@ -20,6 +20,7 @@ from engine.run.store import RunStore
 from malleability_tui.dialogs.confirm_dialog import ConfirmDialog
 from malleability_tui.format import error_text
 from malleability_tui.runner import JobEnded, PartDone, PartStarted, ReproductionEnded
+from malleability_tui.spec_form import error_line
 from malleability_tui.state import RunState, load_run_state
 from malleability_tui.text import duration
 from malleability_tui.widgets.setup_form import SetupForm
@@ -81,7 +82,7 @@ class JobController:
         if spec is None:
             self.app.action_show_tab("setup")
             field, why = next(iter(errors.items()))
-            self.app.notify(f"fix the form first: {field}: {why}", severity="error")
+            self.app.notify(f"fix the form first: {error_line(field, why)}", severity="error")
         return spec
 
     def flops(self) -> float:

@@ -311,3 +311,22 @@ async def test_status_bar_shows_the_cells_in_flight_of_a_running_sweep(tmp_path)
         assert "cell 3/12 (2 in flight)" in screen_text(app)
         runner.cancel()
         await wait_job(pilot, app)
+
+
+async def test_a_form_error_toast_names_the_field_once(tmp_path):
+    """ctrl+r on a wrong field: the toast names the field by its label once ("Widths:
+    comma-separated …", not "widths: Widths: …"), whole at 80 columns."""
+    runner = ReplayRunner(canned_events())
+    app = make_test_app(tmp_path, runner)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        for key, bad, label in (("widths", "abc", "Widths"), ("n_train", "0", "n train")):
+            app.clear_notifications()
+            app.query_one(f"#f-{key}", Input).value = bad
+            await _settle(pilot, app)
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            assert runner.started_spec is None
+            (toast,) = [n.message for n in app._notifications]
+            assert toast.startswith(f"fix the form first: {label}: "), toast
+            assert toast.lower().count(label.lower()) == 1, toast
+            app.query_one(f"#f-{key}", Input).value = "16" if key == "widths" else "100"
