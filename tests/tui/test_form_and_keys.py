@@ -330,3 +330,28 @@ async def test_a_form_error_toast_names_the_field_once(tmp_path):
             assert toast.startswith(f"fix the form first: {label}: "), toast
             assert toast.lower().count(label.lower()) == 1, toast
             app.query_one(f"#f-{key}", Input).value = "16" if key == "widths" else "100"
+
+
+async def test_the_centring_fraction_field_sets_data_center_fraction(tmp_path):
+    """The form's Centring field is ``--center-fraction`` (data.center_fraction): a number
+    from 0 to 1 goes into the spec, blank leaves it unset, anything else is refused under
+    the field with what is allowed (the shared option parser, then the spec's check)."""
+    from tui_support import SPEC
+
+    app = make_test_app(tmp_path, spec=SPEC.replace(data__center_fraction=0.25))
+    async with app.run_test(size=(80, 24)) as pilot:
+        field = app.query_one("#f-center_fraction", Input)
+        assert field.value == "0.25"
+        form = app.query_one("#setup-form")
+        for text, want in (("0.5", 0.5), ("0", 0.0), ("1", 1.0), ("", None)):
+            field.value = text
+            await _settle(pilot, app)
+            spec, errors = form.validate()
+            assert errors == {} and spec is not None, errors
+            assert spec.data.center_fraction == want
+        for text, why in (("abc", "Centring: a number"), ("1.5", "from 0"), ("-0.1", "to 1")):
+            field.value = text
+            await _settle(pilot, app)
+            spec, errors = form.validate()
+            assert spec is None and why in errors["center_fraction"], errors
+            assert why in _error(app, "center_fraction")
