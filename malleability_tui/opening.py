@@ -106,13 +106,10 @@ class RunOpener:
         except (EngineError, OSError) as e:
             app.show_error("Could not open the reproduction", error_text(e))
             return
-        rep = {
-            "path": str(path),
-            "summary": dict(summary or {}),
-            "parts": [p for p in parts if isinstance(p, dict)],
-        }
+        part_list = [p for p in parts if isinstance(p, dict)]
+        rep = {"path": str(path), "summary": dict(summary or {}), "parts": part_list}
         # The other panels show the first part that ran (enter on a claim: its own part).
-        key, state = first_part(Path(path), rep["parts"])
+        key, state = first_part(Path(path), part_list)
         if state is None:
             state = RunState(run_dir=str(path), summary=dict(summary or {}))
             state.status = str((summary or {}).get("status") or "finished")
