@@ -75,3 +75,59 @@ def test_fit_name_drops_the_stamp_then_cuts():
     assert fit_name(LONG_NAME, 25) == "advtrain-train-digits"
     assert fit_name(LONG_NAME, 10) == "advtrain-…"
     assert fit_name(LONG_NAME, 5) == ""
+
+
+def _panels_text(tmp_path, tabs: tuple[str, ...]) -> dict[str, str]:
+    """The screen at 80×24 on each of ``tabs`` with the canned finished run open."""
+    from tui_support import make_test_app, write_run
+
+    run = write_run(tmp_path / "runs" / LONG_NAME.replace("advtrain-train", "all"))
+
+    async def go() -> dict[str, str]:
+        app = make_test_app(tmp_path, open_run=str(run))
+        out = {}
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            for tab in tabs:
+                app.action_show_tab(tab)
+                await pilot.pause(0.2)
+                out[tab] = screen_text(app)
+        return out
+
+    return asyncio.run(go())
+
+
+def test_legends_name_every_series_whole(tmp_path):
+    """The Landscape legend cut "● MLP-Attn …" at 80 columns: a series that does not fit
+    the title's line goes on the next line, whole; the Spectra legend keeps λ(G³)."""
+    from malleability_tui.plots import Series, line_chart
+
+    text = _panels_text(tmp_path, ("landscape", "spectra"))
+    for name in ("● 2L-ReLU random", "● MLP-Attn random"):
+        assert name in text["landscape"], text["landscape"]
+    assert "● λ(G)" in text["spectra"] and "● λ(G³)" in text["spectra"]
+    names = ["2L-ReLU 1d", "2L-ReLU interp", "MLP-Attn 1d", "MLP-Attn interp"]
+    chart = line_chart(
+        [Series(n, [0.0, 1.0], [1.0, 2.0 + i]) for i, n in enumerate(names)],
+        40,
+        18,
+        title="1-D loss",
+    ).plain.splitlines()
+    assert len(chart) == 18 and all(len(line) <= 40 for line in chart)
+    legend = " ".join(chart[:3])
+    assert all(f"● {n}" in legend for n in names), chart[:3]
+
+
+def test_spectra_values_are_not_wrapped(tmp_path):
+    """The figures beside the spectra: a value that does not fit beside its label goes
+    under it, whole ("100 × 64, rank 40" on one line, not "100 × 64," and "rank 40")."""
+    from malleability_tui.views.spectra import stat_block
+
+    text = _panels_text(tmp_path, ("spectra",))["spectra"]
+    assert "100 × 64, rank 40" in text, text
+    assert "1.00e+42" in text and "+30.0 orders" in text
+    lines = [("n × d, rank", "300 × 64, rank 59"), ("κ(G)³", "3.17e+17")]
+    lines.append(("m ≥ κ(G)⁶ n ln n (v2)", "1.72e+38  +26.2 orders   paper ≫ 1e+40"))
+    block = stat_block(lines, 27)
+    assert "[b]κ(G)³[/b]  3.17e+17" in block
+    assert block[-3:] == ["  1.72e+38", "  +26.2 orders", "  paper ≫ 1e+40"]
