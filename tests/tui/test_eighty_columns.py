@@ -131,3 +131,37 @@ def test_spectra_values_are_not_wrapped(tmp_path):
     block = stat_block(lines, 27)
     assert "[b]κ(G)³[/b]  3.17e+17" in block
     assert block[-3:] == ["  1.72e+38", "  +26.2 orders", "  paper ≫ 1e+40"]
+
+
+def test_flips_table_keeps_its_seeds_column_at_80_columns(tmp_path):
+    """The flip table's ten columns did not fit 80 columns: once rows came, the last one
+    (seeds) was scrolled off. The data set (the same in every row) and the paper's value
+    (none for digits) are said in the note instead, the training is std/adv: every column
+    left, seeds included, is on screen whole."""
+    text = _panels_text(tmp_path, ("flips",))["flips"]
+    lines = text.splitlines()
+    (head,) = [ln for ln in lines if "flip % [95% CI]" in ln]
+    want = ["model", "attack", "ε", "train", "flip", "%", "[95%", "CI]", "ρ", "÷ReLU", "seeds"]
+    assert head.split() == want, head
+    rows = [ln for ln in lines if ln.startswith((" 2L-ReLU", " MLP-Attn"))]
+    assert len(rows) == 8 and all(ln.split()[-1] == "2" for ln in rows), rows
+    assert "data set digits" in " ".join(text.split())
+
+
+def test_flip_columns_fit_80_with_a_paper_value_and_keep_what_differs():
+    """With the paper's value (mnist) the kept columns still fit 78 columns (80 less the
+    table's scroll bar); two data sets keep the data column."""
+    import dataclasses
+
+    from malleability_tui.views.flips import FLIP_HEADERS, FlipRow, flip_columns
+
+    row = FlipRow(
+        "mnist", "MLP-Attn", "pgd", 0.3, "adversarial", 1.0, 0.55, 3, 0.714, 43.4, 0.952, 1.0
+    )
+    rows = [row, dataclasses.replace(row, model="2L-ReLU", paper=3.3)]
+    keep, note = flip_columns(rows)
+    assert [FLIP_HEADERS[i] for i in keep][-2:] == ["paper", "seeds"] and note == "data set mnist"
+    width = sum(2 + max(len(FLIP_HEADERS[i]), *(len(r.cells()[i]) for r in rows)) for i in keep)
+    assert width <= 78, width
+    keep, note = flip_columns([row, dataclasses.replace(row, dataset="cifar10")])
+    assert FLIP_HEADERS[keep[0]] == "data" and note == ""
