@@ -180,8 +180,8 @@ class FlipsPanel(Vertical):
                 self._columns = keep
             table.clear()
             for r in rows:
-                cells = r.cells()
-                table.add_row(*(cells[i] for i in keep))
+                row_cells = r.cells()
+                table.add_row(*(row_cells[i] for i in keep))
             self._last = rows
         self.query_one("#flip-bars", PlotView).figure = flip_bars(rows)
         cells = grid_cells(all_rows)
