@@ -165,3 +165,31 @@ def test_flip_columns_fit_80_with_a_paper_value_and_keep_what_differs():
     assert width <= 78, width
     keep, note = flip_columns([row, dataclasses.replace(row, dataset="cifar10")])
     assert FLIP_HEADERS[keep[0]] == "data" and note == ""
+
+
+def test_runs_names_keep_their_end_and_the_title_breaks_at_hyphens(tmp_path):
+    """The runs table cut names to their time stamp ("-train-digits" lost) and the detail
+    title wrapped inside a word: names show whole (or with the stamp cut, the end kept),
+    the title breaks after a hyphen."""
+    from tui_support import make_test_app, write_run
+
+    from malleability_tui.widgets.runs_browser import name_lines, short_name
+
+    long = "20261206-014501-spectrum+landscape+ntk-digits"
+    write_run(tmp_path / "runs" / "20261203-193300-train-digits")
+    write_run(tmp_path / "runs" / long)
+
+    async def go() -> str:
+        app = make_test_app(tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("7")
+            await pilot.pause(0.2)
+            return screen_text(app)
+
+    text = asyncio.run(go())
+    assert "20261203-193300-train-digits" in text
+    assert short_name(long, 30) in text and short_name(long, 30).endswith("ntk-digits")
+    title = [ln.split("│", 1)[1].strip() for ln in text.splitlines()[2:5]]
+    assert title == ["20261206-014501-", "spectrum+landscape+ntk-", "digits"], title
+    assert name_lines("tui-run", 21) == ["tui-run"]
+    assert "".join(name_lines(long, 10)) == long
