@@ -52,13 +52,13 @@ class StatusBar(Widget):
     def render(self) -> Text:
         """Status, device, clock and ETA, progress, run name. What does not fit the width
         is given up in this order: the run name's time stamp, the experiment's message (the
-        run name says it), the device, then the run name is cut with … (or dropped); the
-        ETA and the counters stay whole."""
+        run name says it), the device, the elapsed time, then the run name is cut with … (or
+        dropped); the ETA and the counters stay whole."""
         width = self.content_size.width or 10_000  # before layout: everything
         name = self.run_name
         parts: list[tuple[str, str]] = []
-        for message, device in ((True, True), (False, True), (False, False)):
-            parts = self._parts(message=message, device=device)
+        for message, device, clock in ((1, 1, 1), (0, 1, 1), (0, 0, 1), (0, 0, 0)):
+            parts = self._parts(message=bool(message), device=bool(device), clock=bool(clock))
             room = width - sum(len(text) for text, _ in parts) - 2
             short = fit_name(name, room)
             if not name or (short and not short.endswith("…")):
@@ -71,13 +71,14 @@ class StatusBar(Widget):
             t.append(f"  {name}", style="dim")
         return t
 
-    def _parts(self, *, message: bool, device: bool) -> list[tuple[str, str]]:
+    def _parts(self, *, message: bool, device: bool, clock: bool) -> list[tuple[str, str]]:
         """The line less the run name, as (text, style) pieces."""
         out = [(f"● {self.status}", STATUS_STYLE.get(self.status, ""))]
         if self.device and device:
             out.append((f"  {self.device}", "cyan"))
         if self.elapsed is not None:
-            out.append((f"  ⏱ {duration(self.elapsed)}", ""))
+            if clock:
+                out.append((f"  ⏱ {duration(self.elapsed)}", ""))
             f = self.fraction
             if self.status == "running" and f is not None and f > 0:
                 out.append((f"  ETA {duration(self.elapsed * (1 - f) / f)}", "bold"))
@@ -95,7 +96,10 @@ class StatusBar(Widget):
         if "cell" in p:
             done, total, _msg = p["cell"]
             unit = "epoch" if self.cell_unit == "epoch" else "step"
-            out.append((f" · its {unit} {done}/{total}", ""))
+            out.append((f" · {unit} {done}/{total}", ""))
+        if "batch" in p:  # a long epoch's steps, so the line moves within it
+            done, total, _msg = p["batch"]
+            out.append((f" (step {done}/{total})", ""))
         return out
 
 

@@ -55,7 +55,7 @@ def test_status_bar_keeps_the_eta_whole_and_shortens_the_run_name_before_it():
     line = _bar_line(st, 4000.0)
     assert len(line) <= 80
     assert f"ETA {eta}" in line, line
-    assert "cell 3/12 · its epoch 440/900" in line, line
+    assert "cell 3/12 · epoch 440/900" in line, line
     assert LONG_NAME not in line  # it cannot fit whole beside all that
     # with fewer counters the name comes back, without its time stamp
     st.progress.pop("cell")
@@ -193,3 +193,18 @@ def test_runs_names_keep_their_end_and_the_title_breaks_at_hyphens(tmp_path):
     assert title == ["20261206-014501-", "spectrum+landscape+ntk-", "digits"], title
     assert name_lines("tui-run", 21) == ["tui-run"]
     assert "".join(name_lines(long, 10)) == long
+
+
+def test_a_long_epochs_steps_move_the_status_line():
+    """During a long adversarial epoch the line moved nowhere ("epoch 440/900" for
+    minutes): the engine's ``Progress('batch')`` shows as "(step k/n)" beside the epoch,
+    whole at 80 columns, and goes when the epoch ends."""
+    st = _running_state()
+    st.apply(Progress("batch", 3, 8, "relu m=256 seed=1", cell="train/relu/m=256/seed=1"))
+    line = _bar_line(st, 600.0)
+    assert "epoch 440/900 (step 3/8)" in line and "ETA" in line, line
+    st.apply(Progress("batch", 4, 8, "relu m=256 seed=1", cell="train/relu/m=256/seed=1"))
+    assert "(step 4/8)" in _bar_line(st, 602.0)
+    st.apply(Progress("cell", 441, 900, "", cell="train/relu/m=256/seed=1"))
+    line = _bar_line(st, 604.0)
+    assert "epoch 441/900" in line and "step" not in line.split("epoch")[-1], line
