@@ -208,3 +208,53 @@ def test_a_long_epochs_steps_move_the_status_line():
     st.apply(Progress("cell", 441, 900, "", cell="train/relu/m=256/seed=1"))
     line = _bar_line(st, 604.0)
     assert "epoch 441/900" in line and "step" not in line.split("epoch")[-1], line
+
+
+def test_sweep_note_keeps_each_models_value_beside_its_name(tmp_path):
+    """The sweep's note wrapped between "MLP-Attn:" and its value at 80 columns: when both
+    models' notes do not fit one line, each has a line of its own."""
+    text = _panels_text(tmp_path, ("sweep",))["sweep"]
+    lines = text.splitlines()
+    for model in ("2L-ReLU", "MLP-Attn"):
+        (line,) = [ln for ln in lines if f"{model}: m=256" in ln]
+        assert "(2 seeds)" in line.split(f"{model}: m=256", 1)[1], line
+
+
+def test_no_panel_cuts_a_name_or_a_value_at_80x24(tmp_path):
+    """Every tab at 80×24, with the canned finished run open and during a run (paused
+    half-way): nothing is cut with … (legends, tables, names, the status line)."""
+    from tui_support import canned_events, make_test_app, wait_job
+
+    from malleability_tui.actions import TABS
+    from malleability_tui.runner import ReplayRunner
+
+    tabs = [t for t in TABS if t != "setup"]
+    finished = _panels_text(tmp_path / "done", tuple(tabs))
+    events = canned_events()
+    runner = ReplayRunner(events, pause_after=len(events) // 2)
+
+    async def during() -> dict[str, str]:
+        app = make_test_app(tmp_path / "live", runner)
+        out = {}
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("ctrl+r")
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if runner.paused.is_set():
+                    break
+            await pilot.pause(0.2)
+            for tab in tabs:
+                app.action_show_tab(tab)
+                await pilot.pause(0.2)
+                out[tab] = screen_text(app)
+            app.cancel_jobs()
+            await wait_job(pilot, app)
+        return out
+
+    live = asyncio.run(during())
+    assert runner.paused.is_set()
+    for when, screens in (("finished", finished), ("running", live)):
+        for tab, text in screens.items():
+            cut = text.replace("(m ≫ …)", "")  # the paper's own "much greater than …"
+            assert "…" not in cut, f"{when} {tab}:\n{text}"
+            assert all(len(ln) <= 80 for ln in text.splitlines())
