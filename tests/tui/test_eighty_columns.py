@@ -12,7 +12,7 @@ from tui_support import screen_text
 from engine.run.events import Progress
 from malleability_tui.state import RunState
 from malleability_tui.text import duration
-from malleability_tui.widgets.status_bar import StatusBar, fit_name
+from malleability_tui.widgets.status_bar import StatusBar
 
 LONG_NAME = "20261206-014501-advtrain-train-digits"
 
@@ -71,6 +71,8 @@ def test_status_bar_shows_a_short_line_whole():
 
 
 def test_fit_name_drops_the_stamp_then_cuts():
+    from malleability_tui.widgets.status_bar import fit_name
+
     assert fit_name(LONG_NAME, 80) == LONG_NAME
     assert fit_name(LONG_NAME, 25) == "advtrain-train-digits"
     assert fit_name(LONG_NAME, 10) == "advtrain-…"
