@@ -36,7 +36,7 @@ from bench_tui_latency import BareApp, Probe, active  # noqa: E402
 from textual.app import App  # noqa: E402
 from textual.widgets import Footer  # noqa: E402
 
-import malleability_tui.app as app_module  # noqa: E402
+import malleability_tui.main_screen as app_module  # noqa: E402
 from engine.experiments import execute  # noqa: E402
 from engine.run.spec import RunSpec  # noqa: E402
 from malleability_tui.app import TABS, Settings, make_app  # noqa: E402

@@ -550,12 +550,12 @@ def main() -> None:
         trace_to(a.trace_to)
     if a.tui_app:
         sys.path.insert(0, str(ROOT))
-        import malleability_tui.app as tui_module
+        import malleability_tui.launch as tui_module
         from malleability_tui.app import main as tui_main
 
         if a.no_freeze:  # the app as before its start-up heap was frozen
             tui_module.freeze_startup_heap = lambda: None
-            tui_module.MalleabilityApp._freeze_heap = lambda self: None  # type: ignore[method-assign]
+            tui_module.MalleabilityApp.freeze_heap = lambda self: None  # type: ignore[method-assign]
 
         sys.argv = [sys.argv[0], a.tui_app]
         tui_main()

@@ -4,7 +4,7 @@ are both derived from ``ACTIONS``.
 An action may have a plain ``key`` (``r``, ``?``: it types in a text field, so it is off
 while one has the focus) and a ``field_key`` (``ctrl+r``, ``F4``: it works while typing).
 A ``field_key`` gives two bindings: ``action('field')``, shown in the footer only while
-typing (see ``MalleabilityApp.check_action``), and a hidden twin for the other times
+typing (see ``allowed``), and a hidden twin for the other times
 (``field_only`` drops the twin: ``esc`` leaves a field, it does nothing elsewhere).
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from textual.app import SystemCommand
 from textual.binding import Binding
@@ -226,3 +227,37 @@ def system_commands(target: object) -> Iterator[SystemCommand]:
 
 def _bound(method: Callable[..., object], arg: str | None) -> Callable[[], object]:
     return method if arg is None else lambda: method(arg)
+
+
+def allowed(app: Any, action: str, parameters: tuple) -> bool:
+    """The app's ``check_action``: whether ``action`` applies now (False hides its key).
+
+    The error dialog's close only while it is open; nothing after quit but quit (a burst
+    of keys typed after ``q`` must not start anything); the main screen's actions only
+    there; a ``field_key``'s twin only while typing in a field and a plain key only when
+    not; cancel only while a job runs (the footer fits 80 columns).
+    """
+    from textual.widgets import Input, TextArea
+
+    from malleability_tui.dialogs.error_dialog import ErrorDialog
+
+    if action == "close_error":
+        try:
+            return bool(app.main_query(ErrorDialog).is_open)
+        except Exception:  # noqa: BLE001 - before mount / after unmount
+            return False
+    if app.quitting and action != "quit":
+        return False
+    try:
+        screen = app.screen
+        main = screen is app.screen_stack[0]
+    except Exception:  # noqa: BLE001 - before mount / after unmount
+        return False
+    if action in MAIN_ONLY_ACTIONS and not main:
+        return False
+    typing = isinstance(screen.focused, (Input, TextArea))
+    if parameters[:1] == ("field",):
+        return typing
+    if action == "cancel_job" and not app.busy:
+        return False
+    return not (typing and action in PLAIN_KEY_ACTIONS)

@@ -14,9 +14,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-KINDS = ("ints", "floats", "names", "int", "float", "str", "path", "classes", "bool", "lower")
+KINDS = (
+    "ints",
+    "floats",
+    "names",
+    "int",
+    "float",
+    "float_or_unset",
+    "str",
+    "path",
+    "classes",
+    "bool",
+    "lower",
+)
 """ints / floats / names: comma-separated lists (each value once); classes: ``all`` or
-ints; path: blank is None; lower: a name, lower-cased; int, float, str, bool: one value."""
+ints; path: blank is None; lower: a name, lower-cased; float_or_unset: a number, blank is
+None (unset); int, float, str, bool: one value."""
 
 _WHAT = {
     "ints": "comma-separated integers, e.g. 16,1024",
@@ -74,6 +87,10 @@ def parse_value(kind: str, text: Any) -> Any:
         kind = "ints"
     if kind == "path":
         return t or None
+    if kind == "float_or_unset":
+        if not t:
+            return None
+        kind = "float"
     if kind == "lower":
         return _name(t)
     if kind == "str":
@@ -332,8 +349,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "--center-fraction",
         "data__center_fraction",
         "data.center_fraction",
-        "float",
+        "float_or_unset",
         "Centring as a knob: subtract this fraction (0 to 1) of the per-pixel mean (0: the paper's, 1: --center).",
+        "Centring",
+        "0..1, blank: unset",
     ),
 )
 

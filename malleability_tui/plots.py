@@ -178,15 +178,27 @@ def _built(fig) -> Text:  # noqa: ANN001
     return Text.from_ansi(fig.build().string().rstrip("\n"), no_wrap=True)
 
 
-def _legend(title: str, items: list[tuple[str, str]], w: int) -> Text:
-    t = Text(no_wrap=True, overflow="ellipsis")
+def _legend(title: str, items: list[tuple[str, str]], w: int, most: int = 3) -> Text:
+    """The title and a ``● name`` per series, each whole: a name that does not fit the
+    line starts the next one (up to ``most`` lines; then, and only then, the last is cut
+    with …). ``_lines(out)`` is the number of lines taken from the chart."""
+    lines = [Text(no_wrap=True, overflow="ellipsis")]
     if title:
-        t.append(title, style="bold")
+        lines[0].append(title, style="bold")
     for label, color in items:
-        t.append("  ● ", style=color or "default")
-        t.append(label)
-    t.truncate(w)
-    return t
+        piece = 4 + len(label)
+        line = lines[-1]
+        if line.cell_len and line.cell_len + piece >= w and len(lines) < most:
+            lines.append(line := Text(no_wrap=True, overflow="ellipsis"))
+        line.append("  ● " if line.cell_len else "● ", style=color or "default")
+        line.append(label)
+    for line in lines:
+        line.truncate(w, overflow="ellipsis")
+    return Text("\n", no_wrap=True).join(lines)
+
+
+def _lines(t: Text) -> int:
+    return t.plain.count("\n") + 1
 
 
 def _empty(title: str, message: str, w: int, h: int, x: Axis, y: Axis) -> Text:
@@ -239,8 +251,9 @@ def line_chart(
     y0, y1 = _range(
         ys, _tf(y.lo, y) if y.lo is not None else None, _tf(y.hi, y) if y.hi is not None else None
     )
-    fig = _figure(w, h - 1)
-    items = []
+    items = [(s.label, s.color or PALETTE[i % len(PALETTE)]) for i, (s, _) in enumerate(pts)]
+    out = _legend(title, items if len(items) > 1 or items[0][0] else [], w)
+    fig = _figure(w, h - _lines(out))
     for i, (s, p) in enumerate(pts):
         color = s.color or PALETTE[i % len(PALETTE)]
         sig = fig.signal(
@@ -264,7 +277,6 @@ def line_chart(
                     [a for a, _, _ in p], [b for _, b, _ in p], marker=pt_marker("●", pixel=color)
                 )
             )
-        items.append((s.label, color))
     ylabels_w = 8
     xt, xl = ticks_for(x0, x1, x, max(2, (w - ylabels_w) // 8))
     yt, yl = ticks_for(y0, y1, y, max(2, (h - 4) // 2))
@@ -276,7 +288,6 @@ def line_chart(
     fig.ruler("y").ticks(yt, yl)
     fig.label(x.label or " ", "x")
     fig.label(y.label or " ", "y")
-    out = _legend(title, items if len(items) > 1 or items[0][0] else [], w)
     out.append("\n")
     out.append_text(_built(fig))
     return out
@@ -379,7 +390,10 @@ def bar_chart(
     if not categories or not groups or w < 12 or h < 5:
         return _empty(title, empty, w, h, Axis(), y)
     heights = [[v if math.isfinite(v) else 0.0 for v in vals] for _, vals, _ in groups]
-    fig = _figure(w, h - 1)
+    out = _legend(
+        title, [(lab, c or PALETTE[i % len(PALETTE)]) for i, (lab, _, c) in enumerate(groups)], w
+    )
+    fig = _figure(w, h - _lines(out))
     fig.draw(
         fig.bar(
             list(categories),
@@ -396,9 +410,6 @@ def bar_chart(
     fig.ruler("y").ticks(yt, yl)
     fig.label(" ", "x")
     fig.label(y.label or " ", "y")
-    out = _legend(
-        title, [(lab, c or PALETTE[i % len(PALETTE)]) for i, (lab, _, c) in enumerate(groups)], w
-    )
     out.append("\n")
     out.append_text(_built(fig))
     return out

@@ -126,3 +126,10 @@ def form_to_spec(base: RunSpec, values: dict[str, str]) -> tuple[RunSpec | None,
         return base.replace(**changes), {}
     except ConfigError as e:  # a combination no single field shows
         return None, {by_error_field.get(e.field, "experiment"): f"{e.allowed} (got {e.value!r})"}
+
+
+def error_line(key: str, message: str) -> str:
+    """One wrong field as one line, its label once: ``Widths: comma-separated integers``
+    (a parse error already starts with the label; a spec check's does not)."""
+    label = next((f.label for f in FORM_FIELDS if f.key == key), key)
+    return message if message.startswith(f"{label}: ") else f"{label}: {message}"

@@ -48,7 +48,8 @@ class RunState:
     logs: list[tuple[str, str]] = field(default_factory=list)
     """(level, message)."""
     progress: dict[str, tuple[int, int, str]] = field(default_factory=dict)
-    """task (experiments, sweep, cell) → (done, total, message)."""
+    """task (experiments, sweep, cell, batch: the steps of a long epoch) → (done, total,
+    message)."""
     current_cell: str = ""
     progress_cell: str = ""
     """The cell of the latest ``cell`` progress (``train/...``: its unit is epochs)."""
@@ -81,6 +82,8 @@ class RunState:
                 self.progress.pop("cell", None)
             elif ev.task == "sweep":
                 self.progress.pop("cell", None)
+            if ev.task != "batch":  # a long epoch's steps: until the epoch (or more) moves
+                self.progress.pop("batch", None)
             self.progress[ev.task] = (ev.done, ev.total, ev.message)
             if ev.task == "sweep":  # cells running in parallel (executor ray), for the status bar
                 self.progress["in_flight"] = (ev.running, 0, "")

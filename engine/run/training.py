@@ -28,6 +28,10 @@ from engine.run.events import Event, Metric, Progress
 from engine.run.trained import RunState, TrainedModel, _Job, batch_seed
 from engine.run.twins import TwinTrainer
 
+TICK_SECONDS = 2.0
+"""The longest a training epoch runs without a progress event: a longer one (adversarial
+training attacks every batch) reports its steps (``Progress('batch')``) this often."""
+
 
 class Trainer:
     """The training half of a ``RunContext`` (``ctx``): models, their cache, plans, twins."""
@@ -192,7 +196,7 @@ class Trainer:
 
     def _train_one(self, job: _Job) -> Iterator[Event]:
         """The separate path: ``engine.train.train`` on one network (adversarial too)."""
-        from engine.train import train
+        from engine.train import BatchTick, train
         from engine.train.until import stop_now
 
         sp = self.ctx.spec
@@ -224,7 +228,11 @@ class Trainer:
             generator=gen,
             perturb=perturb,
             should_stop=self.ctx.cancelled,
+            tick=TICK_SECONDS,
         ):
+            if isinstance(st, BatchTick):  # a long epoch (adversarial): its steps so far
+                yield Progress("batch", st.batch, st.batches, job.label, cell=job.cell)
+                continue
             stop = stop_now(sp.train, [*job.losses(), st.loss], job.baseline)
             yield from self._epoch_events(job, st, stop)
             if stop:

@@ -53,6 +53,15 @@ class EpochStats:
     elapsed: float
 
 
+@dataclass(frozen=True)
+class BatchTick(EpochStats):
+    """An epoch still running (``train(..., tick=…)``): ``batch`` of its ``batches`` steps
+    done, the loss and accuracy its steps so far averaged (docs/architecture.md)."""
+
+    batch: int = 0
+    batches: int = 0
+
+
 def is_classification(y: torch.Tensor) -> bool:
     """Integer labels → cross-entropy; float ±1 targets → MSE."""
     return not torch.is_floating_point(y)

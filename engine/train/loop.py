@@ -20,6 +20,7 @@ from engine.train import fused
 from engine.train.base import (
     DIVERGE_FACTOR,
     SMALL_STEP_MACS,
+    BatchTick,
     EpochStats,
     TrainSpec,
     data_loss,
@@ -107,8 +108,14 @@ def train(
     perturb: Perturb | None = None,
     should_stop: Callable[[], bool] | None = None,
     exclude: int | None = None,
+    tick: float | None = None,
 ) -> Iterator[EpochStats]:
     """Train ``model`` in place on x [n, d], y [n]; yields ``EpochStats`` after each epoch.
+
+    ``tick``: also yield a ``BatchTick`` between two steps of an epoch once ``tick``
+    seconds passed since the last thing yielded, so that a run's progress moves during a
+    long epoch (an adversarial one runs an attack on every batch: minutes at the paper's
+    sizes); None (the default): epochs only.
 
     ``perturb(model, xb, yb)`` (e.g. PGD for adversarial training) replaces each
     mini-batch before the step. ``should_stop()`` is polled every batch; when it
@@ -151,7 +158,7 @@ def train(
         return
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
     with step_threads(model, bs, x.device):
-        yield from _epochs(model, x, y, cfg, bs, generator, perturb, should_stop, exclude)
+        yield from _epochs(model, x, y, cfg, bs, generator, perturb, should_stop, exclude, tick)
 
 
 def _epochs(
@@ -164,9 +171,12 @@ def _epochs(
     perturb: Perturb | None,
     should_stop: Callable[[], bool] | None,
     exclude: int | None,
+    tick: float | None = None,
 ) -> Iterator[EpochStats]:
     """The epochs of ``train`` (arguments checked there)."""
     n = x.shape[0]
+    batches = -(-n // bs)
+    last = time.perf_counter()
     opt = _optimizer(model, cfg)
     t0 = time.perf_counter()
     model.train()
@@ -208,6 +218,16 @@ def _epochs(
                 with torch.no_grad():
                     correct += accuracy(out.detach(), yb) * idx.numel()
                 seen += idx.numel()
+            if tick is not None and time.perf_counter() - last >= tick and start + bs < n:
+                last = time.perf_counter()
+                yield BatchTick(
+                    epoch,
+                    total / max(seen, 1),
+                    correct / max(seen, 1),
+                    last - t0,
+                    batch=start // bs + 1,
+                    batches=batches,
+                )
         mean = total / max(seen, 1)
         limit = DIVERGE_FACTOR * max(start_loss or 0.0, 1.0)
         if mean > limit:
@@ -215,5 +235,6 @@ def _epochs(
                 f"training diverged at epoch {epoch} (loss {mean:.3g}, over {DIVERGE_FACTOR:g}× its start "
                 f"{start_loss:.3g}); {hint}"
             )
-        yield EpochStats(epoch, mean, correct / seen, time.perf_counter() - t0)
+        last = time.perf_counter()
+        yield EpochStats(epoch, mean, correct / seen, last - t0)
     model.eval()

@@ -322,9 +322,10 @@ def figures_cmd(
         path = resolve_run(run, None, reproduce=True)
         target = check_folder_target(to or path / "figures", "to", own=path / "figures")
         files, missing = make_figures(collect(path)[1], target, format)
+    # soft_wrap: a path is printed whole (a terminal may fold it; a copy of it still works)
     for f in files:
-        console.print(f"wrote {f}", highlight=False)
+        console.print(f"wrote {f}", highlight=False, markup=False, soft_wrap=True)
     for m in missing:
-        console.print(f"[dim]not drawn: {m}[/]", highlight=False)
+        console.print(f"not drawn: {m}", style="dim", highlight=False, markup=False, soft_wrap=True)
     if not files:
         die(f"no figure: {path} has none of the rows the figures need (see above)", 1)

@@ -58,7 +58,7 @@ class FlipRow:
 
     def cells(self) -> tuple[str, ...]:
         if math.isfinite(self.flip):
-            pct = f"{100 * self.flip:.1f}%"
+            pct = f"{100 * self.flip:.1f}"
             if math.isfinite(self.lo) and math.isfinite(self.hi):
                 pct += f" [{100 * self.lo:.1f}, {100 * self.hi:.1f}]"
         else:
@@ -68,7 +68,7 @@ class FlipRow:
             self.model,
             self.attack.upper(),
             fmt(self.eps, 2),
-            self.training,
+            TRAINING_SHORT.get(self.training, self.training),
             pct,
             fmt(self.spearman, 2),
             fmt(self.ratio, 3) if math.isfinite(self.ratio) else "–",
@@ -77,18 +77,41 @@ class FlipRow:
         )
 
 
+TRAINING_SHORT = {"standard": "std", "adversarial": "adv"}
+"""The training column's words, short enough for the table's ten columns at 80."""
+
 FLIP_HEADERS = (
     "data",
     "model",
     "attack",
     "ε",
-    "training",
-    "flip [95% CI]",
+    "train",
+    "flip % [95% CI]",
     "ρ",
     "÷ReLU",
     "paper",
     "seeds",
 )
+
+
+def flip_columns(rows: list[FlipRow]) -> tuple[list[int], str]:
+    """Which of ``FLIP_HEADERS`` the table shows for ``rows`` (indices), and a note of what
+    the dropped ones held: at 80 columns the ten columns do not fit (the last, seeds, was
+    scrolled off), so the data set when every row has the same one, and the paper's value
+    when no row has one, are said once in the note instead."""
+    if not rows:
+        return list(range(len(FLIP_HEADERS))), ""
+    cells = [r.cells() for r in rows]
+    keep, note = [], []
+    for i, head in enumerate(FLIP_HEADERS):
+        values = {c[i] for c in cells}
+        if head == "data" and len(values) == 1:
+            note.append(f"data set {cells[0][i]}")
+        elif head == "paper" and values == {"–"}:
+            note.append("no paper value for this data set")
+        else:
+            keep.append(i)
+    return keep, " · ".join(note)
 
 
 def flip_rows(rows: list[dict[str, Any]], classes: Any = None) -> list[FlipRow]:

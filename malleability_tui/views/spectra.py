@@ -98,3 +98,25 @@ def spectrum_lines(
             text += f"   paper ≫ {fmt(pv, 2)}"
         out.append((label, text))
     return out
+
+
+def stat_block(lines: list[tuple[str, str]], width: int) -> list[str]:
+    """``(label, value)`` pairs as rich markup lines of at most ``width`` columns, none
+    wrapped inside a value: ``label  value`` (labels aligned as far as the width lets) where that fits, else the
+    label on its own line and the value under it, indented, one piece a line (a value's
+    pieces are the parts it separates by two spaces or more: number, orders, paper)."""
+    import re
+
+    from rich.markup import escape
+
+    fits = [len(k) for k, v in lines if len(k) + 2 + len(v) <= width]
+    lab_w = max(fits, default=0)
+    out = []
+    for k, v in lines:
+        if len(k) + 2 + len(v) <= width:
+            pad = max(len(k), min(lab_w, width - 2 - len(v)))
+            out.append(f"[b]{escape(k.ljust(pad))}[/b]  {escape(v)}")
+            continue
+        out.append(f"[b]{escape(k)}[/b]")
+        out.extend(f"  {escape(piece)}" for piece in re.split(r"\s{2,}", v.strip()))
+    return out

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Static
 from malleability_tui.format import model_color
 from malleability_tui.plots import Axis
 from malleability_tui.state import RunState
-from malleability_tui.views.flips import FLIP_HEADERS, FlipRow, flip_rows
+from malleability_tui.views.flips import FLIP_HEADERS, FlipRow, flip_columns, flip_rows
 from malleability_tui.views.guards import guard_notes
 from malleability_tui.widgets.plot_view import Figure, PlotView
 
@@ -172,10 +172,16 @@ class FlipsPanel(Vertical):
         all_rows = st.tables.get("flip_rates", [])
         rows = flip_rows(default_protocol_rows(all_rows, st.spec), classes)
         table = self.query_one("#flip-table", DataTable)
+        keep, dropped = flip_columns(rows)
         if table.row_count != len(rows) or getattr(self, "_last", None) != rows:
+            if getattr(self, "_columns", None) != keep:
+                table.clear(columns=True)
+                table.add_columns(*(FLIP_HEADERS[i] for i in keep))
+                self._columns = keep
             table.clear()
             for r in rows:
-                table.add_row(*r.cells())
+                row_cells = r.cells()
+                table.add_row(*(row_cells[i] for i in keep))
             self._last = rows
         self.query_one("#flip-bars", PlotView).figure = flip_bars(rows)
         cells = grid_cells(all_rows)
@@ -205,7 +211,8 @@ class FlipsPanel(Vertical):
             notes.insert(
                 0,
                 "[lo, hi]: 95% Wilson interval of the flips pooled over seeds · ρ: Spearman of "
-                "influence ranks · ÷ReLU: mean flip rate over 2L-ReLU's · paper: v1 Tables 2–4",
+                "influence ranks · ÷ReLU: mean flip rate over 2L-ReLU's · train: std(andard) or "
+                "adv(ersarial) · paper: v1 Tables 2–4" + (f" · {dropped}" if dropped else ""),
             )
             if cells:
                 notes.insert(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -15,7 +17,11 @@ from textual.widgets import DataTable, Static
 from engine.run.runs import RunListing
 from malleability_tui.views.runs import headline_numbers, spec_brief
 
-COLUMNS = ("", "status", "experiment", "data", "name")
+COLUMNS = ("", "status", "name")
+"""The run's name carries its experiment and data set (``<time>-<experiment>-<data>``, or
+the folder the user named): the detail pane beside it spells both out."""
+NAME_ROOM = 30
+"""Columns of the name at 80×24 (the table's 48 less the mark and status columns)."""
 
 
 def _spec_dict(path: Path) -> dict:
@@ -111,7 +117,7 @@ class RunsBrowser(Horizontal):
         t.clear()
         for r in runs:
             mark = "✓" if r["path"] in self.marked else ""
-            t.add_row(mark, r["status"], r["experiment"], r["dataset"], r["name"], key=r["path"])
+            t.add_row(mark, r["status"], short_name(r["name"], NAME_ROOM), key=r["path"])
         self._show_detail()
 
     def selected(self) -> str | None:
@@ -136,7 +142,8 @@ class RunsBrowser(Horizontal):
             det.update("[dim]No runs yet. Start one from Setup (1).[/dim]")
             return
         p = Path(path)
-        lines = [f"[b]{p.name}[/b]"]
+        width = det.content_size.width or 21  # before layout: the pane's least width
+        lines = [f"[b]{escape(ln)}[/b]" for ln in name_lines(p.name, width)]
         status = next((r["status"] for r in self.runs if r["path"] == path), "?")
         if status in RESUMABLE and path != self.live:
             why = "its process died" if status == "interrupted" else f"it ended {status}"
@@ -150,8 +157,6 @@ class RunsBrowser(Horizontal):
             lines += heads
         lines.append("")
         lines.append("[dim]enter: open · u: resume · space: mark · v: compare two marked[/dim]")
-        from rich.markup import escape
-
         det.update("\n".join(ln if ln.startswith("[") else escape(ln) for ln in lines))
 
     def action_open(self) -> None:
@@ -198,3 +203,23 @@ class RunsBrowser(Horizontal):
 
     def action_refresh_runs(self) -> None:
         self.post_message(self.Refresh())
+
+
+def short_name(name: str, room: int) -> str:
+    """``name`` whole when it fits ``room``, else its time stamp cut in the middle and its
+    end (experiment and data set) kept: ``20261203-19…advtrain-digits``."""
+    if len(name) <= room:
+        return name
+    tail = room - 12
+    return name[:11] + "…" + name[-tail:]
+
+
+def name_lines(name: str, width: int) -> list[str]:
+    """``name`` in lines of ``width`` broken after its hyphens (never inside a word); a
+    piece longer than ``width`` keeps a line of its own."""
+    lines = [""]
+    for piece in re.findall(r"[^-]+-?|-", name):
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return lines

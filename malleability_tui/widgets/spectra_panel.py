@@ -16,10 +16,20 @@ from malleability_tui.format import MODEL_COLORS
 from malleability_tui.plots import Axis, Series
 from malleability_tui.state import RunState
 from malleability_tui.views.kappa import failed_points, kappa_points
-from malleability_tui.views.spectra import ORDERS_NOTE, spectra_view, spectrum_lines, spectrum_rank
+from malleability_tui.views.spectra import (
+    ORDERS_NOTE,
+    spectra_view,
+    spectrum_lines,
+    spectrum_rank,
+    stat_block,
+)
 from malleability_tui.views.trainability import trainability_points
 from malleability_tui.widgets.focus_style import RestyleSelfOnFocus
 from malleability_tui.widgets.plot_view import Figure, PlotView
+
+STATS_WIDTH = 27
+"""Columns the figures beside the chart are laid out for: the column's least width (30)
+less its scroll bar and a margin, so that no value wraps at 80×24 or wider."""
 
 
 class SpectraPanel(RestyleSelfOnFocus, Horizontal):
@@ -100,8 +110,7 @@ class SpectraPanel(RestyleSelfOnFocus, Horizontal):
         classes = (st.spec.get("data") or {}).get("classes")
         for row in st.tables.get("spectrum", []):
             lines = spectrum_lines(row, largest, classes)
-            w = max(len(k) for k, _ in lines)
-            parts.append("\n".join(f"[b]{k.ljust(w)}[/b]  {v}" for k, v in lines))
+            parts.append("\n".join(stat_block(lines, STATS_WIDTH)))
         if parts:
             parts.append(f"[dim]{ORDERS_NOTE}. paper: v1 κ, v1/v2 bounds (m ≫ …)[/dim]")
         else:

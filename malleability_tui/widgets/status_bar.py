@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rich.text import Text
@@ -49,29 +50,65 @@ class StatusBar(Widget):
         self.elapsed = elapsed
 
     def render(self) -> Text:
+        """Status, device, clock and ETA, progress, run name. What does not fit the width
+        is given up in this order: the run name's time stamp, the experiment's message (the
+        run name says it), the device, the elapsed time, then the run name is cut with … (or
+        dropped); the ETA and the counters stay whole."""
+        width = self.content_size.width or 10_000  # before layout: everything
+        name = self.run_name
+        parts: list[tuple[str, str]] = []
+        for message, device, clock in ((1, 1, 1), (0, 1, 1), (0, 0, 1), (0, 0, 0)):
+            parts = self._parts(message=bool(message), device=bool(device), clock=bool(clock))
+            room = width - sum(len(text) for text, _ in parts) - 2
+            short = fit_name(name, room)
+            if not name or (short and not short.endswith("…")):
+                break  # the name fits, at worst without its time stamp
+        name = fit_name(name, room)  # cut with … (or gone) only when nothing else is left
         t = Text(no_wrap=True, overflow="ellipsis")
-        t.append(f"● {self.status}", style=STATUS_STYLE.get(self.status, ""))
-        if self.device:
-            t.append(f"  {self.device}", style="cyan")
+        for text, style in parts:
+            t.append(text, style=style)
+        if name:
+            t.append(f"  {name}", style="dim")
+        return t
+
+    def _parts(self, *, message: bool, device: bool, clock: bool) -> list[tuple[str, str]]:
+        """The line less the run name, as (text, style) pieces."""
+        out = [(f"● {self.status}", STATUS_STYLE.get(self.status, ""))]
+        if self.device and device:
+            out.append((f"  {self.device}", "cyan"))
+        if self.elapsed is not None:
+            if clock:
+                out.append((f"  ⏱ {duration(self.elapsed)}", ""))
+            f = self.fraction
+            if self.status == "running" and f is not None and f > 0:
+                out.append((f"  ETA {duration(self.elapsed * (1 - f) / f)}", "bold"))
         p = self.progress
         if "experiments" in p:
             done, total, msg = p["experiments"]
-            now = f" {msg}" if msg and msg != "done" else ""
-            t.append(f"  experiment {min(done + 1, total)}/{total}{now}")
+            now = f" {msg}" if message and msg and msg != "done" else ""
+            out.append((f"  experiment {min(done + 1, total)}/{total}{now}", ""))
         if "sweep" in p:
             done, total, _msg = p["sweep"]
-            t.append(f"  cell {done}/{total}")
-            if p.get("in_flight", (0,))[0]:  # parallel cells (executor ray)
-                t.append(f" ({p['in_flight'][0]} in flight)")
+            flight = p.get("in_flight", (0,))[0]  # parallel cells (executor ray)
+            out.append(
+                (f"  cell {done}/{total}" + (f" ({flight} in flight)" if flight else ""), "")
+            )
         if "cell" in p:
             done, total, _msg = p["cell"]
             unit = "epoch" if self.cell_unit == "epoch" else "step"
-            t.append(f" · its {unit} {done}/{total}")
-        if self.elapsed is not None:
-            t.append(f"  ⏱ {duration(self.elapsed)}")
-            f = self.fraction
-            if self.status == "running" and f is not None and f > 0:
-                t.append(f"  ETA {duration(self.elapsed * (1 - f) / f)}")
-        if self.run_name:
-            t.append(f"  {self.run_name}", style="dim")
-        return t
+            out.append((f" · {unit} {done}/{total}", ""))
+        if "batch" in p:  # a long epoch's steps, so the line moves within it
+            done, total, _msg = p["batch"]
+            out.append((f" (step {done}/{total})", ""))
+        return out
+
+
+def fit_name(name: str, room: int) -> str:
+    """``name`` in ``room`` columns: whole, else without its leading time stamp
+    (``20261206-010203-``), else cut at the end with ``…``; "" when under 6 columns."""
+    if len(name) <= room:
+        return name
+    bare = re.sub(r"^\d{8}-\d{6}-", "", name)
+    if len(bare) <= room:
+        return bare
+    return bare[: room - 1] + "…" if room >= 6 else ""

@@ -95,8 +95,13 @@ class SweepPanel(RestyleSelfOnFocus, Vertical):
         for model, (ws, mean, std, n) in data.items():
             if ws:
                 note.append(f"{model}: m={ws[-1]} {mean_pm(mean[-1], std[-1], n[-1])}")
-        src = escape(f"[{source}.csv, m: next metric] " if source != "train" else "[train.csv] ")
-        lines = [src + "   ".join(note)]
+        src = f"[{source}.csv, m: next metric] " if source != "train" else "[train.csv] "
+        # one line when it fits, else a model's note a line (never one cut from its value)
+        width = self.size.width or self.app.size.width  # not laid out yet: the screen
+        first = src + "   ".join(note)
+        lines = [escape(first)] if len(first) <= width else [escape(src + n) for n in note[:1]]
+        if len(first) > width:
+            lines += [escape(n) for n in note[1:]]
         dataset = str((st.spec.get("data") or {}).get("name", ""))
         if column == "ntk_distance" and not (st.spec.get("data") or {}).get("classes"):
             ref = paper_line(data, dataset)

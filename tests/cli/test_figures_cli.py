@@ -66,3 +66,16 @@ def test_report_leads_with_the_numbers_and_ends_with_the_spec(tmp_path: Path, fm
     order = [text.index(s) for s in ("Headline numbers", "Figures", "ntk_distance.csv")]
     order.append(text.index("[model]"))  # the spec TOML
     assert order == sorted(order), order
+
+
+def test_paths_are_printed_whole_at_80_columns(tmp_path: Path) -> None:
+    """Each `wrote PATH` is one line naming an existing file, however long the path (they
+    were hard-wrapped at 80 columns: a path cut in two cannot be copied)."""
+    deep = tmp_path / ("a-folder-with-a-long-name-" * 3) / "figures-of-this-run"
+    deep.parent.mkdir(parents=True)
+    run = _copy("20261203-193300-train-digits", tmp_path)
+    res = runner.invoke(app, ["figures", str(run), "--to", str(deep)], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    wrote = [ln.removeprefix("wrote ") for ln in res.output.splitlines() if ln.startswith("wrote ")]
+    assert wrote and all(len(p) > 80 and Path(p).is_file() for p in wrote), res.output
+    assert len(wrote) == len(list(deep.iterdir()))

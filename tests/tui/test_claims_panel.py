@@ -136,3 +136,29 @@ async def test_claims_without_a_reproduction_says_how_to_open_one(tmp_path: Path
         await pilot.press("2")  # the panel keys still work from there
         await pilot.pause()
         assert app.query_one("TabbedContent").active == "sweep"
+
+
+async def test_a_reproduction_opens_with_its_first_part_on_the_other_panels(
+    tmp_path: Path,
+) -> None:
+    """`malleability-tui REPRODUCTION` lands on Claims, and Sweep (and the other run
+    panels) show the reproduction's first part that ran, not "no sweep rows yet"."""
+    from tui_support import screen_text
+
+    rep = _reproduction(tmp_path, PARTS)
+    shutil.copytree(NTK_RUN, rep / "digits-multiclass")
+    app = make_test_app(tmp_path, open_run=str(rep))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "claims"
+        table = app.query_one("#claims-table")
+        assert table.row_count == len(json.loads(GOLDEN.read_text())["checklist"])
+        await pilot.press("2")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "no sweep rows yet" not in text
+        assert Path(app.state.run_dir) == rep / "digits-multiclass"
+        assert app.state.tables.get("ntk_distance")
+        await pilot.press("8", "enter")  # a claim still opens its part
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "sweep"

@@ -311,3 +311,47 @@ async def test_status_bar_shows_the_cells_in_flight_of_a_running_sweep(tmp_path)
         assert "cell 3/12 (2 in flight)" in screen_text(app)
         runner.cancel()
         await wait_job(pilot, app)
+
+
+async def test_a_form_error_toast_names_the_field_once(tmp_path):
+    """ctrl+r on a wrong field: the toast names the field by its label once ("Widths:
+    comma-separated …", not "widths: Widths: …"), whole at 80 columns."""
+    runner = ReplayRunner(canned_events())
+    app = make_test_app(tmp_path, runner)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        for key, bad, label in (("widths", "abc", "Widths"), ("n_train", "0", "n train")):
+            app.clear_notifications()
+            app.query_one(f"#f-{key}", Input).value = bad
+            await _settle(pilot, app)
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            assert runner.started_spec is None
+            (toast,) = [n.message for n in app._notifications]
+            assert toast.startswith(f"fix the form first: {label}: "), toast
+            assert toast.lower().count(label.lower()) == 1, toast
+            app.query_one(f"#f-{key}", Input).value = "16" if key == "widths" else "100"
+
+
+async def test_the_centring_fraction_field_sets_data_center_fraction(tmp_path):
+    """The form's Centring field is ``--center-fraction`` (data.center_fraction): a number
+    from 0 to 1 goes into the spec, blank leaves it unset, anything else is refused under
+    the field with what is allowed (the shared option parser, then the spec's check)."""
+    from tui_support import SPEC
+
+    app = make_test_app(tmp_path, spec=SPEC.replace(data__center_fraction=0.25))
+    async with app.run_test(size=(80, 24)) as pilot:
+        field = app.query_one("#f-center_fraction", Input)
+        assert field.value == "0.25"
+        form = app.query_one("#setup-form")
+        for text, want in (("0.5", 0.5), ("0", 0.0), ("1", 1.0), ("", None)):
+            field.value = text
+            await _settle(pilot, app)
+            spec, errors = form.validate()
+            assert errors == {} and spec is not None, errors
+            assert spec.data.center_fraction == want
+        for text, why in (("abc", "Centring: a number"), ("1.5", "from 0"), ("-0.1", "to 1")):
+            field.value = text
+            await _settle(pilot, app)
+            spec, errors = form.validate()
+            assert spec is None and why in errors["center_fraction"], errors
+            assert why in _error(app, "center_fraction")

@@ -253,7 +253,8 @@ def test_malleability_tui_freezes_the_start_up_heap_and_the_app_freezes_after_mo
     from tui_support import make_test_app
 
     import malleability_tui.boundary as boundary
-    from malleability_tui.app import MalleabilityApp, _main
+    from malleability_tui.app import MalleabilityApp
+    from malleability_tui.launch import _main
 
     seen: dict[str, object] = {}
 

@@ -171,3 +171,26 @@ def test_a_cell_stopped_inside_resumes_with_the_points_left():
     ]
     summ = next(e.data for e in events if isinstance(e, Summary) and e.section == "flip")
     assert set(summ["ratio_attn_relu"]) == {"fgsm", "pgd"}
+
+
+def test_adversarial_training_reports_its_steps_within_an_epoch(monkeypatch):
+    """An adversarial epoch (an attack on every batch) can run for minutes: the trainer
+    reports its steps (``Progress('batch')``) every ``TICK_SECONDS`` so the run's progress
+    moves inside it; each epoch still ends with its ``Progress('cell')``."""
+    from engine.run import training
+    from engine.run.context import RunContext
+    from engine.run.events import Progress
+
+    monkeypatch.setattr(training, "TICK_SECONDS", 0.0)  # every step but an epoch's last
+    ctx = RunContext(_spec("advtrain"))
+    events = list(ctx.train_model("relu", 16, 0, adversarial=True))
+    prog = [(e.task, e.done, e.total) for e in events if isinstance(e, Progress)]
+    batches = [p for p in prog if p[0] == "batch"]
+    epochs = [p for p in prog if p[0] == "cell" and p[1] > 0]
+    assert batches and epochs
+    n = batches[0][2]
+    assert n >= 2 and all(total == n and 1 <= done < n for _, done, total in batches)
+    # between two epochs' ends, the steps of the next epoch in order
+    first = prog.index(epochs[0])
+    following = [p[1] for p in prog[first + 1 : prog.index(epochs[1])]]
+    assert following == list(range(1, n)), prog[:20]

@@ -106,3 +106,35 @@ def test_small_steps_train_on_one_thread_and_restore_the_count():
         assert inside == [1, 1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_tick_reports_the_steps_of_a_long_epoch_and_changes_nothing_else() -> None:
+    """``tick``: a ``BatchTick`` between the steps of an epoch once that many seconds have
+    passed (here 0: after every step but the last), so a run's progress moves inside a
+    long (adversarial) epoch; the weights and the epochs' statistics are those without."""
+    from engine.train import BatchTick
+    from engine.train.adversarial import make_perturb
+
+    x, yb, _ = _data()
+    spec = TrainSpec(epochs=3, lr=1e-2, batch_size=16, engine="autograd")
+
+    def go(tick: float | None) -> tuple[TwoLayerNet, list]:
+        net = TwoLayerNet(6, 32, 1, sigma_w=1.0, seed=0, dtype=torch.float64)
+        perturb = make_perturb("pgd", 0.1, 2, None, generator=torch.Generator().manual_seed(1))
+        gen = torch.Generator().manual_seed(0)
+        return net, list(train(net, x, yb, spec, generator=gen, perturb=perturb, tick=tick))
+
+    plain_net, plain = go(None)
+    net, out = go(0.0)
+    ticks = [s for s in out if isinstance(s, BatchTick)]
+    epochs = [s for s in out if not isinstance(s, BatchTick)]
+    assert not any(isinstance(s, BatchTick) for s in plain)
+    # 64 points in batches of 16: steps 1-3 of each epoch are reported, the 4th ends it
+    assert [(t.epoch, t.batch, t.batches) for t in ticks] == [
+        (e, b, 4) for e in (1, 2, 3) for b in (1, 2, 3)
+    ]
+    assert [(s.epoch, s.loss, s.accuracy) for s in epochs] == [
+        (s.epoch, s.loss, s.accuracy) for s in plain
+    ]
+    for a, b in zip(net.parameters(), plain_net.parameters()):
+        assert torch.equal(a, b)
