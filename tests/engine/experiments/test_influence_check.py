@@ -354,3 +354,74 @@ def test_an_unconverged_pbrf_is_said(tmp_path):
     spec = _spec(truth="pbrf", gradient=(), noise_floor=False, pbrf_steps=1, pbrf_tol=1.0)
     events, _ = _run(spec.replace(model__kinds=("relu",)), tmp_path / "b")
     assert not [e for e in events if isinstance(e, Log) and "did not converge" in e.message]
+    rows = [e.row for e in events if isinstance(e, TableRow) and e.table == "influence_check"]
+    assert rows and all(r["truth_converged"] is True for r in rows)
+
+
+def test_an_unconverged_pbrf_is_never_resolved():
+    """The floor (twice the steps) agreeing with an unconverged PBRF is the solver's
+    drift: the summary names the closest estimator but not "resolved", and does not
+    compare the truths; the same rows with the tolerance met are resolved."""
+
+    def rows(conv: bool) -> list[dict]:
+        base = {
+            "model": "2L-ReLU",
+            "n_points": 40,
+            "seconds": 0.1,
+            "ridge": "",
+            "truth": "pbrf",
+            "truth_converged": conv,
+            "spearman_p": 1e-12,
+        }
+        out = []
+        for seed in (0, 1):
+            out += [
+                {
+                    **base,
+                    "seed": seed,
+                    "estimator": "pbrf_more_steps",
+                    "spearman": 1.0,
+                    "sign_agreement": 1.0,
+                },
+                {
+                    **base,
+                    "seed": seed,
+                    "estimator": "gradient_exact",
+                    "ridge": "lambda:0.001",
+                    "spearman": 0.97,
+                    "sign_agreement": 0.98,
+                },
+                {
+                    **base,
+                    "seed": seed,
+                    "truth": "retrain",
+                    "truth_converged": None,
+                    "estimator": "retrain_other_order",
+                    "spearman": 0.9,
+                    "sign_agreement": 0.9,
+                },
+                {
+                    **base,
+                    "seed": seed,
+                    "truth": "retrain",
+                    "truth_converged": None,
+                    "estimator": "pbrf",
+                    "spearman": 0.95,
+                    "sign_agreement": 0.9,
+                },
+            ]
+        return out  # fmt: skip
+
+    s = summarize(rows(False), "mnist")
+    m = s["models"]["2L-ReLU"]["truths"]["pbrf"]
+    assert m["resolved"] is None and m["converged"] is False
+    assert m["closest"]["estimator"] == "gradient_exact"
+    head = s["headline"][0]
+    assert "DID NOT CONVERGE" in head and "2 of 2 seeds" in head and "resolved:" not in head
+    assert s["models"]["2L-ReLU"]["truths_agree"]["agree"] is None
+    assert any("did not converge" in h and "cannot be compared" in h for h in s["headline"])
+    s = summarize(rows(True), "mnist")
+    m = s["models"]["2L-ReLU"]["truths"]["pbrf"]
+    assert m["resolved"] is True and m["converged"] is True
+    assert "the PBRF resolved" in s["headline"][0]
+    assert s["models"]["2L-ReLU"]["truths_agree"]["agree"] is True
