@@ -18,9 +18,10 @@ estimator, at which ridge, stands for the trained network:
 2. estimators on the trained weights: kernel LOO on its empirical NTK at each ridge of
    ``influence_check.ridges`` (``lambda`` = λ, ``objective`` = nλ/2, ``nlambda`` = nλ;
    ``engine.ridge``), exactly as the flip protocol computes it before an attack; gradient
-   influence (Koh & Liang) with conjugate gradients and, up to
-   ``influence_check.exact_max_params`` parameters, the dense Hessian, damped by λ, on the
-   network's own training loss (float64 copies of the model);
+   influence (Koh & Liang; ``influence_check.gradient``, default exact: for 2L-ReLU and
+   MLP-Attn the Gauss–Newton kernel solve at any width, else the dense Hessian up to
+   ``influence_check.exact_max_params``; cg on request), damped by λ, on the network's
+   own training loss (float64 copies of the model, in the span of the training features);
 3. remove K points (the ``top`` best-ranked by the default protocol, ``flip.ridge`` and
    ``flip.ranking``, and ``random`` more drawn from the rest) one at a time and retrain from
    the same initialisation on the same batches with the point's weight zeroed
