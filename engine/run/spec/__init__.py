@@ -560,7 +560,7 @@ class InfluenceCheckSpec:
     """Gradient-influence methods (exact, cg). exact: for the 2L-ReLU and MLP-Attn heads
     (Hessian = Gauss–Newton + λI) on the [n, n] kernel at any width, else the dense
     Hessian up to ``exact_max_params``; cg (not a default: the same numbers to its 1e-8
-    tolerance at 6.6× the CPU, docs/benchmarks.md#influence-check-pbrf)."""
+    tolerance at 6.6× the CPU, docs/benchmarks.md#influence-check-cost)."""
     exact_max_params: int = 4096
     """Largest parameter count for which the dense Hessian (exact) is formed (the heads'
     Gauss–Newton solve has no cap: its size is the kernel's)."""
