@@ -238,8 +238,8 @@ def _pbrf(
     ``pbrf_steps``, C fixed) and, with the noise floor, the same solved with twice the
     steps: one solve of twice the steps, the truth its checkpoint at ``pbrf_steps`` (the
     same numbers as a solve of its own); their seconds and convergence (the worst row's
-    relative gradient norm). An unconverged truth is said (a warning): its ranking is a
-    result only as far as the noise floor shows it resolved."""
+    relative gradient norm). An unconverged truth is said (a warning) and marked on its
+    rows (``truth_converged``): the summary then never calls it resolved."""
     sp, ic = ctx.spec, ctx.spec.influence_check
     steps = ic.pbrf_steps
     ctx.check_cancel()
