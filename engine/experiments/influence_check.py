@@ -18,9 +18,10 @@ estimator, at which ridge, stands for the trained network:
 2. estimators on the trained weights: kernel LOO on its empirical NTK at each ridge of
    ``influence_check.ridges`` (``lambda`` = λ, ``objective`` = nλ/2, ``nlambda`` = nλ;
    ``engine.ridge``), exactly as the flip protocol computes it before an attack; gradient
-   influence (Koh & Liang) with conjugate gradients and, up to
-   ``influence_check.exact_max_params`` parameters, the dense Hessian, damped by λ, on the
-   network's own training loss (float64 copies of the model);
+   influence (Koh & Liang; ``influence_check.gradient``, default exact: for 2L-ReLU and
+   MLP-Attn the Gauss–Newton kernel solve at any width, else the dense Hessian up to
+   ``influence_check.exact_max_params``; cg on request), damped by λ, on the network's
+   own training loss (float64 copies of the model, in the span of the training features);
 3. remove K points (the ``top`` best-ranked by the default protocol, ``flip.ridge`` and
    ``flip.ranking``, and ``random`` more drawn from the rest) one at a time and retrain from
    the same initialisation on the same batches with the point's weight zeroed
@@ -191,6 +192,7 @@ def _cell(
             n_points=a.n_points,
             seconds=round(secs, 4),
             truth=truth,
+            truth_converged=pbrf_info.get("converged") if truth == "pbrf" else None,
             **tm.guards(),
         )
 
@@ -236,8 +238,8 @@ def _pbrf(
     ``pbrf_steps``, C fixed) and, with the noise floor, the same solved with twice the
     steps: one solve of twice the steps, the truth its checkpoint at ``pbrf_steps`` (the
     same numbers as a solve of its own); their seconds and convergence (the worst row's
-    relative gradient norm). An unconverged truth is said (a warning): its ranking is a
-    result only as far as the noise floor shows it resolved."""
+    relative gradient norm). An unconverged truth is said (a warning) and marked on its
+    rows (``truth_converged``): the summary then never calls it resolved."""
     sp, ic = ctx.spec, ctx.spec.influence_check
     steps = ic.pbrf_steps
     ctx.check_cancel()
@@ -254,15 +256,16 @@ def _pbrf(
         checkpoint=steps if ic.noise_floor else None,
     )
     runs = [res] if res.early is None else [res.early, res]
-    info: dict[str, Any] = {"seconds": secs}
+    info: dict[str, Any] = {"seconds": secs, "converged": runs[0].converged}
     for budget, r in zip((steps, 2 * steps), runs):
         info[f"{budget}_steps"] = {"grad_norm": float(r.grad_norm.max()), "steps": r.steps}
     if not runs[0].converged:
         yield Log(
             f"{MODEL_LABELS[tm.kind]}: the PBRF did not converge in {steps} steps (worst "
             f"relative gradient norm {float(runs[0].grad_norm.max()):.2g}, tolerance "
-            f"{ic.pbrf_tol:g}); its ranking stands only as far as its noise floor "
-            "(twice the steps) agrees",
+            f"{ic.pbrf_tol:g}), so it is not claimed resolved (its floor, twice the "
+            "steps, measures the solver's drift; a ReLU network's PBRF minimiser sits on "
+            "kinks, where no gradient vanishes)",
             "warning",
         )
     return [r.effects for r in runs], secs, info

@@ -39,7 +39,9 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
     Resolved: the truth's noise floor (``NOISES``: retraining with another batch order,
     the PBRF with twice the steps) agrees with it, ρ > 0 at p < 0.05, in every seed
     (``noise_floor``); otherwise the ranking of the estimators is not a result
-    ("inconclusive"). Without the noise floor the resolution is "not measured".
+    ("inconclusive"). Without the noise floor the resolution is "not measured". A PBRF
+    whose solve missed ``pbrf_tol`` in any seed (rows' ``truth_converged``) is never
+    "resolved" (None, ``converged`` False): its floor then measures the solver's drift.
     """
     from engine import results
 
@@ -64,11 +66,15 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
             rho = mean_std(r.spearman for r in both).mean
             # a truth its own floor does not resolve is noise: disagreeing with it says nothing
             noisy = [TRUTH_LABELS[t] for t in judged if judged[t]["resolved"] is False]
-            agree = None if noisy else rho >= TRUTHS_AGREE_RHO
+            # an unconverged PBRF is not the PBRF: its agreement says nothing either
+            loose = [TRUTH_LABELS[t] for t in judged if judged[t]["converged"] is False]
+            agree = None if noisy or loose else rho >= TRUTHS_AGREE_RHO
             models[model]["truths_agree"] = {"spearman": rho, "agree": agree}
             verdict = (
                 f"cannot be compared ({' and '.join(noisy)} does not resolve one point's effect)"
                 if noisy
+                else f"cannot be compared ({' and '.join(loose)} did not converge)"
+                if loose
                 else "agree"
                 if agree
                 else "DISAGREE"
@@ -116,6 +122,14 @@ def _judge(
     cands.sort(key=lambda t: (t["spearman"], t["sign_agreement"]), reverse=True)
     noise = next((t for t in table if t["estimator"] == noise_key), None)
     resolved = None if noise is None else noise["significant_seeds"] == noise["seeds"]
+    # a PBRF solve that missed its tolerance (``truth_converged``): its floor (twice the
+    # steps) agreeing measures the solver's drift, not the truth's accuracy, so
+    # "resolved" is not claimed either way
+    loose = {r.seed for rs in ests.values() for r in rs if r.truth_converged is False}
+    known = any(r.truth_converged is not None for rs in ests.values() for r in rs)
+    converged = (not loose) if known else None
+    if loose:
+        resolved = None
     best = cands[0] if cands and resolved is not False else None
     seeds = {str(r.seed) for rs in ests.values() for r in rs}
     note = results.guard_note(failed, model, len(seeds))
@@ -124,7 +138,13 @@ def _judge(
     listing = "; ".join(
         f"{_name(t)} ρ {t['spearman']:.2f}, sign {100 * t['sign_agreement']:.0f} %" for t in cands
     )
-    out = {"estimators": table, "closest": best, "noise_floor": noise, "resolved": resolved}
+    out = {
+        "estimators": table,
+        "closest": best,
+        "noise_floor": noise,
+        "resolved": resolved,
+        "converged": converged,
+    }
     out["guards"] = note
     if resolved is False:
         assert noise is not None
@@ -150,7 +170,11 @@ def _judge(
     if len(cands) > 1:
         line += "; then " + listing.split("; ", 1)[1]
     line += (
-        "; ground truth not checked for resolution (influence_check.noise_floor = false)"
+        f"; {label} DID NOT CONVERGE (pbrf_tol missed in {len(loose)} of {len(seeds)} "
+        "seeds): not claimed resolved"
+        + (f" ({floor} agrees at ρ {noise['spearman']:.2f}: the solver's drift)" if noise else "")
+        if loose
+        else "; ground truth not checked for resolution (influence_check.noise_floor = false)"
         if noise is None
         else f"; {label} resolved: {floor} agrees at ρ {noise['spearman']:.2f}"
     )

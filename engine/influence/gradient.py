@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch.func import functional_call, grad, hessian, jvp, vmap
+from torch.func import functional_call, grad, hessian, jacrev, jvp, vmap
 
 from engine.errors import ConfigError
 from engine.influence.losses import check_loss, encode_targets, pointwise_loss
@@ -150,6 +150,7 @@ def gradient_influence(
     generator: torch.Generator | None = None,
     chunk: int = 256,
     train_indices: torch.Tensor | list[int] | None = None,
+    gauss_newton: bool = False,
 ) -> torch.Tensor:
     """Influence I [n_test, n_train] = (1/n) ∇ℓ_tᵀ H⁻¹ ∇ℓ_i (positive = helpful), with H = ∇²R
     the Hessian of the whole training objective, the L2 term's λI included (module docstring).
@@ -167,6 +168,10 @@ def gradient_influence(
     ``train_indices``: only those training points' columns, [n_test, k]: H is symmetric, so
     the k systems H x = ∇ℓ_i are solved instead of the n_test systems H x = ∇ℓ_t (cheaper
     when k < n_test; the same numbers up to the solver's tolerance).
+    ``gauss_newton`` (``exact`` only): the caller asserts that H is its Gauss–Newton
+    matrix plus λI, i.e. ∇²f = 0 (a ReLU layer under fixed output weights, a.e.); the
+    exact solve then runs on the [nK, nK] kernel instead of the [P, P] Hessian
+    (``_gauss_newton_solve``), the same numbers to round-off at any P.
     """
     check_loss(loss)
     if method not in METHODS:
@@ -190,6 +195,8 @@ def gradient_influence(
     else:
         rhs, other = g_test, g_train
 
+    if method == "exact" and gauss_newton:
+        return _gauss_newton_solve(flat, xtr, ttr, xte, tte, loss, lam, train_indices)
     if method == "exact":
         h = hessian(r)(flat.theta)
         s = torch.linalg.solve(0.5 * (h + h.T), rhs.T).T
@@ -198,6 +205,53 @@ def gradient_influence(
     else:
         s = _lissa(flat, xtr, ttr, loss, lam, rhs, lissa_depth, lissa_scale, lissa_batch, generator)
     return (other @ s.T / n) if train_indices is not None else (s @ other.T / n)
+
+
+def _gauss_newton_solve(
+    flat: _Flat,
+    xtr: torch.Tensor,
+    ttr: torch.Tensor,
+    xte: torch.Tensor,
+    tte: torch.Tensor,
+    loss: str,
+    lam: float,
+    train_indices: torch.Tensor | list[int] | None,
+) -> torch.Tensor:
+    """(*) with H = λI + Jᵀ A J exactly (J [nK, P] the stacked per-example Jacobians of f,
+    A = blockdiag(∇²_f ℓ_j) / n): by the push-through identity H⁻¹Jᵀ = Jᵀ(λI + A J Jᵀ)⁻¹,
+    H⁻¹∇ℓ_i = Jᵀ(λI + A K)⁻¹ E_i with K = J Jᵀ [nK, nK] the empirical NTK and E_i the
+    column holding ∇_f ℓ_i in block i, so I[t, i] = (1/n) ∇_f ℓ_tᵀ J_t Jᵀ(λI + A K)⁻¹ E_i.
+    Cost n²KP + (nK)³ instead of P³. Returns [n_test, n_train] (or [n_test, k])."""
+    n, t = xtr.shape[0], xte.shape[0]
+
+    def jac(x: torch.Tensor) -> torch.Tensor:  # [b, K, P], f's Jacobian per example
+        one = lambda th, xj: flat.forward(th, xj[None])[0]  # noqa: E731
+        return vmap(jacrev(one), in_dims=(None, 0))(flat.theta, x)
+
+    def out_grads(x: torch.Tensor, tg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(∇_f ℓ [b, K], ∇²_f ℓ [b, K, K]) at θ."""
+        with torch.no_grad():
+            f = flat.forward(flat.theta, x)
+        one = lambda fj, tj: pointwise_loss(fj[None], tj[None], loss)[0]  # noqa: E731
+        return vmap(grad(one))(f, tg), vmap(hessian(one))(f, tg)
+
+    jtr, jte = jac(xtr), jac(xte)
+    k_out = jtr.shape[1]
+    jtr2 = jtr.reshape(n * k_out, -1)
+    ktr = jtr2 @ jtr2.T  # [nK, nK]
+    kte = jte.reshape(t * k_out, -1) @ jtr2.T  # [tK, nK]
+    e_tr, h_tr = out_grads(xtr, ttr)
+    e_te, _ = out_grads(xte, tte)
+    a = torch.block_diag(*h_tr) / n  # [nK, nK]
+    cols = torch.arange(n, device=xtr.device)
+    if train_indices is not None:
+        cols = torch.as_tensor(train_indices, dtype=torch.long, device=xtr.device)
+    rhs = torch.zeros(n, k_out, cols.numel(), dtype=xtr.dtype, device=xtr.device)
+    rhs[cols, :, torch.arange(cols.numel(), device=xtr.device)] = e_tr[cols]
+    eye = torch.eye(n * k_out, dtype=xtr.dtype, device=xtr.device)
+    s = torch.linalg.solve(lam * eye + a @ ktr, rhs.reshape(n * k_out, -1))  # [nK, k]
+    u = (kte @ s).reshape(t, k_out, -1)  # J_t H⁻¹∇ℓ_i [t, K, k]
+    return (e_te[:, :, None] * u).sum(1) / n
 
 
 def _lissa(

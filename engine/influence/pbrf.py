@@ -167,6 +167,7 @@ def _lbfgs(prob: _Problem, tol: float, max_steps: int, hook: Hook, history: int 
     stalled = torch.zeros_like(val, dtype=torch.bool)  # no decrease found: at round-off
     ss: list[torch.Tensor] = []
     ys: list[torch.Tensor] = []
+    rhos: list[torch.Tensor] = []  # 1 / sᵀy per pair (0 for a skipped pair)
     # the first direction: the exact line minimiser of the quadratic model along −g
     hg = prob.hvp(big)(g)
     gamma = ((g * g).sum(1) / (g * hg).sum(1).clamp_min(torch.finfo(g.dtype).tiny))[:, None]
@@ -175,17 +176,18 @@ def _lbfgs(prob: _Problem, tol: float, max_steps: int, hook: Hook, history: int 
         active = (g.norm(dim=1) > tol * g0) & ~stalled
         if not bool(active.any()):
             break
+        # the two-loop recursion, in place (vecdot, addcmul_: no [k, P] temporaries; it
+        # streams 2·history [k, P] pairs a step and dominated the solve's time)
         q = g.clone()
         alphas = []
-        for s, y in zip(reversed(ss), reversed(ys)):
-            rho = 1.0 / (s * y).sum(1).clamp_min(torch.finfo(g.dtype).tiny)
-            a = rho * (s * q).sum(1)
-            q -= a[:, None] * y
-            alphas.append((a, rho))
+        for s, y, rho in zip(reversed(ss), reversed(ys), reversed(rhos)):
+            a = rho * torch.linalg.vecdot(s, q)
+            q.addcmul_(a[:, None], y, value=-1.0)
+            alphas.append(a)
         r = gamma * q
-        for (s, y), (a, rho) in zip(zip(ss, ys), reversed(alphas)):
-            b = rho * (y * r).sum(1)
-            r += (a - b)[:, None] * s
+        for s, y, rho, a in zip(ss, ys, rhos, reversed(alphas)):
+            b = rho * torch.linalg.vecdot(y, r)
+            r.addcmul_((a - b)[:, None], s)
         d = -r
         slope = (g * d).sum(1)
         bad = slope >= 0  # not a descent direction: steepest descent for that row
@@ -202,9 +204,11 @@ def _lbfgs(prob: _Problem, tol: float, max_steps: int, hook: Hook, history: int 
         ok = (sy > 1e-12 * (s.norm(dim=1) * y.norm(dim=1))) & (sy > 0)
         ss.append(s * ok[:, None])
         ys.append(y * ok[:, None])
+        rhos.append(torch.where(ok, 1.0 / sy.clamp_min(torch.finfo(g.dtype).tiny), 0.0))
         if len(ss) > history:
             ss.pop(0)
             ys.pop(0)
+            rhos.pop(0)
         new_gamma = sy / (y * y).sum(1).clamp_min(torch.finfo(g.dtype).tiny)
         gamma = torch.where(ok[:, None], new_gamma[:, None], gamma)
         big, val, g = new, nval, ng

@@ -68,10 +68,15 @@ def gradient_estimates(
     l2: float,
     exact_max_params: int,
     transductive: bool,
+    span: bool = True,
 ) -> tuple[Estimates, dict[Key, float], dict[Key, str], list[str]]:
     """{("gradient_cg" | "gradient_exact", "lambda"): I [t, k]} for the k removed points
     ``indices`` (k Hessian solves, ``gradient_influence(train_indices=…)``, damped by the
-    L2 λ = ``l2``), their seconds, labels, and notes on what was skipped and why."""
+    L2 λ = ``l2``), their seconds, labels, and notes on what was skipped and why.
+    ``span``: solve in the span of the training features where that is exact
+    (``span_problem``; False: on the full first layer, the same numbers, slower);
+    ``exact_max_params`` caps the parameters of a dense Hessian (not the span's
+    Gauss–Newton solve, whose size is the kernel's)."""
     from engine.influence import gradient_influence
 
     est: Estimates = {}
@@ -86,11 +91,19 @@ def gradient_estimates(
         )
         return est, secs, labels, notes
     m64 = float64_copy(model, ds, transductive=transductive)
-    n_params = sum(p.numel() for p in m64.parameters() if p.requires_grad)
-    loss = "mse" if ds.task == "binary" else "ce"
     dev = next(m64.parameters()).device
+    xtr = ds.x_train_raw.to(dev, torch.float64)
+    xte = ds.x_test_raw.to(dev, torch.float64)
+    # in the span of the training features where that is exact (``span_problem``): the
+    # same H⁻¹∇ℓ_i on m·min(n, d) parameters instead of m·d
+    net, inp, inp_t = span_problem(m64, xtr, xte) if span else (m64, xtr, xte)
+    n_params = sum(p.numel() for p in net.parameters() if p.requires_grad)
+    # the span's head has H = Gauss–Newton + λI exactly (ReLU, fixed output weights): its
+    # exact solve runs on the [n, n] kernel at any P (``gradient_influence(gauss_newton)``)
+    gauss_newton = isinstance(net, _SpanHead)
+    loss = "mse" if ds.task == "binary" else "ce"
     for method in methods:
-        if method == "exact" and n_params > exact_max_params:
+        if method == "exact" and n_params > exact_max_params and not gauss_newton:
             notes.append(
                 f"influence_check: gradient (exact) skipped: {n_params} parameters > "
                 f"influence_check.exact_max_params = {exact_max_params}"
@@ -98,16 +111,17 @@ def gradient_estimates(
             continue
         t0 = time.perf_counter()
         infl = gradient_influence(
-            m64,
-            ds.x_train_raw.to(dev),
+            net,
+            inp,
             ds.y_train.to(dev),
-            ds.x_test_raw.to(dev),
+            inp_t,
             ds.y_test.to(dev),
             lam=l2,
             loss=loss,
             method=method,
             cg_tol=CG_TOL,
             train_indices=indices,
+            gauss_newton=gauss_newton,
         )
         key = (f"gradient_{method}", "lambda")
         est[key], secs[key], labels[key] = infl, time.perf_counter() - t0, f"lambda:{l2:g}"
@@ -146,6 +160,38 @@ class _SpanHead(nn.Module):
         return torch.relu(z) @ self.output / self.m**0.5
 
 
+def span_problem(
+    m64: nn.Module, xtr: torch.Tensor, xte: torch.Tensor
+) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    """(network, training inputs, test inputs) on which the first-layer problems of
+    ``m64`` (the PBRF, the damped Hessian solves of gradient influence) are solved: the
+    ``_SpanHead`` over [z* | φQ] when the features are fixed and the first layer W is the
+    only trainable weight (2L-ReLU, MLP-Attn with C fixed; P = m·min(n, d) instead of
+    m·d), else ``m64`` itself on xtr [n, d], xte [t, d]. Exact for gradient influence:
+    every training gradient c_j φ_jᵀ and every Hessian-vector product of the training
+    objective lies in R^m ⊗ span(training φ), Q is orthonormal, so H⁻¹∇ℓ_i and its CG
+    iterates are those of the full W; a test gradient enters only through ∇ℓ_tᵀ H⁻¹∇ℓ_i,
+    which sees its projection φ_t Q."""
+    head = getattr(m64, "head", None)
+    trainable = [k for k, p in m64.named_parameters() if p.requires_grad]
+    span = (
+        head is not None
+        and getattr(head, "fixed_features", False)
+        and not getattr(head, "train_output", True)
+        and trainable in (["weight"], ["mlp.weight"])
+    )
+    if not span:
+        return m64, xtr, xte
+    assert head is not None
+    with torch.no_grad():
+        phi, phi_t = m64.features(xtr), m64.features(xte)  # type: ignore[operator]
+        q, _ = torch.linalg.qr(phi.T)  # [d, min(d, n)], orthonormal columns
+        w = head.weight
+        inp = torch.cat([phi @ w.T, phi @ q], 1)
+        inp_t = torch.cat([phi_t @ w.T, phi_t @ q], 1)
+    return _SpanHead(int(w.shape[0]), int(q.shape[1]), head.output), inp, inp_t
+
+
 def pbrf_truth(
     model: nn.Module,
     ds: Dataset,
@@ -170,25 +216,7 @@ def pbrf_truth(
     loss = "mse" if ds.task == "binary" else "ce"
     xtr = ds.x_train_raw.to(dev, torch.float64)
     xte = ds.x_test_raw.to(dev, torch.float64)
-    head = getattr(m64, "head", None)
-    trainable = [k for k, p in m64.named_parameters() if p.requires_grad]
-    span = (
-        head is not None
-        and getattr(head, "fixed_features", False)
-        and not getattr(head, "train_output", True)
-        and trainable in (["weight"], ["mlp.weight"])
-    )
-    if span:
-        assert head is not None
-        with torch.no_grad():
-            phi, phi_t = m64.features(xtr), m64.features(xte)  # type: ignore[operator]
-            q, _ = torch.linalg.qr(phi.T)  # [d, min(d, n)], orthonormal columns
-            w = head.weight
-            inp = torch.cat([phi @ w.T, phi @ q], 1)
-            inp_t = torch.cat([phi_t @ w.T, phi_t @ q], 1)
-        net: nn.Module = _SpanHead(int(w.shape[0]), int(q.shape[1]), head.output)
-    else:
-        net, inp, inp_t = m64, xtr, xte
+    net, inp, inp_t = span_problem(m64, xtr, xte)
     res = pbrf_effects(
         net,
         inp,

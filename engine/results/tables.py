@@ -229,6 +229,9 @@ class InfluenceCheckRow(Row):
     truth: str = "retrain"
     """The ground truth compared with: pbrf or retrain (rows written before the column
     existed read as empty and compared with retraining)."""
+    truth_converged: bool | None = None
+    """Rows against the PBRF: whether its solve met ``influence_check.pbrf_tol`` at
+    ``pbrf_steps`` (None: retraining, or rows written before the column existed)."""
 
 
 @dataclass(frozen=True)

@@ -195,10 +195,14 @@ class InfluenceCheckSpec:
     """… and ``random`` more drawn uniformly from the rest (seeded with the run seed)."""
     ridges: tuple[str | float, ...] = ("lambda", "objective", "nlambda")
     """Ridges of the kernel LOO estimator (engine.ridge rules or numbers)."""
-    gradient: tuple[str, ...] = GRADIENT_METHODS
-    """Gradient-influence methods (cg, exact; exact only up to ``exact_max_params``)."""
+    gradient: tuple[str, ...] = ("exact",)
+    """Gradient-influence methods (exact, cg). exact: for the 2L-ReLU and MLP-Attn heads
+    (Hessian = Gauss–Newton + λI) on the [n, n] kernel at any width, else the dense
+    Hessian up to ``exact_max_params``; cg (not a default: the same numbers to its 1e-8
+    tolerance at 6.6× the CPU, docs/benchmarks.md#influence-check-cost)."""
     exact_max_params: int = 4096
-    """Largest parameter count for which the dense Hessian (exact) is formed."""
+    """Largest parameter count for which the dense Hessian (exact) is formed (the heads'
+    Gauss–Newton solve has no cap: its size is the kernel's)."""
     context: str = "refit"
     """MLP-Attn's C when a point is removed: refit (C = XᵀX of the remaining points, what retraining on the smaller set means) or fixed (C of the full set, what the estimators hold fixed)."""
     truth: str = "pbrf"

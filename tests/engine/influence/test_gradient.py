@@ -150,3 +150,35 @@ def test_bad_options_raise(data):
         gradient_influence(net, x, y, xt, y[:6], lam=1e-2, method="newton")
     with pytest.raises(ConfigError):
         gradient_influence(net, x, y, xt, y[:6], lam=0.0)
+
+
+@pytest.mark.parametrize(("loss", "k_out"), [("mse", 1), ("ce", 2), ("ce", 1)])
+def test_gauss_newton_exact_equals_the_dense_hessian(data, loss, k_out):
+    """A ReLU layer under fixed output weights has ∇²f = 0 a.e., so H = Gauss–Newton + λI
+    and the push-through solve on the [nK, nK] kernel is the dense [P, P] solve to
+    round-off, for every column and for chosen training columns."""
+    x, xt, _ = data
+    if k_out == 2:
+        y, yt = (x[:, 0] > 0.5).long(), (xt[:, 0] > 0.5).long()
+    else:
+        y, yt = torch.sign(x[:, 0] - 0.5), torch.sign(xt[:, 0] - 0.5)
+    net = TwoLayerNet(5, 8, n_out=k_out, sigma_w=1.0, seed=2, dtype=DT)
+    dense = gradient_influence(net, x, y, xt, yt, lam=0.03, loss=loss, method="exact")
+    gn = gradient_influence(
+        net, x, y, xt, yt, lam=0.03, loss=loss, method="exact", gauss_newton=True
+    )
+    cols = gradient_influence(
+        net, x, y, xt, yt, lam=0.03, loss=loss, method="exact", gauss_newton=True,
+        train_indices=[3, 0, 7],
+    )  # fmt: skip
+    scale = float(dense.abs().max())
+    assert scale > 1e-4
+    torch.testing.assert_close(gn, dense, rtol=0, atol=1e-12 * scale)
+    torch.testing.assert_close(cols, dense[:, [3, 0, 7]], rtol=0, atol=1e-12 * scale)
+    # a model with ∇²f ≠ 0 (a trained output layer) is where the two differ: the flag is
+    # the caller's claim, not a check
+    net2 = TwoLayerNet(5, 8, sigma_w=1.0, train_output=True, seed=2, dtype=DT)
+    if k_out == 1 and loss == "mse":
+        a = gradient_influence(net2, x, y, xt, yt, lam=0.03, method="exact")
+        b = gradient_influence(net2, x, y, xt, yt, lam=0.03, method="exact", gauss_newton=True)
+        assert float((a - b).abs().max()) > 1e-6 * float(a.abs().max())

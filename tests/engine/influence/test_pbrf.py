@@ -184,3 +184,39 @@ def test_the_span_reduction_is_the_full_pbrf():
     scale = float(full.effects.abs().max())
     assert scale > 1e-6
     torch.testing.assert_close(span.effects, full.effects, rtol=1e-7, atol=1e-9 * scale)
+
+
+@pytest.mark.parametrize("kind", ["relu", "attn"])
+def test_gradient_estimates_in_the_span_are_the_full_first_layers(kind):
+    """``gradient_estimates`` solves in the span of the training features (and ``exact``
+    by the Gauss–Newton kernel solve, past the dense cap): the same influence as CG and
+    the dense Hessian on the full first layer, the old path (CG to its 1e-8 tolerance)."""
+    from engine.data import load_dataset
+    from engine.malleability.check import gradient_estimates
+    from engine.models import build_model
+
+    ds = load_dataset("digits", classes=(3, 8), n_train=30, n_test=10, seed=0)
+    assert ds.x_train.shape[0] < ds.x_train.shape[1]  # the span is a real reduction
+    net = build_model(kind, ds.x_train_raw.to(DT), 16, seed=2, dtype=DT, sigma_w=1.0)
+    idx = [0, 7, 19, 25]
+    kw = dict(methods=("exact", "cg"), l2=0.01, exact_max_params=4096, transductive=False)
+    span, _, _, notes = gradient_estimates(net, ds, idx, span=True, **kw)
+    full, _, _, _ = gradient_estimates(net, ds, idx, span=False, **kw)
+    assert not notes and set(span) == set(full) == {
+        ("gradient_exact", "lambda"),
+        ("gradient_cg", "lambda"),
+    }
+    ref = full[("gradient_exact", "lambda")]  # the dense [P, P] Hessian, P = 16 · 64
+    scale = float(ref.abs().max())
+    assert scale > 1e-6
+    for key, est in [*span.items(), *full.items()]:
+        torch.testing.assert_close(est, ref, rtol=0, atol=1e-7 * scale, msg=str(key))
+    # past the dense cap only the kernel solve runs exact
+    capped, _, _, notes = gradient_estimates(
+        net, ds, idx, span=False, **{**kw, "exact_max_params": 100}
+    )
+    assert ("gradient_exact", "lambda") not in capped and "skipped" in notes[0]
+    capped, _, _, notes = gradient_estimates(
+        net, ds, idx, span=True, **{**kw, "exact_max_params": 100}
+    )
+    assert ("gradient_exact", "lambda") in capped and not notes
