@@ -140,7 +140,7 @@ def page(root: Path) -> str:
     out = [HEADER]
     if not found:
         out += ["No reproduction has been imported yet.", ""]
-        return "\n".join(out)
+        return "\n".join(out + _kappa(root))
     heads = [f"{f.parent.name} {f.name}" for f in found]
     checks = [json.loads((f / "checklist.json").read_text())["checklist"] for f in found]
     keys = list(dict.fromkeys(_key(i) for c in checks for i in c))
@@ -152,7 +152,31 @@ def page(root: Path) -> str:
     out += [""]
     for f in found:
         out += _section(f, root)
-    return "\n".join(out)
+    return "\n".join(out + _kappa(root))
+
+
+KAPPA_HEADER = """## The effects against κ(G) { #kappa }
+
+Not in the paper: claims 1 and 3 measured as the centring fraction α moves κ(G) on the
+same images (`--experiment kappa_sweep`, [protocol](../protocol.md#kappa-sweep)). Per α:
+κ(G) of the first seed's training subset, each model's PGD flip rate pooled over seeds
+(95 % Wilson interval), their ratio, and each model's claim-1 slope (the
+linearized-twin distance against ln width; mean and 95 % t interval over seeds). A point
+with a cell that failed a guard is marked and left out of the fits.
+"""
+
+
+def _kappa(root: Path) -> list[str]:
+    """The κ-sweep section (``engine.reproduce.publish_kappa``); nothing without sweeps."""
+    from engine.reproduce.publish_kappa import kappa_folders, kappa_section
+
+    found = kappa_folders(root)
+    if not found:
+        return []
+    out = [KAPPA_HEADER]
+    for f in found:
+        out += kappa_section(f, root)
+    return out
 
 
 def write_page(root: Path) -> Path:

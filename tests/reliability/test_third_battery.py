@@ -309,7 +309,7 @@ def test_a_deleted_working_directory_is_one_line(tmp_path: Path) -> None:
     gone.mkdir()
     for cmd in (
         f"{sys.executable} -m malleability_tui.cli.main headless --quiet --out {tmp_path / 'r'}",
-        f"{sys.executable} -c 'from malleability_tui.app import main; main()'",
+        f"{sys.executable} -c 'from malleability_tui.launch import main; main()'",
     ):
         r = subprocess.run(
             ["bash", "-c", f"cd {gone} && rmdir {gone} && exec {cmd}"],
