@@ -148,6 +148,7 @@ def reproduce(
         fused_step_price,
         probe_flops,
         probe_step_seconds,
+        probe_stream_seconds,
     )
     from engine.reproduce.driver import reproduce_parts
     from engine.reproduce.plan import plan
@@ -228,9 +229,13 @@ def reproduce(
             die(
                 f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"
             )
-        rate, step = probe_flops(), probe_step_seconds()
+        rate, step, stream = probe_flops(), probe_step_seconds(), probe_stream_seconds()
         est = estimate_seconds(
-            [p.spec for p in parts], flops_per_s=rate, step_s=step, fused_s=fused_probe
+            [p.spec for p in parts],
+            flops_per_s=rate,
+            step_s=step,
+            fused_s=fused_probe,
+            stream_s=stream,
         )
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
@@ -255,7 +260,11 @@ def reproduce(
                 markup=False,
             )
         lines = breakdown(
-            [(p.key, p.spec) for p in parts], flops_per_s=rate, step_s=step, fused_s=fused_probe
+            [(p.key, p.spec) for p in parts],
+            flops_per_s=rate,
+            step_s=step,
+            fused_s=fused_probe,
+            stream_s=stream,
         )
         floor = sum(ln.floor_s for ln in lines)
         fused = sum(ln.fused_steps for ln in lines)
