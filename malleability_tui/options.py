@@ -1,9 +1,11 @@
-"""Run options once: the table the headless command and the TUI setup form share.
+"""Run options once: the table the commands and the TUI setup form are made from.
 
 Each ``RunOption`` names an option (the Python parameter and the form key), its CLI flag,
 the ``RunSpec.replace`` key it sets, the ``ConfigError.field`` the spec reports for it,
 its kind (which fixes the parser), its help text and, for options the setup form shows,
-the form's label and hint. ``parse_value`` is the one parser of option text (lists
+the form's label and hint. The typer parameters of ``headless``, ``reproduce`` and
+``data show`` are generated from it (``malleability_tui.cli.declared``): adding an option
+is one entry. ``parse_value`` is the one parser of option text (lists
 included) for both front ends; the values then go through the same ``RunSpec``
 validation. Neither textual nor typer is imported here.
 """
