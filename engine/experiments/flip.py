@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from engine.experiments.estimate import Plan, Work
 from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
@@ -52,8 +53,18 @@ if TYPE_CHECKING:
 __all__ = ["attack_options", "flip_cell", "flip_cell_id", "run_advtrain", "run_flip", "summarize"]
 
 
+def advtrain_work(p: Plan) -> Work:
+    """Adversarial training, one network at a time: 6·n·d·m per pass, (1 +
+    ``flip.adv_training_steps()``) passes a step; then the attacks."""
+    fl = p.spec.flip
+    passes = 1 + fl.adv_training_steps()
+    flops = 6.0 * p.n * p.d * fl.width * p.ep * passes
+    return p.one_at_a_time(flops, float(p.ep * p.batches * passes)) + p.attacks()
+
+
 @register(
     "flip",
+    estimate=lambda p: p.training({p.spec.flip.width}) + p.attacks(),
     order=40,
     cells=True,
 )
@@ -61,7 +72,7 @@ def run_flip(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "standard")
 
 
-@register("advtrain", order=50, cells=True)
+@register("advtrain", estimate=advtrain_work, order=50, cells=True)
 def run_advtrain(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "adversarial")
 
