@@ -44,6 +44,7 @@ from engine.run.events import (
     TableRow,
 )
 from engine.run.executors import Cell, run_cells
+from engine.run.training import train_group
 
 if TYPE_CHECKING:
     from engine.run.context import RunContext
@@ -120,7 +121,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                         (kind, seed, training, todo),
                         seed,
                         f"{prefix} {MODEL_LABELS[kind]} m={f.width} seed={seed}",
-                        batch=((kind, f.width), seed) if training == "standard" else None,
+                        batch=(train_group(kind, f.width, training != "standard"), seed),
                     )
                 )
     for ev in run_cells(ctx, plan):

@@ -311,6 +311,8 @@ class Chunk:
             self.feats = self.feats.index_select(0, sel)
         if self.per:
             self.y = self.y.index_select(0, sel)
+            if self.perturbs is not None:  # ``_adversarial`` reads the raw rows x[b]
+                self.x = self.x.index_select(0, sel)
         self.excl = self.excl.index_select(0, sel)
         self.nets = [self.nets[b] for b in keep]
         if self.perturbs is not None:
