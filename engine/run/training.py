@@ -300,7 +300,12 @@ class Trainer:
             raise_diverged=False,
             sync=lambda b, e: jobs[b].k0 is not None and bool(every) and e % every == 0,
             perturbs=[self._perturb(j) for j in jobs] if adversarial else None,
+            tick=TICK_SECONDS if adversarial else None,
         ):
+            if ev.tick is not None:  # a long epoch: the steps of the stack so far
+                t = ev.tick
+                yield Progress("batch", t.batch, t.batches, jobs[0].label, cell=jobs[0].cell)
+                continue
             for b, st in zip(ev.networks, ev.stats):
                 if b in ev.diverged:  # the first seed's fails its cell now, as alone
                     if b == 0:

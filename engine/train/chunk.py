@@ -24,6 +24,7 @@ from engine.errors import Cancelled, ConfigError, DivergedError
 from engine.train import fused
 from engine.train.base import (
     DIVERGE_FACTOR,
+    BatchTick,
     EpochStats,
     TrainSpec,
     data_loss,
@@ -48,6 +49,9 @@ class BatchedEpoch:
     stats: tuple[EpochStats, ...]
     stopped: tuple[int, ...] = ()
     diverged: dict[int, str] = field(default_factory=dict)
+    tick: BatchTick | None = None
+    """Set (``stats`` empty): the epoch is still running, ``tick`` its steps so far (the
+    chunk's first network's loss and accuracy): ``train_batched(..., tick=…)`` only."""
 
 
 def _features(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -151,9 +155,10 @@ class Chunk:
         should_stop: Callable[[], bool] | None,
         raise_div: bool,
         sync: Callable[[int, int], bool] | None,
+        tick: float | None = None,
     ) -> Iterator[BatchedEpoch]:
         cfg, n, bs, x = self.cfg, self.y.shape[-1], self.bs, self.x
-        t0 = time.perf_counter()
+        t0 = last = time.perf_counter()
         losses: list[list[float]] = [[] for _ in self.ids]
         start: list[float | None] = [None] * len(self.ids)
         hints = [divergence_hint(m, cfg) for m in self.nets]  # what a divergence message advises
@@ -188,6 +193,9 @@ class Chunk:
                     # read once an epoch (one sync instead of three a step)
                     steps.append((lv_t.detach(), keep.sum(1), (hit & keep).sum(1)))
                 widths.append(idx.shape[1])
+                if tick is not None and lo + bs < n and time.perf_counter() - last >= tick:
+                    last = time.perf_counter()  # a long epoch (adversarial): its steps so far
+                    yield self._tick(epoch, steps, widths, n, last - t0)
             lv_all, cnt_all, hit_all = (torch.stack(t).tolist() for t in zip(*steps))
             for width, lvs, cnt, hits in zip(widths, lv_all, cnt_all, hit_all):
                 for b, raw in enumerate(lvs):
@@ -242,6 +250,29 @@ class Chunk:
             yield ev
             if not self.ids:
                 return
+
+    def _tick(
+        self,
+        epoch: int,
+        steps: Sequence[tuple[torch.Tensor, ...]],
+        widths: list[int],
+        n: int,
+        t: float,
+    ) -> BatchedEpoch:
+        """The epoch so far (its first ``len(steps)`` steps) as a ``BatchedEpoch.tick``."""
+        lv, cnt, hit = (torch.stack([s[k][0] for s in steps]) for k in range(3))
+        seen = max(float(cnt.sum()), 1.0)
+        loss = float((lv * torch.tensor(widths, dtype=lv.dtype, device=lv.device)).sum())
+        done = len(steps)
+        st = BatchTick(
+            epoch,
+            loss / max(sum(widths), 1),
+            float(hit.sum()) / seen,
+            t,
+            batch=done,
+            batches=-(-n // self.bs),
+        )
+        return BatchedEpoch(epoch, tuple(self.ids), (), tick=st)
 
     def _adversarial(self, idx: torch.Tensor, rows: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         """The features [B, b, d'] of each network's perturbed mini-batch (``perturbs``),

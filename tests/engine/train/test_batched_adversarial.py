@@ -79,3 +79,24 @@ def test_stacked_adversarial_training_equals_each_alone(kind: str, n_out: int, r
             max((p.detach() - w0).abs().max() for p, w0 in zip(nets[b].parameters(), init[b]))
             > 1e-3
         )
+
+
+def test_a_stacked_epoch_reports_its_steps_with_tick():
+    """``tick=0``: between two epochs, a tick after every step but the last, in order."""
+    cfg = TrainSpec(optimizer="adam", lr=1e-2, epochs=2, batch_size=5)
+    data = [_data(b, 1) for b in range(B)]
+    nets = [_net("relu", b, x, 1) for b, (x, _) in enumerate(data)]
+    seen = []
+    for ev in train_batched(
+        nets,
+        torch.stack([x for x, _ in data]),
+        torch.stack([y for _, y in data]),
+        cfg,
+        generators=[torch.Generator().manual_seed(b) for b in range(B)],
+        perturbs=[_perturb("pgd", b) for b in range(B)],
+        tick=0.0,
+    ):
+        seen.append((ev.epoch, ev.tick.batch, ev.tick.batches) if ev.tick else (ev.epoch, "end"))
+    steps = -(-N // 5)
+    per_epoch = [(1, k, steps) for k in range(1, steps)] + [(1, "end")]
+    assert seen == per_epoch + [(2, *t[1:]) for t in per_epoch]
