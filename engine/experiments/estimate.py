@@ -256,6 +256,19 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
         fused: FusedSteps = ((1, steps * seeds * n_fused),) if n_fused else ()
         return Work(flops * cells, steps * seeds * n_auto, 0.0, fused)
 
+    def adversarial(flops: float, steps: float, k: int) -> Work:
+        """Adversarial training: ``flops`` per network for every kind and seed, ``steps``
+        training steps per network, each after ``k`` attack steps on the network's own
+        mini-batch. A fused kind's seeds train stacked (``Trainer._train_together``): a
+        stacked step a chunk of seeds, the attack steps one network at a time, each
+        priced (and counted) as ``ADV_ATTACK_STEP`` fused steps of one network; an
+        autograd kind's 1 + k passes a step are autograd steps, one network at a time."""
+        fused: FusedSteps = ()
+        if n_fused:
+            stacked = ((per_stack, steps * stacks * n_fused),)
+            fused = _merge(stacked, ((1, steps * k * seeds * n_fused * ADV_ATTACK_STEP),))
+        return Work(flops * cells, steps * (1 + k) * seeds * n_auto, 0.0, fused)
+
     attack_steps = (1 + fl.pgd_steps + fl.mim_steps) * len(fl.eps)
     attacks = one_at_a_time(4.0 * n * d * fl.width * attack_steps, float(attack_steps))
     for name in exps:
@@ -274,8 +287,8 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
         if name == "flip":
             w += training({fl.width}) + attacks
         if name == "advtrain":
-            passes = 1 + fl.adv_training_steps()
-            w += one_at_a_time(6.0 * n * d * fl.width * ep * passes, float(ep * batches * passes))
+            k = fl.adv_training_steps()
+            w += adversarial(6.0 * n * d * fl.width * ep * (1 + k), float(ep * batches), k)
             w += attacks
         if name == "landscape":
             points = la.points_1d + la.points_2d**2

@@ -279,12 +279,19 @@ class Chunk:
         each model holding its current weights while its perturbation runs."""
         assert self.perturbs is not None and self.fp is not None
         raw = self.x[rows, idx] if self.per else self.x[idx]  # [B, b, d]
+        from engine.train.adversarial import perturb_stacked  # it imports this module
+
+        for b in range(len(self.nets)):
+            self._write_back(b)
+        xa = perturb_stacked(self.perturbs, self.nets, raw, yb)
+        if xa is not None:  # every network's PGD in one stacked iterate
+            with torch.no_grad():
+                return torch.stack([self.fp.features(n, xa[b]) for b, n in enumerate(self.nets)])
         out = []
         for b, (net, perturb) in enumerate(zip(self.nets, self.perturbs)):
-            self._write_back(b)
-            xa = perturb(net, raw[b], yb[b]).detach()
+            x_adv = perturb(net, raw[b], yb[b]).detach()
             with torch.no_grad():
-                out.append(self.fp.features(net, xa))
+                out.append(self.fp.features(net, x_adv))
         return torch.stack(out)
 
     @torch.no_grad()

@@ -11,7 +11,7 @@ import torch
 
 from engine.models import MLPAttn, TwoLayerNet
 from engine.run.spec import TrainSpec
-from engine.train.adversarial import make_perturb
+from engine.train.adversarial import make_perturb, perturb_stacked
 from engine.train.batched import train_batched, train_one
 
 DT = torch.float64
@@ -100,3 +100,26 @@ def test_a_stacked_epoch_reports_its_steps_with_tick():
     steps = -(-N // 5)
     per_epoch = [(1, k, steps) for k in range(1, steps)] + [(1, "end")]
     assert seen == per_epoch + [(2, *t[1:]) for t in per_epoch]
+
+
+@pytest.mark.parametrize("norm", ["linf", "l2"])
+@pytest.mark.parametrize(("kind", "n_out"), [("relu", 1), ("attn", 3)])
+def test_stacked_pgd_gives_each_perturbations_points(kind: str, n_out: int, norm: str):
+    """``perturb_stacked`` (one iterate over three networks) returns what each network's
+    own perturbation returns (``run_batched`` over its own ``Ball``), random starts and all."""
+    data = [_data(b, n_out) for b in range(B)]
+    nets = [_net(kind, b, x, n_out) for b, (x, _) in enumerate(data)]
+
+    def perturbs() -> list:
+        gens = [torch.Generator().manual_seed(100 + b) for b in range(B)]
+        return [make_perturb("pgd", 0.2, 3, None, norm=norm, generator=g) for g in gens]
+
+    x, y = torch.stack([x for x, _ in data]), torch.stack([y for _, y in data])
+    got = perturb_stacked(perturbs(), nets, x, y)
+    assert got is not None
+    for b, p in enumerate(perturbs()):
+        ref = p(nets[b], x[b], y[b])
+        assert (ref - x[b]).abs().max() > 1e-3  # it moved
+        torch.testing.assert_close(got[b], ref, rtol=0, atol=1e-12)
+    auto = [make_perturb("pgd", 0.2, 3, None, engine="autograd") for _ in range(B)]
+    assert perturb_stacked(auto, nets, x, y) is None  # not the closed form: one at a time
