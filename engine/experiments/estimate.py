@@ -11,9 +11,9 @@ by design (a factor of about two either way). Two terms, each timed here by a pr
   network (``probe_step_seconds``) for the path that will run: autograd (QKV-Attn,
   landscape passes, ``train.engine = "autograd"``) or the fused closed-form step
   (2L-ReLU, MLP-Attn, their twins: ``engine.train.fused``) with as many networks stacked
-  in one step as the run stacks; their adversarial training's and attacks' steps (a
-  closed-form input gradient) as fused steps of one network. Small widths are bound by it,
-  large ones by FLOPs.
+  in one step as the run stacks; their adversarial training's passes (a closed-form
+  input gradient, the seeds stacked) as stacked fused steps, their attacks' steps as fused
+  steps of one network. Small widths are bound by it, large ones by FLOPs.
 """
 
 from __future__ import annotations
@@ -110,6 +110,8 @@ class Work:
     steps: float = 0.0
     batched: float = 0.0
     fused: FusedSteps = ()
+    adversarial: float = 0.0
+    """Of ``flops``, adversarial training's, priced at ``ADV_OVERHEAD``."""
 
     def __add__(self, other: Work) -> Work:
         return Work(
@@ -117,6 +119,7 @@ class Work:
             self.steps + other.steps,
             self.batched + other.batched,
             _merge(self.fused, other.fused),
+            self.adversarial + other.adversarial,
         )
 
     @property
@@ -128,9 +131,10 @@ class Work:
         self, flops_per_s: float, step_s: float, fused_s: Callable[[int], float] | None = None
     ) -> float:
         """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
-        batched FLOPs), plus ``steps`` × ``step_s``, plus each stack size's fused steps ×
+        batched FLOPs, ``ADV_OVERHEAD`` for the adversarial ones), plus ``steps`` × ``step_s``, plus each stack size's fused steps ×
         ``fused_s(B)`` (None: ``step_s``)."""
-        alone = OVERHEAD * (self.flops - self.batched) / flops_per_s + self.steps * step_s
+        alone = OVERHEAD * (self.flops - self.batched - self.adversarial) / flops_per_s
+        alone += ADV_OVERHEAD * self.adversarial / flops_per_s + self.steps * step_s
         alone += sum(v * (fused_s(b) if fused_s else step_s) for b, v in self.fused)
         return alone + BATCHED_OVERHEAD * self.batched / flops_per_s if self.batched else alone
 
@@ -175,9 +179,11 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     seeds. For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
     the seeds train side by side where ``worth_batching`` says so: their FLOPs are
     ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds. Adversarial
-    training and attacks run one network at a time: a fused kind's passes (closed-form
-    input gradient and step) as fused steps of one network, the others' as autograd
-    steps; landscape passes are autograd steps.
+    training of a fused kind stacks its seeds, attacks included (``adversarial``: a
+    stacked fused step a pass, its FLOPs at ``ADV_OVERHEAD``); the attacks of flip, and
+    every autograd kind's adversarial passes, run one network at a time: a fused kind's
+    attack steps as fused steps of one network, the others' as autograd steps; landscape
+    passes are autograd steps.
 
     Epochs are ``train.max_epochs`` under ``train.until = "converged"`` (the estimate is
     then an upper bound). Steps: optimiser steps (epochs × mini-batches; full-batch GD one an epoch), attack
@@ -259,15 +265,15 @@ def planned_work(spec: RunSpec) -> dict[str, Work]:
     def adversarial(flops: float, steps: float, k: int) -> Work:
         """Adversarial training: ``flops`` per network for every kind and seed, ``steps``
         training steps per network, each after ``k`` attack steps on the network's own
-        mini-batch. A fused kind's seeds train stacked (``Trainer._train_together``): a
-        stacked step a chunk of seeds, the attack steps one network at a time, each
-        priced (and counted) as ``ADV_ATTACK_STEP`` fused steps of one network; an
-        autograd kind's 1 + k passes a step are autograd steps, one network at a time."""
+        mini-batch. A fused kind's seeds train stacked (``Trainer._train_together``), their
+        attacks too (``engine.train.adversarial.perturb_stacked``): 1 + k stacked steps a
+        chunk of seeds; an autograd kind's 1 + k passes are autograd steps, one network
+        at a time. The FLOPs at ``ADV_OVERHEAD``."""
         fused: FusedSteps = ()
         if n_fused:
-            stacked = ((per_stack, steps * stacks * n_fused),)
-            fused = _merge(stacked, ((1, steps * k * seeds * n_fused * ADV_ATTACK_STEP),))
-        return Work(flops * cells, steps * (1 + k) * seeds * n_auto, 0.0, fused)
+            fused = ((per_stack, steps * (1 + k) * stacks * n_fused),)
+        total = flops * cells
+        return Work(total, steps * (1 + k) * seeds * n_auto, 0.0, fused, total)
 
     attack_steps = (1 + fl.pgd_steps + fl.mim_steps) * len(fl.eps)
     attacks = one_at_a_time(4.0 * n * d * fl.width * attack_steps, float(attack_steps))
@@ -318,6 +324,13 @@ never are, ``engine.train.batched.CPU_MIN_STEP_MACS``): no gain assumed. Measure
 CPU with 3 networks (MNIST n 500, ``bench_batched.py --parts flops --networks 3``):
 batched / separate speed 1.01, 0.99, 0.93, 0.91 at m 64, 256, 1024, 4096 (load 2, median
 of 3); not measured on a GPU (none was lent)."""
+ADV_OVERHEAD = 2.5
+"""Seconds ÷ FLOP floor of adversarial training's passes (``Work.adversarial``): each is
+a thin [b, d] × [d, m] product per network (b = 32 on digits quick), below the square
+matmul the probe times. Measured on 2 cores at load 9–11 (d 64, b 32, 10 classes,
+10-step PGD, 3 networks stacked, median of 3 against ``probe_flops`` and the fused
+probe taken beside each): after the fused step's price, the FLOPs took 2.85× and 2.25×
+the probe's time at m 256 and 1024 (``OVERHEAD`` assumes 1.3; docs/benchmarks-training.md)."""
 BATCHED_STEP = 3.0
 """The fixed cost of one batched step (``engine.train.batched``: a vmapped step of a chunk of
 networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny networks
