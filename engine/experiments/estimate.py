@@ -324,13 +324,14 @@ never are, ``engine.train.batched.CPU_MIN_STEP_MACS``): no gain assumed. Measure
 CPU with 3 networks (MNIST n 500, ``bench_batched.py --parts flops --networks 3``):
 batched / separate speed 1.01, 0.99, 0.93, 0.91 at m 64, 256, 1024, 4096 (load 2, median
 of 3); not measured on a GPU (none was lent)."""
-ADV_OVERHEAD = 2.5
+ADV_OVERHEAD = 1.8
 """Seconds ÷ FLOP floor of adversarial training's passes (``Work.adversarial``): each is
 a thin [b, d] × [d, m] product per network (b = 32 on digits quick), below the square
-matmul the probe times. Measured on 2 cores at load 9–11 (d 64, b 32, 10 classes,
-10-step PGD, 3 networks stacked, median of 3 against ``probe_flops`` and the fused
-probe taken beside each): after the fused step's price, the FLOPs took 2.85× and 2.25×
-the probe's time at m 256 and 1024 (``OVERHEAD`` assumes 1.3; docs/benchmarks-training.md)."""
+matmul the probe times. ``python benchmarks/bench_fused_step.py --parts advstack`` (d 64,
+b 32, 10 classes, 10-step PGD, 3 networks stacked; the probes taken beside each repeat)
+in three runs on 2 cores at load 9–12 from other jobs: after the fused step's price, the
+FLOPs took 2.85, 1.57, 1.77× the floor at m 256 and 2.25, 1.78, 1.64× at m 1024; this is
+their median (``OVERHEAD``, 1.3, had priced them; docs/benchmarks-training.md)."""
 BATCHED_STEP = 3.0
 """The fixed cost of one batched step (``engine.train.batched``: a vmapped step of a chunk of
 networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny networks
