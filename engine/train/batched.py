@@ -138,7 +138,9 @@ def train_batched(
 
     ``perturbs[b]`` (adversarial training, the fused step only): network b's raw
     mini-batch is replaced by ``perturbs[b](model_b, xb, yb)`` before each step, the model
-    holding its current weights, and its features taken of what that returns.
+    holding its current weights, and its features taken of what that returns; the
+    closed-form PGD of one recipe (``make_pgd_perturb``) runs for every network of a
+    chunk in one iterate (``engine.train.adversarial.perturb_stacked``).
 
     ``tick``: also yield, between two steps of an epoch once ``tick`` seconds passed since
     the last, a ``BatchedEpoch`` whose ``tick`` holds the epoch's steps so far (a long
