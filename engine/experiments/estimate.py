@@ -11,9 +11,9 @@ by design (a factor of about two either way). Two terms, each timed here by a pr
   network (``probe_step_seconds``) for the path that will run: autograd (QKV-Attn,
   landscape passes, ``train.engine = "autograd"``) or the fused closed-form step
   (2L-ReLU, MLP-Attn, their twins: ``engine.train.fused``) with as many networks stacked
-  in one step as the run stacks; their adversarial training's and attacks' steps (a
-  closed-form input gradient) as fused steps of one network. Small widths are bound by it,
-  large ones by FLOPs.
+  in one step as the run stacks; their adversarial training's passes (a closed-form
+  input gradient, the seeds stacked) as stacked fused steps, their attacks' steps as fused
+  steps of one network. Small widths are bound by it, large ones by FLOPs.
 """
 
 from __future__ import annotations
@@ -140,6 +140,8 @@ class Work:
     batched: float = 0.0
     fused: FusedSteps = ()
     streamed: float = 0.0
+    adversarial: float = 0.0
+    """Of ``flops``, adversarial training's, priced at ``ADV_OVERHEAD``."""
 
     def __add__(self, other: Work) -> Work:
         return Work(
@@ -148,6 +150,7 @@ class Work:
             self.batched + other.batched,
             merge_fused(self.fused, other.fused),
             self.streamed + other.streamed,
+            self.adversarial + other.adversarial,
         )
 
     @property
@@ -163,9 +166,11 @@ class Work:
         stream_s: float = NOMINAL_STREAM_S,
     ) -> float:
         """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
-        batched FLOPs), plus ``steps`` × ``step_s``, plus each stack size's fused steps ×
-        ``fused_s(B)`` (None: ``step_s``), plus ``streamed`` × ``stream_s``."""
-        alone = OVERHEAD * (self.flops - self.batched) / flops_per_s + self.steps * step_s
+        batched FLOPs, ``ADV_OVERHEAD`` for the adversarial ones), plus ``steps`` ×
+        ``step_s``, plus each stack size's fused steps × ``fused_s(B)`` (None: ``step_s``),
+        plus ``streamed`` × ``stream_s``."""
+        alone = OVERHEAD * (self.flops - self.batched - self.adversarial) / flops_per_s
+        alone += ADV_OVERHEAD * self.adversarial / flops_per_s + self.steps * step_s
         alone += sum(v * (fused_s(b) if fused_s else step_s) for b, v in self.fused)
         alone += self.streamed * stream_s
         return alone + BATCHED_OVERHEAD * self.batched / flops_per_s if self.batched else alone
@@ -207,7 +212,10 @@ class Plan:
     their twins, always stacked (``RunContext.plan_batches``), one stacked step a chunk of
     seeds. For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
     the seeds train side by side where ``worth_batching`` says so: their FLOPs are
-    ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds.
+    ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds. Adversarial
+    training of a fused kind stacks its seeds, attacks included (``adversarial``: a
+    stacked fused step a pass, its FLOPs at ``ADV_OVERHEAD``); the attacks of flip, and
+    every autograd kind's adversarial passes, run one network at a time.
     """
 
     def __init__(self, spec: RunSpec) -> None:
@@ -289,6 +297,21 @@ class Plan:
         steps = (1 + fl.pgd_steps + fl.mim_steps) * len(fl.eps)
         return self.one_at_a_time(4.0 * self.n * self.d * fl.width * steps, float(steps))
 
+    def adversarial(self, flops: float, steps: float, k: int) -> Work:
+        """Adversarial training: ``flops`` per network for every kind and seed, ``steps``
+        training steps per network, each after ``k`` attack steps on the network's own
+        mini-batch. A fused kind's seeds train stacked (``RunContext._train_together``),
+        their attacks too (``engine.train.adversarial.perturb_stacked``): 1 + k stacked
+        steps a chunk of seeds; an autograd kind's 1 + k passes are autograd steps, one
+        network at a time. The FLOPs at ``ADV_OVERHEAD``."""
+        fused: FusedSteps = ()
+        if self.n_fused:
+            fused = ((self.per_stack, steps * (1 + k) * self.stacks * self.n_fused),)
+        total = flops * self.cells
+        return Work(
+            total, steps * (1 + k) * self.seeds * self.n_auto, 0.0, fused, adversarial=total
+        )
+
 
 Estimate = Callable[[Plan], Work]
 """An experiment's estimate (``registry.register(..., estimate=)``): the work it plans."""
@@ -310,6 +333,14 @@ never are, ``engine.train.batched.CPU_MIN_STEP_MACS``): no gain assumed. Measure
 CPU with 3 networks (MNIST n 500, ``bench_batched.py --parts flops --networks 3``):
 batched / separate speed 1.01, 0.99, 0.93, 0.91 at m 64, 256, 1024, 4096 (load 2, median
 of 3); not measured on a GPU (none was lent)."""
+ADV_OVERHEAD = 1.8
+"""Seconds ÷ FLOP floor of adversarial training's passes (``Work.adversarial``): each is
+a thin [b, d] × [d, m] product per network (b = 32 on digits quick), below the square
+matmul the probe times. ``python benchmarks/bench_fused_step.py --parts advstack`` (d 64,
+b 32, 10 classes, 10-step PGD, 3 networks stacked; the probes taken beside each repeat)
+in three runs on 2 cores at load 9–12 from other jobs: after the fused step's price, the
+FLOPs took 2.85, 1.57, 1.77× the floor at m 256 and 2.25, 1.78, 1.64× at m 1024; this is
+their median (``OVERHEAD``, 1.3, had priced them; docs/benchmarks-training.md)."""
 BATCHED_STEP = 3.0
 """The fixed cost of one batched step (``engine.train.batched``: a vmapped step of a chunk of
 networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny networks

@@ -45,6 +45,7 @@ from engine.run.events import (
     TableRow,
 )
 from engine.run.executors import Cell, run_cells
+from engine.run.training import train_group
 
 if TYPE_CHECKING:
     from engine.run.context import RunContext
@@ -54,12 +55,12 @@ __all__ = ["attack_options", "flip_cell", "flip_cell_id", "run_advtrain", "run_f
 
 
 def advtrain_work(p: Plan) -> Work:
-    """Adversarial training, one network at a time: 6·n·d·m per pass, (1 +
-    ``flip.adv_training_steps()``) passes a step; then the attacks."""
+    """Adversarial training (``Plan.adversarial``: a fused kind's seeds stacked): 6·n·d·m
+    per pass, (1 + ``flip.adv_training_steps()``) passes a step; then the attacks."""
     fl = p.spec.flip
-    passes = 1 + fl.adv_training_steps()
-    flops = 6.0 * p.n * p.d * fl.width * p.ep * passes
-    return p.one_at_a_time(flops, float(p.ep * p.batches * passes)) + p.attacks()
+    k = fl.adv_training_steps()
+    flops = 6.0 * p.n * p.d * fl.width * p.ep * (1 + k)
+    return p.adversarial(flops, float(p.ep * p.batches), k) + p.attacks()
 
 
 @register(
@@ -131,7 +132,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                         (kind, seed, training, todo),
                         seed,
                         f"{prefix} {MODEL_LABELS[kind]} m={f.width} seed={seed}",
-                        batch=((kind, f.width), seed) if training == "standard" else None,
+                        batch=(train_group(kind, f.width, training != "standard"), seed),
                     )
                 )
     for ev in run_cells(ctx, plan):

@@ -7,6 +7,7 @@ import math
 from typer.testing import CliRunner
 
 from engine.experiments.estimate import (
+    ADV_OVERHEAD,
     BATCHED_OVERHEAD,
     BATCHED_STEP,
     CONFIRM_SECONDS,
@@ -124,8 +125,12 @@ def test_breakdown_adds_up_to_the_estimate():
     total = sum(ln.estimate_s for ln in lines)
     assert math.isclose(total, estimate_seconds(specs, flops_per_s=RATE, step_s=STEP))
     assert {ln.experiment for ln in lines if ln.run == "b"} == {"train", "spectrum"}
+    works = {(r, e): w for r, sp in zip("ab", specs) for e, w in planned_work(sp).items()}
     for ln in lines[:-1]:
-        assert math.isclose(ln.estimate_s, OVERHEAD * ln.floor_s + STEP * ln.steps)
+        adv = works[ln.run, ln.experiment].adversarial / RATE  # adversarial training's floor
+        assert (adv > 0) == (ln.experiment == "advtrain")
+        want = OVERHEAD * (ln.floor_s - adv) + ADV_OVERHEAD * adv + STEP * ln.steps
+        assert math.isclose(ln.estimate_s, want)
     assert lines[-1].estimate_s == 2 * PER_RUN_SECONDS
 
 
@@ -198,7 +203,11 @@ def test_adversarial_steps_of_fused_kinds_are_fused_steps_of_one_network():
     adv = 2 * 2 * (1 + 3)  # epochs × batches × (step + PGD steps)
     work = planned_work(spec)
     assert work["advtrain"].steps == (adv + attack) * 2  # qkv × seeds
-    assert work["advtrain"].fused == ((1, (adv + attack) * 2 * 2),)  # relu, attn × seeds
+    # relu, attn: adversarial training's passes with both seeds stacked, the attacks
+    # one network at a time; the adversarial FLOPs are all the training's
+    assert work["advtrain"].fused == ((1, attack * 2 * 2), (2, adv * 2))
+    adv_flops = 6.0 * 64 * 64 * spec.flip.width * 2 * (1 + 3) * 3 * 2  # n·d·m·epochs·passes·cells
+    assert work["advtrain"].adversarial == adv_flops
     auto = planned_work(spec.replace(train__engine="autograd"))
     assert auto["advtrain"].fused == () and auto["advtrain"].steps == (adv + attack) * 3 * 2
     assert auto["advtrain"].flops == work["advtrain"].flops
