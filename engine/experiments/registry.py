@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from engine.experiments.estimate import Estimate
     from engine.run.context import RunContext
     from engine.run.events import Event
     from engine.run.spec import RunSpec
 
 ExperimentFn = Callable[["RunContext"], Iterator["Event"]]
+Estimate = Callable[[Any], Any]
+"""``engine.experiments.estimate.Estimate`` (Plan → Work), named loosely here: the
+estimate module reads the registry, so the registry does not import it back."""
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from engine.attacks.base import (
 )
 from engine.attacks.pgd import pgd_steps, resolve_alpha
 from engine.models import closed_form
-from engine.train.batched import Perturb
+from engine.train.base import Perturb
 
 
 def make_pgd_perturb(

@@ -22,10 +22,12 @@ from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
 from engine.train import fused
+from engine.train.adversarial import perturb_stacked
 from engine.train.base import (
     DIVERGE_FACTOR,
     BatchTick,
     EpochStats,
+    Perturb,
     TrainSpec,
     data_loss,
     divergence_hint,
@@ -34,8 +36,6 @@ from engine.train.base import (
 
 StopRule = Callable[[int, Sequence[float]], bool]
 """(network index, its epoch-mean losses so far [E]) → True when that network stops here."""
-Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
-"""``engine.train.adversarial``'s perturb(model, xb [b, d], yb [b]) → xb_adv [b, d]."""
 
 
 @dataclass(frozen=True)
@@ -279,8 +279,6 @@ class Chunk:
         each model holding its current weights while its perturbation runs."""
         assert self.perturbs is not None and self.fp is not None
         raw = self.x[rows, idx] if self.per else self.x[idx]  # [B, b, d]
-        from engine.train.adversarial import perturb_stacked  # it imports this module
-
         for b in range(len(self.nets)):
             self._write_back(b)
         xa = perturb_stacked(self.perturbs, self.nets, raw, yb)
