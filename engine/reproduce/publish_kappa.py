@@ -11,7 +11,7 @@ Layout of one folder:
 * ``summary.json``: the run's ``kappa_sweep`` summary (the fits' headline lines);
 * ``run.json``: the command (``malleability headless --config spec.toml``), commit, start and
   end times, wall seconds and load where the run recorded them;
-* ``figures/kappa_sweep.png``: drawn by the front end (``malleability results add``).
+* ``figures/<folder>_kappa_sweep.png``: drawn by the front end (``malleability results add``).
 """
 
 from __future__ import annotations
@@ -183,8 +183,8 @@ def kappa_section(folder: Path, root: Path) -> list[str]:
     out += ["", "Fits against log₁₀ κ(G) (OLS; a flagged point is left out):", ""]
     out += [f"- {line}" for line in head]
     out += [""]
-    if (folder / "figures" / "kappa_sweep.png").is_file():
-        out += [f"![effects against κ(G), {what}]({rel}/figures/kappa_sweep.png)", ""]
+    for fig in sorted((folder / "figures").glob("*kappa_sweep.png")):
+        out += [f"![effects against κ(G), {what}]({rel}/figures/{fig.name})", ""]
     files = sorted(p.name for p in folder.glob("*.csv"))
     out += ["Files: " + ", ".join(f"[{f}]({rel}/{f})" for f in files), ""]
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from functools import cache
 from pathlib import Path
 
 
@@ -16,6 +17,7 @@ def load_average() -> list[float] | None:
         return None
 
 
+@cache  # the tree a process runs does not change under it: one git call, not one a run
 def source_commit() -> str | None:
     """The source tree's git commit (with ``-dirty`` when it has changes), None outside git."""
     here = Path(__file__).resolve().parent

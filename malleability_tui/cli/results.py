@@ -94,23 +94,18 @@ def add_cmd(
 
 
 def _add_kappa(run: Path, into: Path) -> Path:
-    """Import a kappa_sweep run (``engine.reproduce.publish_kappa``) and draw its figure."""
-    from malleability_tui.cli.figure_kappa import draw_kappa
-    from malleability_tui.cli.figures import use_agg
+    """Import a kappa_sweep run (``engine.reproduce.publish_kappa``) and draw its figure
+    with the figures command's own code (``make_figures``, the kappa_sweep figure only)."""
+    from malleability_tui.cli.figures import make_figures, use_agg
 
     use_agg("malleability results add")
-    import matplotlib.pyplot as plt
-
     from engine.reproduce.publish_kappa import import_kappa
     from engine.run.runs import read_run
 
     folder = import_kappa(run, into)
-    rows = read_run(run)["tables"].get("kappa_sweep", [])
-    fig = draw_kappa(plt, rows, f"Effects against κ(G) ({folder.name})")
-    if fig is not None:
-        (folder / "figures").mkdir(exist_ok=True)
-        fig.savefig(folder / "figures" / "kappa_sweep.png", dpi=60)
-        plt.close(fig)
+    make_figures(
+        [(folder.name, read_run(run))], folder / "figures", "png", only={"kappa_sweep"}, dpi=60
+    )
     return folder
 
 

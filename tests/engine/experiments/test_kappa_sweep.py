@@ -122,7 +122,8 @@ def test_results_add_ships_a_sweep_and_the_page_reads_only_its_files(run, tmp_pa
     folder = into / "kappa" / "digits-3v8-n100"
     for name in ("kappa_sweep.csv", "kappa_ntk.csv", "kappa_flips.csv", "spec.toml"):
         assert (folder / name).read_bytes() == (run.path / name).read_bytes()
-    assert (folder / "figures" / "kappa_sweep.png").stat().st_size > 1000
+    assert (folder / "figures" / "digits-3v8-n100_kappa_sweep.png").stat().st_size > 1000
+    assert "figures/digits-3v8-n100_kappa_sweep.png)" in (into / "index.md").read_text()
     info = json.loads((folder / "run.json").read_text())
     assert info["command"] == "malleability headless --config spec.toml"
     assert info["seconds"] >= 0 and info["load_start"] == env["load_start"]
