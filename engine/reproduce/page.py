@@ -4,6 +4,7 @@ alone (``malleability results page``): every number on it is read from them."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -168,14 +169,14 @@ with a cell that failed a guard is marked and left out of the fits.
 
 def _kappa(root: Path) -> list[str]:
     """The κ-sweep section (``engine.reproduce.publish_kappa``); nothing without sweeps."""
-    from engine.reproduce.publish_kappa import kappa_folders, kappa_section
+    from engine.reproduce.publish_kappa import kappa_folders
 
     found = kappa_folders(root)
     if not found:
         return []
     out = [KAPPA_HEADER]
     for f in found:
-        out += kappa_section(f, root)
+        out += _kappa_section(f, root)
     return out
 
 
@@ -186,3 +187,86 @@ def write_page(root: Path) -> Path:
     target = root / "index.md"
     atomic_write(target, page(root))
     return target
+
+
+def _g(v: str) -> str:
+    try:
+        x = float(v)
+    except ValueError:
+        return "–"
+    return "–" if not math.isfinite(x) else f"{x:.3g}"
+
+
+def _pct(rate: str, lo: str, hi: str) -> str:
+    r = _g(rate)
+    if r == "–":
+        return r
+    return f"{100 * float(rate):.1f} % [{100 * float(lo):.1f}, {100 * float(hi):.1f}]"
+
+
+def _kappa_section(folder: Path, root: Path) -> list[str]:
+    """The page lines of one κ-sweep folder: the command and wall time, a table by α (κ(G),
+    each model's flip rate with its interval and claim-1 slope, the ratio; a point whose
+    cells failed a guard is marked, not shown as a finding), the fits and the figure."""
+    import csv
+
+    from engine.run.spec import RunSpec
+
+    rel = folder.relative_to(root).as_posix()
+    info = json.loads((folder / "run.json").read_text())
+    head = json.loads((folder / "summary.json").read_text()).get("headline", [])
+    spec = RunSpec.load(folder / "spec.toml")
+    with (folder / "kappa_sweep.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    cl = spec.data.classes
+    what = f"{spec.data.name} {' vs '.join(map(str, cl))}" if cl else spec.data.name
+    wall = _dur(info.get("seconds"))
+    load = info.get("load_start")
+    out = [
+        f"### {what}, n_train {spec.kappa.n_train}",
+        "",
+        f"Command: `{info['command']}` with [spec.toml]({rel}/spec.toml) (seeds "
+        f"{', '.join(map(str, spec.seeds))}); wall time {wall}"
+        + (f", load at start {', '.join(map(str, load))}" if load else "")
+        + (f", commit `{info['commit'][:10]}`" if info.get("commit") else "")
+        + ".",
+        "",
+        "| α | κ(G) | 2L-ReLU flips | MLP-Attn flips | ratio | 2L-ReLU slope | MLP-Attn slope |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by_alpha: dict[str, dict[str, dict[str, str]]] = {}
+    for r in rows:
+        by_alpha.setdefault(r["alpha"], {})[r["model"]] = r
+    for a, ms in by_alpha.items():
+        relu, attn = ms.get("2L-ReLU", {}), ms.get("MLP-Attn", {})
+        any_row = relu or attn
+
+        def flips(r: dict[str, str]) -> str:
+            if not r:
+                return "–"
+            s = _pct(r["flip_rate"], r["flip_low"], r["flip_high"])
+            return s if r.get("flip_ok") == "True" else f"{s} ⚠ not trained"
+
+        def slope(r: dict[str, str]) -> str:
+            if not r:
+                return "–"
+            if r.get("slope_ok") != "True":
+                return (
+                    f"⚠ {r.get('failed_cells', '?')} of {r.get('cells', '?')} cells failed a guard"
+                )
+            return f"{_g(r['lin_slope'])} [{_g(r['lin_slope_low'])}, {_g(r['lin_slope_high'])}]"
+
+        ok = relu.get("flip_ok") == "True" and attn.get("flip_ok") == "True"
+        ratio = f"×{_g(any_row.get('flip_ratio', ''))}" if ok else "–"
+        out.append(
+            f"| {_g(a)} | {_g(any_row.get('kappa_G', ''))} | {flips(relu)} | {flips(attn)} | {ratio} "
+            f"| {slope(relu)} | {slope(attn)} |"
+        )
+    out += ["", "Fits against log₁₀ κ(G) (OLS; a flagged point is left out):", ""]
+    out += [f"- {line}" for line in head]
+    out += [""]
+    for fig in sorted((folder / "figures").glob("*kappa_sweep.png")):
+        out += [f"![effects against κ(G), {what}]({rel}/figures/{fig.name})", ""]
+    files = sorted(p.name for p in folder.glob("*.csv"))
+    out += ["Files: " + ", ".join(f"[{f}]({rel}/{f})" for f in files), ""]
+    return out

@@ -1,6 +1,6 @@
 """Shipped κ sweeps (docs/results/index.md#kappa): a finished ``kappa_sweep`` run imported into
 ``docs/results/kappa/<dataset>-<classes>-<n_train>/`` and the page section drawn from those files
-alone (docs/protocol.md#kappa-sweep).
+alone (docs/protocol.md#kappa-sweep); ``engine.reproduce.page`` renders it.
 
 Layout of one folder:
 
@@ -17,7 +17,6 @@ Layout of one folder:
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -104,87 +103,3 @@ def import_kappa(run: Path, into: Path) -> Path:
 def kappa_folders(root: Path) -> list[Path]:
     """The committed κ-sweep folders under ``root``, sorted."""
     return sorted(p.parent for p in (root / KAPPA_DIR).glob("*/kappa_sweep.csv"))
-
-
-def _g(v: str) -> str:
-    try:
-        x = float(v)
-    except ValueError:
-        return "–"
-    return "–" if not math.isfinite(x) else f"{x:.3g}"
-
-
-def _pct(rate: str, lo: str, hi: str) -> str:
-    r = _g(rate)
-    if r == "–":
-        return r
-    return f"{100 * float(rate):.1f} % [{100 * float(lo):.1f}, {100 * float(hi):.1f}]"
-
-
-def kappa_section(folder: Path, root: Path) -> list[str]:
-    """The page lines of one κ-sweep folder: the command and wall time, a table by α (κ(G),
-    each model's flip rate with its interval and claim-1 slope, the ratio; a point whose
-    cells failed a guard is marked, not shown as a finding), the fits and the figure."""
-    import csv
-
-    from engine.run.spec import RunSpec
-
-    rel = folder.relative_to(root).as_posix()
-    info = json.loads((folder / "run.json").read_text())
-    head = json.loads((folder / "summary.json").read_text()).get("headline", [])
-    spec = RunSpec.load(folder / "spec.toml")
-    with (folder / "kappa_sweep.csv").open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    cl = spec.data.classes
-    what = f"{spec.data.name} {' vs '.join(map(str, cl))}" if cl else spec.data.name
-    secs = info.get("seconds")
-    wall = f"{secs / 60:.0f} min" if isinstance(secs, (int, float)) else "not recorded"
-    load = info.get("load_start")
-    out = [
-        f"### {what}, n_train {spec.kappa.n_train}",
-        "",
-        f"Command: `{info['command']}` with [spec.toml]({rel}/spec.toml) (seeds "
-        f"{', '.join(map(str, spec.seeds))}); wall time {wall}"
-        + (f", load at start {', '.join(map(str, load))}" if load else "")
-        + (f", commit `{info['commit'][:10]}`" if info.get("commit") else "")
-        + ".",
-        "",
-        "| α | κ(G) | 2L-ReLU flips | MLP-Attn flips | ratio | 2L-ReLU slope | MLP-Attn slope |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    by_alpha: dict[str, dict[str, dict[str, str]]] = {}
-    for r in rows:
-        by_alpha.setdefault(r["alpha"], {})[r["model"]] = r
-    for a, ms in by_alpha.items():
-        relu, attn = ms.get("2L-ReLU", {}), ms.get("MLP-Attn", {})
-        any_row = relu or attn
-
-        def flips(r: dict[str, str]) -> str:
-            if not r:
-                return "–"
-            s = _pct(r["flip_rate"], r["flip_low"], r["flip_high"])
-            return s if r.get("flip_ok") == "True" else f"{s} ⚠ not trained"
-
-        def slope(r: dict[str, str]) -> str:
-            if not r:
-                return "–"
-            if r.get("slope_ok") != "True":
-                return (
-                    f"⚠ {r.get('failed_cells', '?')} of {r.get('cells', '?')} cells failed a guard"
-                )
-            return f"{_g(r['lin_slope'])} [{_g(r['lin_slope_low'])}, {_g(r['lin_slope_high'])}]"
-
-        ok = relu.get("flip_ok") == "True" and attn.get("flip_ok") == "True"
-        ratio = f"×{_g(any_row.get('flip_ratio', ''))}" if ok else "–"
-        out.append(
-            f"| {_g(a)} | {_g(any_row.get('kappa_G', ''))} | {flips(relu)} | {flips(attn)} | {ratio} "
-            f"| {slope(relu)} | {slope(attn)} |"
-        )
-    out += ["", "Fits against log₁₀ κ(G) (OLS; a flagged point is left out):", ""]
-    out += [f"- {line}" for line in head]
-    out += [""]
-    for fig in sorted((folder / "figures").glob("*kappa_sweep.png")):
-        out += [f"![effects against κ(G), {what}]({rel}/figures/{fig.name})", ""]
-    files = sorted(p.name for p in folder.glob("*.csv"))
-    out += ["Files: " + ", ".join(f"[{f}]({rel}/{f})" for f in files), ""]
-    return out
