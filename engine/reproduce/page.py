@@ -245,7 +245,11 @@ def _kappa_section(folder: Path, root: Path) -> list[str]:
             if not r:
                 return "–"
             s = _pct(r["flip_rate"], r["flip_low"], r["flip_high"])
-            return s if r.get("flip_ok") == "True" else f"{s} ⚠ not trained"
+            if r.get("flip_ok") != "True":  # a guard failed: not a finding, no number
+                return (
+                    f"⚠ {r.get('failed_cells', '?')} of {r.get('cells', '?')} cells failed a guard"
+                )
+            return s
 
         def slope(r: dict[str, str]) -> str:
             if not r:

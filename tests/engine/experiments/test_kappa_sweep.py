@@ -140,6 +140,14 @@ def test_results_add_ships_a_sweep_and_the_page_reads_only_its_files(run, tmp_pa
         assert ln.split(" | ")[1] == f"{k:.3g}"
     for h in run.summary["kappa_sweep"]["headline"]:
         assert f"- {h}" in section
+    flagged = [dict(r, flip_ok="False") if i == 0 else r for i, r in enumerate(rows)]
+    with (folder / "kappa_sweep.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(flagged)
+    first = next(ln for ln in page(into).splitlines() if ln.startswith(f"| {ALPHAS[0]:.3g} |"))
+    pct = f"{100 * float(rows[0]['flip_rate']):.1f} %"
+    assert "failed a guard" in first and pct not in first.split(" | ")[2]  # no number shown
     kept = (folder / "kappa_sweep.csv").read_text().splitlines()[:-2]
     (folder / "kappa_sweep.csv").write_text("\n".join(kept) + "\n")
     assert page(into) != text  # the page is the files' and nothing else
