@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from engine.data.dataset import Dataset
-from engine.device import resolve_device
+from engine.device import flush_denormals, resolve_device
 from engine.errors import Cancelled, DatasetError
 from engine.run.spec import RunSpec
 from engine.run.trained import TrainedModel, batch_seed
@@ -83,6 +83,7 @@ class RunContext:
         self._notes: list[str] = []
         self._noted: set[str] = set()
         self.device = resolve_device(spec.device)
+        flush_denormals(self.device)  # Adam's decaying moments (engine/device.py)
         self.dtype = DTYPES[spec.dtype]
         self.done_cells = frozenset(resume.done_cells)
         self.cancel = resume.cancel

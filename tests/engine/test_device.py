@@ -128,3 +128,34 @@ def test_batched_trainer_matches_separate_on_cuda(kind: str) -> None:
         weights[dev] = [torch.cat([p.detach().flatten() for p in m.parameters()]) for m in bat]
     for wc, wg in zip(weights["cpu"], weights["cuda"]):
         torch.testing.assert_close(wg.cpu(), wc, rtol=1e-8, atol=1e-10)
+
+
+def test_flush_denormals_zeroes_subnormal_arithmetic_on_cpu_only():
+    """Adam's moments of dead units decay into subnormals, which are an order of magnitude
+    slower on a CPU; after ``flush_denormals`` arithmetic reads them as zero, and a normal
+    number is untouched. A CUDA device leaves the CPU's mode as it is."""
+    from engine.device import flush_denormals
+
+    tiny = torch.tensor([1e-40, 1e-30], dtype=torch.float32)  # subnormal, normal
+    try:
+        torch.set_flush_denormal(False)
+        flush_denormals(torch.device("cuda"))
+        assert (tiny * 1.0)[0].item() > 0  # still subnormal arithmetic
+        flush_denormals(torch.device("cpu"))
+        out = tiny * 1.0
+        assert out[0].item() == 0.0
+        assert out[1].item() == pytest.approx(1e-30)
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def test_a_cpu_run_context_flushes_denormals():
+    from engine.run.context import RunContext
+    from engine.run.spec import RunSpec
+
+    try:
+        torch.set_flush_denormal(False)
+        RunContext(RunSpec(device="cpu"))
+        assert (torch.tensor([1e-40]) * 1.0).item() == 0.0
+    finally:
+        torch.set_flush_denormal(False)
