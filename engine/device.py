@@ -25,12 +25,14 @@ def resolve_device(name: str = "auto") -> torch.device:
 def flush_denormals(device: torch.device) -> None:
     """On a CPU, make float arithmetic flush subnormal numbers to zero, process-wide.
 
-    Why: Adam's moment estimates of a unit whose gradient has become zero (a dead ReLU
-    unit) decay by β₁ and β₂ every step into the subnormal range, where x86 arithmetic is
-    an order of magnitude slower: the fused Adam update of a 4096 × 784 layer took 270 ms
-    on subnormal moments against 17 ms on normal ones (one core), and a width-4096 cell
-    spent three quarters of its time there (docs/benchmarks-training.md#subnormals). A
-    number below 1.2e-38 (float32) or 2.2e-308 (float64) is far under any quantity the
+    Why: the weights of an input that is zero in every image (MNIST's border pixels) get
+    no data gradient, so the L2 penalty drives them and Adam's moments to zero
+    geometrically, through the subnormal range, where x86 arithmetic is an order of
+    magnitude slower: after 2000 steps the fused Adam update of a 4096 × 784 layer took
+    84 ms against 6 ms flushed (one core, ``benchmarks/bench_subnormals.py``), and a
+    width-4096 MNIST cell spent three quarters of its time there
+    (docs/benchmarks-training.md#subnormals). A number below 1.2e-38 (float32) or 2.2e-308
+    (float64) is far under any quantity the
     tool reports. CUDA kernels are unaffected and left as they are."""
     if device.type == "cpu":
         torch.set_flush_denormal(True)
