@@ -11,8 +11,11 @@ width ``spec.landscape.width``:
   draw, each rescaled to its own weights.
 - Sharpness on the *training* set (whatever the split): the top Hessian
   eigenvalue by Lanczos (cap ``hessian_iters``, relative tolerance
-  ``hessian_tol``) and Hutchinson's trace (``hutchinson_samples`` Rademacher
-  probes). The loss is the training data loss without the L2 term.
+  ``hessian_tol``), Hutchinson's trace (``hutchinson_samples`` Rademacher
+  probes) and the adaptive sharpness of Kwon et al. (2021) (``ADAPTIVE_RHO``,
+  ``ADAPTIVE_STEPS`` ascent steps, seeded by seed + 2;
+  ``engine.landscape.adaptive_sharpness``). The loss is the training data loss
+  without the L2 term.
 
 Table ``landscape`` (model, direction, alpha, beta, loss): the curves of the first
 seed only (the table has no seed column, and plots draw one curve per model);
@@ -22,12 +25,13 @@ cell, null in JSON; pandas reads it as NaN). Every seed's 2-D surface is also an
 ``Artifact`` named ``landscape_2d``.
 
 Table ``sharpness`` (model, seed, hessian_top_eig, hessian_trace, width_1d, width_delta,
-width_censored): every seed. ``width_1d`` is the 1-D basin width below (the training
-curve), the measure claim 6 is decided on: the filter-normalised direction makes it
-invariant under the ReLU rescaling w_r → c·w_r, a_r → a_r/c, which moves λ_max by c²
+width_censored, width_span, adaptive_sharpness, adaptive_rho): every seed. ``width_1d``
+is the 1-D basin width below (the training curve) and ``adaptive_sharpness`` the largest
+loss rise over the ball ‖ε/|w|‖₂ ≤ ρ: the measures claim 6 is decided on, both invariant
+under the ReLU rescaling w_r → c·w_r, a_r → a_r/c, which moves λ_max by up to c²
 (docs/claims.md#claim-6).
 
-Summary ``landscape``: per model mean ± std over seeds of λ_max, tr H and the 1-D
+Summary ``landscape``: per model mean ± std over seeds of λ_max, tr H, adaptive sharpness and the 1-D
 basin width (``curve_width`` with mode absolute: the α-interval around 0 where
 L ≤ L(0) + WIDTH_DELTA on the training curve), and which model is flatter by each
 measure with the ratio of means and the per-seed ratios (mean ± std); ``interp_min_t``,
@@ -48,6 +52,8 @@ import torch
 from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
 from engine.landscape import (
+    ADAPTIVE_STEPS,
+    adaptive_sharpness,
     basin_width,
     filter_normalized_direction,
     hessian_top_eigenvalue,
@@ -88,7 +94,7 @@ def landscape_work(p: Plan) -> Work:
     pass."""
     la = p.spec.landscape
     points = la.points_1d + la.points_2d**2
-    hvps = la.hessian_iters + la.hutchinson_samples
+    hvps = la.hessian_iters + la.hutchinson_samples + ADAPTIVE_STEPS + 1  # + the ascent's gradients
     w = p.training({la.width})
     flops = (2.0 * points + 4.0 * hvps) * p.n * p.d * la.width * p.cells
     return w + Work(flops, float((points + hvps) * p.cells))
@@ -158,7 +164,7 @@ def _measure(
     g = torch.Generator().manual_seed(seed)
     d1 = filter_normalized_direction(model, g)
     d2 = (filter_normalized_direction(model, g), filter_normalized_direction(model, g))
-    steps, done = 3 * len(splits) + 2, 0
+    steps, done = 3 * len(splits) + 3, 0
     width_train = interp_min = width_span = float("nan")
     censored: bool | None = None
     for split in splits:
@@ -251,6 +257,10 @@ def _measure(
     )
     done += 1
     yield Progress("cell", done, steps, f"{label} tr H = {tr.value:.4g}", cell=cell)
+    ctx.check_cancel()
+    adaptive = adaptive_sharpness(model, x, y, generator=torch.Generator().manual_seed(seed + 2))
+    done += 1
+    yield Progress("cell", done, steps, f"{label} adaptive S = {adaptive.value:.4g}", cell=cell)
     guards = tm.guards()
     row = SharpnessRow(
         model=label,
@@ -261,6 +271,8 @@ def _measure(
         width_delta=WIDTH_DELTA,
         width_censored=censored,
         width_span=width_span,
+        adaptive_sharpness=adaptive.value,
+        adaptive_rho=adaptive.rho,
         **guards,
     )
     yield TableRow.of(row, cell=cell)
@@ -273,6 +285,8 @@ def _measure(
         "hessian_trace": tr.value,
         "trace_stderr": tr.stderr,
         "width_1d": width_train,
+        "adaptive_sharpness": adaptive.value,
+        "adaptive_converged": adaptive.converged,
         "interp_min_t": interp_min,
         "train_loss": tm.train_loss,
         **guards,
@@ -303,7 +317,7 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
     that both models did reach a minimum: a model still on its initial plateau has
     a flat landscape for that reason alone.
     """
-    keys = ("hessian_top_eig", "hessian_trace", "width_1d")
+    keys = ("hessian_top_eig", "hessian_trace", "width_1d", "adaptive_sharpness")
     models: dict[str, Any] = {}
     failed = failed_cells(results)
     for label in dict.fromkeys(r["model"] for r in results):
@@ -330,10 +344,11 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
             lower_is_flat = k != "width_1d"
             mr, ma = models[relu][k]["mean"], models[attn][k]["mean"]
             by_seed = {r["seed"]: r for r in results if r["model"] == relu}
+            nan = math.nan  # a result from before the measure existed lacks it
             paired = [
-                ratio(by_seed[r["seed"]][k], r[k])
+                ratio(by_seed[r["seed"]].get(k, nan), r.get(k, nan))
                 if lower_is_flat
-                else ratio(r[k], by_seed[r["seed"]][k])
+                else ratio(r.get(k, nan), by_seed[r["seed"]].get(k, nan))
                 for r in results
                 if r["model"] == attn and r["seed"] in by_seed
             ]
@@ -364,6 +379,7 @@ def summarize(results: list[dict[str, Any]], dataset: str, width: int) -> dict[s
         marked(
             f"{label}: λ_max {m['hessian_top_eig']['mean']:.4g} ± {m['hessian_top_eig']['std']:.2g}, "
             f"tr H {m['hessian_trace']['mean']:.4g} ± {m['hessian_trace']['std']:.2g}, "
+            f"adaptive S {m['adaptive_sharpness']['mean']:.3g}, "
             f"train loss {m['train_loss']['mean']:.4g}, init→trained minimum at t = {m['interp_min_t']['mean']:.2f}",
             m["guards"],
         )

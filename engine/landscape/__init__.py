@@ -4,6 +4,8 @@
 - ``surface_1d`` / ``surface_2d`` / ``interpolate``: batched (vmap) loss curves.
 - ``hessian_top_eigenvalue(s)`` / ``hessian_trace``: power iteration, Lanczos and
   Hutchinson on Hessian-vector products over the trainable parameters.
+- ``adaptive_sharpness``: Kwon et al. (2021)'s max of L(w + ε) − L(w) over
+  ‖ε/|w|‖₂ ≤ ρ by projected gradient ascent (invariant under the same rescaling).
 - ``curve_width`` / ``width_censored``: the width of a 1-D basin at a loss threshold;
   ``basin_width`` widens the grid until the basin closes
   (invariant under the ReLU rescaling w_r → c·w_r, a_r → a_r/c: claim 6's measure).
@@ -12,6 +14,13 @@ The loss is the training data loss (``engine.train.data_loss``) unless ``loss=``
 ``l2=`` say otherwise; see ``objective.py``.
 """
 
+from engine.landscape.adaptive import (
+    ADAPTIVE_RHO,
+    ADAPTIVE_STEPS,
+    AdaptiveSharpness,
+    adaptive_sharpness,
+    adaptive_sharpness_flat,
+)
 from engine.landscape.directions import filter_normalize, filter_normalized_direction
 from engine.landscape.hessian import (
     EigResult,
@@ -37,6 +46,11 @@ from engine.landscape.surfaces import (
 )
 
 __all__ = [
+    "ADAPTIVE_RHO",
+    "ADAPTIVE_STEPS",
+    "AdaptiveSharpness",
+    "adaptive_sharpness",
+    "adaptive_sharpness_flat",
     "Curve1D",
     "EigResult",
     "EigsResult",

@@ -476,40 +476,110 @@ def _claim5(ds: str, rows: list[dict] | None) -> dict[str, Any]:
     return _claim(5, t, stat, v, dataset=ds)
 
 
+INVARIANT6 = ("width_1d", "adaptive_sharpness")
+"""Claim 6's invariant measures (docs/claims.md#claim-6), in the order the statistic
+shows them; the first present gives the headline ratio (``measure``)."""
+
+
 def _claim6(ds: str, rows: list[dict] | None) -> dict[str, Any]:
-    """Claim 6 decided on the filter-normalised basin width (``width_1d``: invariant
-    under the ReLU rescaling that moves λ_max), with λ_max's own verdict beside it
-    (``lambda_verdict``) and a note where the two disagree; runs written before the
-    width existed are decided on λ_max, and the item says so (``measure``)."""
+    """Claim 6 decided on the invariant measures (``INVARIANT6``: the filter-normalised
+    basin width and adaptive sharpness; neither moves under the ReLU rescaling that moves
+    λ_max): a verdict when every measure the run has agrees, inconclusive when they
+    disagree (the statistic says which said what). λ_max's own verdict is beside it
+    (``lambda_verdict``) with a note where it disagrees; runs written before either
+    invariant measure existed are decided on λ_max, and the item says so (``measure``)."""
     t = "MLP-Attn finds flatter minima than 2L-ReLU"
     used = [r for r in rows or [] if r["model"] in MODELS]
     typed = [SharpnessRow.from_row(x) for x in used]
-    invariant = bool(typed) and all(math.isfinite(x.width_1d) for x in typed)
-    rule = _width_rule6 if invariant else _sharp_rule
-    v_all, stat, rt = rule(used)
+    measures = tuple(
+        m for m in INVARIANT6 if typed and all(math.isfinite(getattr(x, m)) for x in typed)
+    )
+    invariant = bool(measures)
+
+    def rule(rs: list[dict]) -> tuple[str, str | None, float, dict[str, str]]:
+        if not invariant:
+            return (*_sharp_rule(rs), {})
+        return _invariant_rule6(rs, measures)
+
+    v_all, stat, rt, each = rule(used)
     if stat is None:
         return _claim(6, t, "basin width at a fixed loss rise", NO_DATA, dataset=ds)
     kept, excluded, _, dropped = on_trained(used, lambda r: r["model"])
     v, lam_v, lam_stat = v_all, *_sharp_rule(used)[:2]
     if excluded:
-        v, kept_stat, rt = rule(kept)
+        v, kept_stat, rt, kept_each = rule(kept)
         stat = kept_stat or stat
+        each = kept_each or each
         lam_v, lam_kept = _sharp_rule(kept)[:2]
         lam_stat = lam_kept or lam_stat
         if dropped or kept_stat is None:
             v = _guarded(INCONCLUSIVE, used)
-    extra: dict[str, Any] = {"measure": "width_1d" if invariant else "hessian_top_eig"}
+    extra: dict[str, Any] = {"measure": measures[0] if invariant else "hessian_top_eig"}
     if invariant:
-        stat += f"; beside it {lam_stat}: {lam_v}"
+        extra["measures"] = list(measures)
+        extra.update({f"{m}_verdict": each[m] for m in measures if m in each})
+        stat += f"; beside them {lam_stat}: {lam_v}"
         extra["lambda_verdict"] = lam_v
-        if lam_v != v.split(":", 1)[0]:
-            stat += " (λ_max disagrees: it moves under a rescaling that keeps the function)"
+        if missing := [_NAMES6[m] for m in INVARIANT6 if m not in measures]:
+            stat += f" (this run has no {' or '.join(missing)}: decided without it)"
+        split = [m for m in measures if each.get(m) not in (None, lam_v)]
+        if split:
+            names = " and ".join(_NAMES6[m] for m in split)
+            stat += (
+                f" (λ_max disagrees with the {names}: it moves under a rescaling that "
+                "keeps the function)"
+            )
     else:
-        stat += " (decided on raw λ_max: this run has no basin width)"
+        stat += " (decided on raw λ_max: this run has no invariant measure)"
     stat += _excluded_text(excluded, _cells(used))
     return _claim(
         6, t, stat, v, dataset=ds, ratio=rt, rule_verdict=v_all, excluded=excluded, **extra
     )
+
+
+_NAMES6 = {"width_1d": "basin width", "adaptive_sharpness": "adaptive sharpness"}
+
+
+def _invariant_rule6(
+    rows: list[dict], measures: tuple[str, ...]
+) -> tuple[str, str | None, float, dict[str, str]]:
+    """Each invariant measure's rule (``_width_rule6``, ``_adaptive_rule6``), then the
+    verdict they agree on, else inconclusive, naming each one's verdict; (…, None, NaN, {})
+    without both models. The ratio is the first measure's."""
+    rules = {"width_1d": _width_rule6, "adaptive_sharpness": _adaptive_rule6}
+    got = {m: rules[m](rows) for m in measures}
+    if any(stat is None for _, stat, _ in got.values()):
+        return INCONCLUSIVE, None, float("nan"), {}
+    each = {m: v for m, (v, _, _) in got.items()}
+    stat = "; ".join(str(s) for _, s, _ in got.values())
+    verdicts = set(each.values())
+    v = verdicts.pop() if len(verdicts) == 1 else INCONCLUSIVE
+    if len(set(each.values())) > 1:
+        said = ", ".join(f"{_NAMES6[m]} {each[m]}" for m in measures)
+        stat += f" (the invariant measures disagree: {said})"
+    return v, stat, got[measures[0]][2], each
+
+
+def _adaptive_rule6(rows: list[dict]) -> tuple[str, str | None, float]:
+    """Claim 6 on ``adaptive_sharpness`` (lower = flatter): MLP-Attn's mean + std below
+    2L-ReLU's mean − std → holds; the reverse → does not hold; else inconclusive.
+    (…, None, NaN) without both models."""
+    typed = [SharpnessRow.from_row(x) for x in rows]
+    a = mean_std([x.adaptive_sharpness for x in typed if x.model == "MLP-Attn"])
+    r = mean_std([x.adaptive_sharpness for x in typed if x.model == "2L-ReLU"])
+    if not (a[2] and r[2]):
+        return INCONCLUSIVE, None, float("nan")
+    rt = ratio(r.mean, a.mean)
+    rho = next((x.adaptive_rho for x in typed if math.isfinite(x.adaptive_rho)), float("nan"))
+    stat = (
+        f"adaptive sharpness at ρ {rho:g} MLP-Attn {a[0]:.3g} ± {a[1]:.2g} vs 2L-ReLU "
+        f"{r[0]:.3g} ± {r[1]:.2g} (ReLU/Attn ×{rt:.3g})"
+    )
+    if a[0] + a[1] < r[0] - r[1]:
+        return HOLDS, stat, rt
+    if r[0] + r[1] < a[0] - a[1]:
+        return FAILS, stat, rt
+    return INCONCLUSIVE, stat, rt
 
 
 def _width_rule6(rows: list[dict]) -> tuple[str, str | None, float]:

@@ -33,12 +33,14 @@ Checklist rules (docs/claims.md#rules), α = 0.05:
    noisy eigen-targets (train noise std 0.5; noise-free linear targets are fitted by both).
    Holds: G³ is lower on the aligned (top-eigenvector) targets and higher on the
    misaligned (bottom) ones. Does not hold: the opposite on either. Else inconclusive.
-6. Flatter minima — the filter-normalised basin width at a loss rise of 0.1
-   (``width_1d``, invariant under the ReLU rescaling), mean ± std over seeds. Holds:
-   MLP-Attn's mean − std > 2L-ReLU's mean + std. Does not hold: the reverse. Else
-   inconclusive (a censored width cannot be the narrower side). Beside it the top
-   Hessian eigenvalue's verdict (MLP-Attn's mean + std < 2L-ReLU's mean − std; with one
-   seed also 10 % lower), which decides runs without the width.
+6. Flatter minima — two measures invariant under the ReLU rescaling, mean ± std over
+   seeds: the filter-normalised basin width at a loss rise of 0.1 (``width_1d``; holds:
+   MLP-Attn's mean − std > 2L-ReLU's mean + std; a censored width cannot be the
+   narrower side) and adaptive sharpness (``adaptive_sharpness``; holds: MLP-Attn's
+   mean + std < 2L-ReLU's mean − std). Does not hold: the reverse. The verdict the two
+   agree on; inconclusive when they disagree (the item names each one's verdict).
+   Beside them the top Hessian eigenvalue's verdict (MLP-Attn's mean + std < 2L-ReLU's
+   mean − std; with one seed also 10 % lower), which decides runs without either.
 7. (v2) Trainable attention (QKV-Attn) — the claim-1 rule with QKV-Attn in MLP-Attn's place
    on the distance to each model's linearized twin (``lin_distance_rel``; QKV-Attn has no
    analytic Θ∞). Holds: 2L-ReLU's falls and QKV-Attn's does not. Does not hold: 2L-ReLU's

@@ -301,7 +301,8 @@ at the idle 2-core matmul probe (``IDLE_FLOPS``, 3e11 FLOP/s) times ``FUSED_OVER
 ``SCALE_BUDGET_S`` (60 min) per data set and protocol (a test holds it). With the
 paper's PGD adversarial training (40 steps) Table 4's part alone was 1977 s of a 3053 s
 floor on MNIST at n_train 500 (61 min at 1.2×); ``flip.adv_steps`` 10 (PGD still, α by
-the same rule) brings it to 531 s. Then MNIST and Fashion-MNIST at n_train 800 floor at
+the same rule) brings it to 531 s (its effect on claim 4, measured on digits:
+docs/claims.md#claim-4-steps). Then MNIST and Fashion-MNIST at n_train 800 floor at
 ≈ 43 min (≈ 51 min at 1.2×), CIFAR-10 (d = 3072, four times MNIST's arithmetic a step)
 at n_train 200 at 42 min (50 min; 250 would be 63), digits at n_train 1000 in about
 3 minutes. The widths' 4096 and the epoch cap are what the floor scales with: a cell

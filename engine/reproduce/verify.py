@@ -154,12 +154,17 @@ def _numbers(item: dict[str, Any], stats: dict[str, Any]) -> dict[str, tuple[flo
             if p:
                 out[f"{model} {attack} {training}"] = (p["pooled"], p["ci_low"], p["ci_high"])
     elif claim == 6:
-        col = "width_1d" if item.get("measure") == "width_1d" else "hessian_top_eig"
-        for model in MODELS:
-            vals = [num(r.get(col)) for r in passing("sharpness") if r.get("model") == model]
-            mu, sd, n = mean_std(vals)
-            if n:
-                out[f"{model} {col}"] = (mu, mu - sd, mu + sd)
+        # the measures that decided (both invariant ones when the run has them)
+        cols = item.get("measures") or [
+            "width_1d" if item.get("measure") == "width_1d" else "hessian_top_eig"
+        ]
+        for col in cols:
+            for model in MODELS:
+                rows = passing("sharpness")
+                vals = [num(r.get(col)) for r in rows if r.get("model") == model]
+                mu, sd, n = mean_std(vals)
+                if n:
+                    out[f"{model} {col}"] = (mu, mu - sd, mu + sd)
     return out
 
 

@@ -82,7 +82,9 @@ def parse_cell(kind: type, v: Any) -> Any:
     return int(f)
 
 
-ADDED_LATER = frozenset({"epochs_run", "width_1d", "width_delta", "width_span"})
+ADDED_LATER = frozenset(
+    {"epochs_run", "width_1d", "width_delta", "width_span", "adaptive_sharpness", "adaptive_rho"}
+)
 """Columns added after runs were first written: a run from before them lacks them and is
 read with the row type's default (None), not reported as damaged."""
 
@@ -262,6 +264,11 @@ class SharpnessRow(Row):
     width_span: float = NAN
     """The span of the grid that measured ``width_1d``: ``landscape.span``, doubled while
     the basin reached its end (``engine.landscape.basin_width``); NaN in runs before it."""
+    adaptive_sharpness: float = NAN
+    """Claim 6's second invariant measure: the largest rise of the training loss over the
+    adaptive ball ‖ε/|w|‖₂ ≤ ``adaptive_rho`` (Kwon et al. 2021;
+    ``engine.landscape.adaptive_sharpness``; lower = flatter); NaN in runs before it."""
+    adaptive_rho: float = NAN
     converged: bool | None = None
     above_chance: bool | None = None
 

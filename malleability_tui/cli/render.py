@@ -83,6 +83,8 @@ HEADERS = {
     "flipped_harmful": "flip_harm",
     "hessian_top_eig": "λ_max",
     "hessian_trace": "tr H",
+    "adaptive_sharpness": "S_ad",
+    "adaptive_rho": "ρ_ad",
     "loss_initial": "loss_0",
     "loss_final": "loss_T",
 }

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from malleability_tui.cli.common import (
@@ -280,7 +281,7 @@ def reproduce(
             markup=False,
         )
         if dry_run:
-            show_breakdown(lines, est)
+            show_breakdown(lines, est, {p.key: p.dataset for p in parts})
             return
 
         def run_part(part: Part, sub: Path, again: bool) -> None:
@@ -318,19 +319,47 @@ def reproduce(
         track_run(tracker, path)
 
 
-def show_breakdown(lines: list[PlanLine], total: float) -> None:
-    """The dry run's time budget: one line per (run, experiment), its share of the estimate."""
+def breakdown_table(
+    lines: list[PlanLine], total: float, datasets: dict[str, str] | None = None
+) -> Table:
+    """The dry run's time budget as a table: one row per (run, experiment), its share of
+    the estimate. ``datasets`` (run → data set): each data set gets a row of its own and
+    its runs lose the repeated ``<data set>-`` prefix, so the longest run name
+    (fashion-mnist-multiclass-centred) fits 80 columns whole; the fixed line's long label
+    goes to the caption."""
+    datasets = datasets or {}
     t = Table(title="time budget (--dry-run)", title_justify="left", box=None, pad_edge=False)
     for col in ("run", "experiment", "FLOPs", "floor", "steps", "est.", "share"):
         left = col in ("run", "experiment")
-        t.add_column(col, justify="left" if left else "right", no_wrap=col != "experiment")
+        t.add_column(col, justify="left" if left else "right", no_wrap=True)
+    shown: str | None = None
+    caption = ""
     for ln in lines:
         share = f"{100 * ln.estimate_s / total:.1f}%" if total > 0 else MISSING
         flops = number(ln.flops) if ln.flops else MISSING
         floor = duration(ln.floor_s) if ln.flops else MISSING
         steps = number(ln.steps) if ln.steps else MISSING
-        t.add_row(ln.run, ln.experiment, flops, floor, steps, duration(ln.estimate_s), share)
-    err_console.print(t)
+        run, exp = ln.run, ln.experiment
+        if ds := datasets.get(run):
+            if ds != shown:
+                t.add_row(f"[bold]{escape(ds)}[/]")
+                shown = ds
+            run = "  " + run.removeprefix(f"{ds}-")
+        elif exp.startswith("(") and ":" in exp:  # "(fixed: data, …)": the caption says what
+            head, _, rest = exp.strip("()").partition(":")
+            caption = f"{head}: {rest.strip()}, {duration(ln.estimate_s)} in all"
+            exp = head
+        t.add_row(escape(run), escape(exp), flops, floor, steps, duration(ln.estimate_s), share)
+    if caption:
+        t.caption, t.caption_justify = caption, "left"
+    return t
+
+
+def show_breakdown(
+    lines: list[PlanLine], total: float, datasets: dict[str, str] | None = None
+) -> None:
+    """Print ``breakdown_table``."""
+    err_console.print(breakdown_table(lines, total, datasets))
 
 
 def _styled(verdict: str) -> str:

@@ -165,3 +165,37 @@ def test_reproduce_comparison_ascii(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(marks) == len(cmp["checklist"])
     assert len({ln.index(" digits") for ln in marks}) == 1  # the columns stay aligned
     golden("reproduce_comparison_ascii.txt", out)
+
+
+def test_reproduce_time_budget_keeps_names_whole() -> None:
+    """The dry run's time budget at 80 columns for the longest run names (Fashion-MNIST,
+    --scale data, both protocols: fashion-mnist-multiclass-centred): no line over 80, no
+    name cut with "…", and every run's data set and remainder printed whole."""
+    import io
+
+    from rich.console import Console
+
+    from engine.experiments.estimate import breakdown
+    from engine.reproduce.plan import plan
+    from malleability_tui.cli.reproduce import breakdown_table
+
+    parts = plan(("fashion-mnist",), scale="data", protocols=("paper", "centred"))
+    assert "fashion-mnist-multiclass-centred" in {p.key for p in parts}
+    lines = breakdown(
+        [(p.key, p.spec) for p in parts], flops_per_s=3e11, step_s=1e-3, stream_s=1e-9
+    )
+    total = sum(ln.estimate_s for ln in lines)
+    con = Console(file=io.StringIO(), width=80, record=True)
+    con.print(breakdown_table(lines, total, {p.key: p.dataset for p in parts}))
+    out = con.export_text()
+    assert "…" not in out, out
+    tokens = {"fashion-mnist", "fixed: data, spectra, summaries"}
+    tokens |= {p.key.removeprefix("fashion-mnist-") for p in parts}
+    tokens |= {ln.experiment for ln in lines if not ln.experiment.startswith("(")}
+    assert_fits(out, tokens)
+    rows = [ln.split() for ln in out.splitlines()]
+    for p in parts:  # each run's rows: its remainder under its data set's own row
+        rest = p.key.removeprefix("fashion-mnist-")
+        assert sum(r[:1] == [rest] for r in rows) == len([ln for ln in lines if ln.run == p.key]), (
+            rest
+        )
