@@ -136,9 +136,9 @@ def test_flush_denormals_zeroes_subnormal_arithmetic_on_cpu_only():
     number is untouched. A CUDA device leaves the CPU's mode as it is."""
     from engine.device import flush_denormals
 
-    tiny = torch.tensor([1e-40, 1e-30], dtype=torch.float32)  # subnormal, normal
     try:
-        torch.set_flush_denormal(False)
+        torch.set_flush_denormal(False)  # earlier tests' run contexts turned it on
+        tiny = torch.tensor([1e-40, 1e-30], dtype=torch.float32)  # subnormal, normal
         flush_denormals(torch.device("cuda"))
         assert (tiny * 1.0)[0].item() > 0  # still subnormal arithmetic
         flush_denormals(torch.device("cpu"))
