@@ -6,6 +6,11 @@ by design (a factor of about two either way). Two terms, each timed here by a pr
 
 * the dense matmuls of training, attacks, landscape evaluations and kernels, at the
   rate of a float32 matmul (``probe_flops``) times ``OVERHEAD``: the FLOP floor;
+* the optimiser's update of every trained parameter a step (Adam's or SGD's element-wise
+  kernel, memory-bound and not counted as FLOPs), timed on a large layer
+  (``probe_update_seconds``): at batch 32 it is as long as the step's matmuls (MNIST's
+  d 784, m 1024–4096: 37–46 % of a fused step, ``benchmarks/bench_fused_step.py --parts
+  floor``, docs/benchmarks-training.md);
 * the fixed cost of every optimiser step, attack step and evaluation pass (Python,
   autograd, the optimiser, reading the loss), timed on the real training loop of a tiny
   network (``probe_step_seconds``) for the path that will run: autograd (QKV-Attn,
@@ -34,6 +39,7 @@ PER_RUN_SECONDS = 2.0
 NOMINAL_FLOPS_PER_S = 8e10
 NOMINAL_STEP_S = 6e-4
 NOMINAL_STREAM_S = 1e-9
+NOMINAL_UPDATE_S = 1e-9
 """A 2-core CPU's probes (this project's CI class), for shares that need no probe (ETA weights)."""
 CONFIRM_SECONDS = 600.0
 """The TUI asks before starting a run estimated over this (ten minutes)."""
@@ -115,6 +121,32 @@ def probe_step_seconds(engine: str = "autograd", networks: int = 1) -> float:
     return run(epochs) / (epochs * 4)
 
 
+@functools.cache
+def probe_update_seconds(optimizer: str = "adam", seconds: float = 0.05) -> float:
+    """Seconds per parameter of one optimiser update (``base.make_optimizer``'s Adam, or
+    SGD for "sgd" and "gd", with L2; called as the fused step calls it, ``fused.stepper``;
+    the autograd path runs the same kernel) on a [1024, 784] layer, larger than a core's
+    cache as the layers it prices are; timed for about ``seconds`` after a warm-up,
+    measured once a process per optimiser."""
+    import torch
+
+    from engine.run.spec import TrainSpec
+    from engine.train.base import make_optimizer
+    from engine.train.fused import stepper
+
+    params = [torch.zeros(1024, 784)]
+    grads = [torch.full_like(params[0], 1e-3)]
+    cfg = TrainSpec(optimizer=optimizer, lr=1e-3, l2=1e-3)
+    update = stepper(make_optimizer(params, cfg), params)
+    update(grads)  # warm-up
+    t0 = time.perf_counter()
+    reps = 0
+    while time.perf_counter() - t0 < seconds:
+        update(grads)
+        reps += 1
+    return (time.perf_counter() - t0) / (reps * params[0].numel())
+
+
 FusedSteps = tuple[tuple[int, float], ...]
 """Fused steps by stack size: ((B, steps of B networks stacked), ...), sorted by B."""
 
@@ -142,6 +174,9 @@ class Work:
     streamed: float = 0.0
     adversarial: float = 0.0
     """Of ``flops``, adversarial training's, priced at ``ADV_OVERHEAD``."""
+    updated: float = 0.0
+    """Parameter updates: trained parameters × optimiser steps (either path), each priced
+    at ``probe_update_seconds``."""
 
     def __add__(self, other: Work) -> Work:
         return Work(
@@ -151,6 +186,7 @@ class Work:
             merge_fused(self.fused, other.fused),
             self.streamed + other.streamed,
             self.adversarial + other.adversarial,
+            self.updated + other.updated,
         )
 
     @property
@@ -164,15 +200,16 @@ class Work:
         step_s: float,
         fused_s: Callable[[int], float] | None = None,
         stream_s: float = NOMINAL_STREAM_S,
+        update_s: float = NOMINAL_UPDATE_S,
     ) -> float:
         """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
         batched FLOPs, ``ADV_OVERHEAD`` for the adversarial ones), plus ``steps`` ×
         ``step_s``, plus each stack size's fused steps × ``fused_s(B)`` (None: ``step_s``),
-        plus ``streamed`` × ``stream_s``."""
+        plus ``streamed`` × ``stream_s``, plus ``updated`` × ``update_s``."""
         alone = OVERHEAD * (self.flops - self.batched - self.adversarial) / flops_per_s
         alone += ADV_OVERHEAD * self.adversarial / flops_per_s + self.steps * step_s
         alone += sum(v * (fused_s(b) if fused_s else step_s) for b, v in self.fused)
-        alone += self.streamed * stream_s
+        alone += self.streamed * stream_s + self.updated * update_s
         return alone + BATCHED_OVERHEAD * self.batched / flops_per_s if self.batched else alone
 
 
@@ -262,7 +299,9 @@ class Plan:
         """Training at ``widths`` for every kind and seed: ``per_width`` × w FLOPs and
         ``steps`` steps per network and width (``fused_steps`` for a fused kind, default
         the same); the steps counted per (kind, width) group: the fused kinds' seeds
-        always stacked, the autograd kinds' as ``together`` says."""
+        always stacked, the autograd kinds' as ``together`` says. Each network updates
+        its w·d first-layer weights (the output layer's w·K is ≤ 2 % of them at MNIST's
+        d) once an optimiser step (``fused_steps``, default ``steps``)."""
         flops = sum(per_width * w for w in widths) * self.cells
         fast = [w for w in widths if self.together(w)]
         small = sum(per_width * w for w in fast) * self.seeds * self.n_auto
@@ -271,7 +310,9 @@ class Plan:
         fused: FusedSteps = ()
         if self.n_fused and widths:
             fused = ((self.per_stack, fs * self.stacks * len(widths) * self.n_fused),)
-        return Work(flops, steps * groups * self.n_auto, small, fused)
+        updates = (steps if fused_steps is None else fused_steps) * self.cells
+        updated = sum(w * self.d for w in widths) * updates
+        return Work(flops, steps * groups * self.n_auto, small, fused, updated=updated)
 
     def training(self, widths: set[int] | tuple[int, ...]) -> Work:
         """Training every kind and seed at those of ``widths`` no earlier experiment of
@@ -303,13 +344,20 @@ class Plan:
         mini-batch. A fused kind's seeds train stacked (``RunContext._train_together``),
         their attacks too (``engine.train.adversarial.perturb_stacked``): 1 + k stacked
         steps a chunk of seeds; an autograd kind's 1 + k passes are autograd steps, one
-        network at a time. The FLOPs at ``ADV_OVERHEAD``."""
+        network at a time. The FLOPs at ``ADV_OVERHEAD``; each training step updates the
+        flip width's m·d first-layer weights of every network (``Work.updated``)."""
         fused: FusedSteps = ()
         if self.n_fused:
             fused = ((self.per_stack, steps * (1 + k) * self.stacks * self.n_fused),)
         total = flops * self.cells
+        updated = self.spec.flip.width * self.d * steps * self.cells
         return Work(
-            total, steps * (1 + k) * self.seeds * self.n_auto, 0.0, fused, adversarial=total
+            total,
+            steps * (1 + k) * self.seeds * self.n_auto,
+            0.0,
+            fused,
+            adversarial=total,
+            updated=updated,
         )
 
 
@@ -372,17 +420,24 @@ def estimate_seconds(
     step_s: float | None = None,
     fused_s: Callable[[int], float] | None = None,
     stream_s: float | None = None,
+    update_s: float | Callable[[str], float] | None = None,
 ) -> float:
     """Estimated wall seconds of running every spec of ``specs`` on this machine.
 
     ``flops_per_s``: the machine's matmul rate (default: ``probe_flops()``, 0.1 s);
     ``step_s``: the autograd loop's cost a step (default: ``probe_step_seconds()``);
     ``fused_s(B)``: a fused step of B stacked networks (default: ``step_s`` when that is
-    given, else ``probe_step_seconds("fused", B)``); ``stream_s``: as ``breakdown``.
+    given, else ``probe_step_seconds("fused", B)``); ``stream_s``, ``update_s``: as
+    ``breakdown``.
     """
     runs = [("", s) for s in specs]
     lines = breakdown(
-        runs, flops_per_s=flops_per_s, step_s=step_s, fused_s=fused_s, stream_s=stream_s
+        runs,
+        flops_per_s=flops_per_s,
+        step_s=step_s,
+        fused_s=fused_s,
+        stream_s=stream_s,
+        update_s=update_s,
     )
     return sum(ln.estimate_s for ln in lines)
 
@@ -402,6 +457,8 @@ class PlanLine:
     """``OVERHEAD`` × the floor + each path's steps × its probe's step cost."""
     fused_steps: float = 0.0
     """Of ``steps``, those of the fused path."""
+    updated: float = 0.0
+    """Parameter updates (``Work.updated``)."""
 
 
 def fused_probe(b: int) -> float:
@@ -427,18 +484,29 @@ def breakdown(
     step_s: float | None = None,
     fused_s: Callable[[int], float] | None = None,
     stream_s: float | None = None,
+    update_s: float | Callable[[str], float] | None = None,
 ) -> list[PlanLine]:
     """The time budget of ``runs`` ((name, spec) pairs) line by line: each experiment of
     each run, then one ``(fixed)`` line of ``PER_RUN_SECONDS`` per run; the estimates add
     up to ``estimate_seconds`` of the same specs and machine (``fused_s``: as there;
     ``stream_s``: seconds per streamed element, default ``probe_stream_seconds()``, or
-    ``NOMINAL_STREAM_S`` when ``step_s`` is given)."""
+    ``NOMINAL_STREAM_S`` when ``step_s`` is given; ``update_s``: seconds per parameter
+    update, or a function of the optimiser's name giving them (``probe_update_seconds``,
+    the default, or ``NOMINAL_UPDATE_S`` when ``step_s`` is given)."""
     rate = flops_per_s if flops_per_s is not None else probe_flops()
     if fused_s is None and step_s is None:
         fused_s = fused_probe
     step = step_s if step_s is not None else probe_step_seconds()
     if stream_s is None:
         stream_s = probe_stream_seconds() if step_s is None else NOMINAL_STREAM_S
+
+    def update(spec: RunSpec) -> float:
+        if update_s is None:
+            return (
+                probe_update_seconds(spec.train.optimizer) if step_s is None else NOMINAL_UPDATE_S
+            )
+        return update_s(spec.train.optimizer) if callable(update_s) else update_s
+
     lines = [
         PlanLine(
             name,
@@ -446,8 +514,9 @@ def breakdown(
             w.flops,
             w.flops / rate,
             w.all_steps,
-            w.seconds(rate, step, fused_s, stream_s),
+            w.seconds(rate, step, fused_s, stream_s, update(spec)),
             w.all_steps - w.steps,
+            w.updated,
         )
         for name, spec in runs
         for exp, w in planned_work(spec).items()

@@ -149,6 +149,7 @@ def reproduce(
         probe_flops,
         probe_step_seconds,
         probe_stream_seconds,
+        probe_update_seconds,
     )
     from engine.reproduce.driver import reproduce_parts
     from engine.reproduce.plan import plan
@@ -236,6 +237,7 @@ def reproduce(
             step_s=step,
             fused_s=fused_probe,
             stream_s=stream,
+            update_s=probe_update_seconds,
         )
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
@@ -265,17 +267,21 @@ def reproduce(
             step_s=step,
             fused_s=fused_probe,
             stream_s=stream,
+            update_s=probe_update_seconds,
         )
         floor = sum(ln.floor_s for ln in lines)
         fused = sum(ln.fused_steps for ln in lines)
         auto = sum(ln.steps for ln in lines) - fused
         fused_ms = 1e3 * fused_step_price([p.spec for p in parts])
+        updated = sum(ln.updated for ln in lines)
+        update_ns = 1e9 * probe_update_seconds(parts[0].spec.train.optimizer) if parts else 0.0
         err_console.print(
             f"estimated run time ≈ {duration(est)} on this machine; FLOP floor {duration(floor)} "
             f"({number(sum(ln.flops for ln in lines))} FLOPs at {number(rate)} FLOP/s, the matmul probe); "
             f"estimate = {OVERHEAD:g}× the floor + {number(auto)} autograd steps × "
             f"{1e3 * step:.2f} ms + {number(fused)} fused steps × {fused_ms:.2f} ms (the "
-            f"training loops' probes) + {PER_RUN_SECONDS:g} s a run",
+            f"training loops' probes) + {number(updated)} parameter updates × "
+            f"{update_ns:.2f} ns (the optimiser's probe) + {PER_RUN_SECONDS:g} s a run",
             highlight=False,
             markup=False,
         )
