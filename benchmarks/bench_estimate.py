@@ -7,8 +7,9 @@ Runs seven small specs in this process, one after another (quick presets of trai
 landscape, advtrain and ntk on the embedded digits, and MNIST train sweeps at m 1024 /
 4096, 10 epochs, at batch 128 and at the ``--scale data`` preset's batch 32, when
 ../shared/data/mnist is there), each timed against ``estimate_seconds`` with this
-machine's probes taken right before it. Prints the estimate without and with the
-optimiser's update term (``Work.updated`` × ``probe_update_seconds``), measured wall
+machine's probes taken right before it (training's FLOPs at their shapes' own rate,
+``probe_shape_flops``). Prints the estimate without and with the optimiser's update term
+(``Work.updated`` × ``probe_update_seconds``), measured wall
 and CPU seconds, and measured wall / estimated (the goal: within ±35 %). About 3 minutes
 on 2 cores.
 """
@@ -34,6 +35,7 @@ from engine.experiments.estimate import (  # noqa: E402
     estimate_seconds,
     fused_probe,
     probe_flops,
+    probe_shape_flops,
     probe_step_seconds,
     probe_stream_seconds,
     probe_update_seconds,
@@ -76,7 +78,7 @@ def main() -> None:
         rate, stream = probe_flops(), probe_stream_seconds()
         priced = functools.partial(
             estimate_seconds, [spec], flops_per_s=rate, step_s=step, fused_s=fused_probe,
-            stream_s=stream,
+            stream_s=stream, shape_rate=probe_shape_flops,
         )  # fmt: skip
         bare, est = priced(update_s=0.0), priced(update_s=probe_update_seconds)
         with tempfile.TemporaryDirectory() as d:

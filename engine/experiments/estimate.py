@@ -6,6 +6,10 @@ by design (a factor of about two either way). Two terms, each timed here by a pr
 
 * the dense matmuls of training, attacks, landscape evaluations and kernels, at the
   rate of a float32 matmul (``probe_flops``) times ``OVERHEAD``: the FLOP floor;
+* training's matmuls, when the step's own shapes are probed (``probe_shape_flops``: the
+  five products of a step of [b, d] inputs at width m), at that rate times
+  ``TRAIN_OVERHEAD``: at batch 32 those thin products run at 0.5–0.65 of the square
+  probe, which no BLAS changes (docs/benchmarks-training.md);
 * the optimiser's update of every trained parameter a step (Adam's or SGD's element-wise
   kernel, memory-bound and not counted as FLOPs), timed on a large layer
   (``probe_update_seconds``): at batch 32 it is as long as the step's matmuls (MNIST's
@@ -34,6 +38,13 @@ from engine.run.spec import RunSpec
 OVERHEAD = 1.3
 """Seconds ÷ FLOP floor of the dense work at large width: ``benchmarks/bench_train.py``
 reaches 0.68–0.77 of its matmul probe at m 256–1024 (CIFAR-10, 2 cores)."""
+TRAIN_OVERHEAD = 1.15
+"""Seconds ÷ the step's own matmul floor (``probe_shape_flops``) of training's FLOPs, its
+update and fixed cost priced apart: a fused step of MNIST's shape (d 784, m 1024 and
+4096, batch 32 and 800) took 1.04–1.34× its five products' time once its update was taken
+out (``benchmarks/bench_fused_step.py --parts floor --clock cpu``, one thread;
+docs/benchmarks-training.md); what is left is ReLU, the mask, the gather of the batch and
+the step's fixed cost (priced again by the step probe: an upper side)."""
 PER_RUN_SECONDS = 2.0
 """Fixed cost of a run: data loading, spectra, summaries."""
 NOMINAL_FLOPS_PER_S = 8e10
@@ -147,6 +158,52 @@ def probe_update_seconds(optimizer: str = "adam", seconds: float = 0.05) -> floa
     return (time.perf_counter() - t0) / (reps * params[0].numel())
 
 
+@functools.cache
+def probe_shape_flops(b: int, d: int, m: int, seconds: float = 0.03) -> float:
+    """FLOP/s of a training step's five products at its shapes, float32, one network:
+    [b, d]·[d, m] forward, [b, m]·[m, K] out, [b, K]·[K, m] back, [m, b]·[b, d] the
+    weight gradient, [m, b]·[b, K] the output layer's (K 10); ``engine.train.fused``'s
+    calls on a stack of one. Timed for about ``seconds`` after a warm-up, measured once
+    a process per shape."""
+    import torch
+
+    k = 10
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.rand(1, b, d, generator=g), torch.randn(1, m, d, generator=g)
+    a, gk = torch.randn(1, m, k, generator=g), torch.randn(1, b, k, generator=g)
+    h = torch.rand(1, b, m, generator=g)
+
+    def once() -> None:
+        torch.bmm(x, w.transpose(1, 2))
+        torch.bmm(h, a)
+        torch.bmm(gk, a.transpose(1, 2))
+        torch.bmm(h.transpose(1, 2), x)
+        torch.bmm(h.transpose(1, 2), gk)
+
+    once()  # warm-up
+    t0 = time.perf_counter()
+    reps = 0
+    while time.perf_counter() - t0 < seconds:
+        once()
+        reps += 1
+    flops = 2.0 * b * m * (2 * d + 3 * k)
+    return reps * flops / (time.perf_counter() - t0)
+
+
+Shape = tuple[int, int, int]
+"""A training step's (batch b, input features d, width m)."""
+ShapedFlops = tuple[tuple[Shape, float], ...]
+"""Training FLOPs by their step's shape, sorted by shape."""
+
+
+def merge_shaped(a: ShapedFlops, b: ShapedFlops) -> ShapedFlops:
+    """The shaped FLOPs of ``a`` and ``b`` together."""
+    out: dict[Shape, float] = dict(a)
+    for k, v in b:
+        out[k] = out.get(k, 0.0) + v
+    return tuple(sorted(out.items()))
+
+
 FusedSteps = tuple[tuple[int, float], ...]
 """Fused steps by stack size: ((B, steps of B networks stacked), ...), sorted by B."""
 
@@ -177,6 +234,9 @@ class Work:
     updated: float = 0.0
     """Parameter updates: trained parameters × optimiser steps (either path), each priced
     at ``probe_update_seconds``."""
+    shaped: ShapedFlops = ()
+    """Of ``flops``, training's (networks trained one at a time or fused-stacked) by their
+    step's shape, priced at ``TRAIN_OVERHEAD`` × the shape's own rate when one is given."""
 
     def __add__(self, other: Work) -> Work:
         return Work(
@@ -187,6 +247,7 @@ class Work:
             self.streamed + other.streamed,
             self.adversarial + other.adversarial,
             self.updated + other.updated,
+            merge_shaped(self.shaped, other.shaped),
         )
 
     @property
@@ -201,12 +262,20 @@ class Work:
         fused_s: Callable[[int], float] | None = None,
         stream_s: float = NOMINAL_STREAM_S,
         update_s: float = NOMINAL_UPDATE_S,
+        shape_rate: Callable[[int, int, int], float] | None = None,
     ) -> float:
         """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
-        batched FLOPs, ``ADV_OVERHEAD`` for the adversarial ones), plus ``steps`` ×
-        ``step_s``, plus each stack size's fused steps × ``fused_s(B)`` (None: ``step_s``),
-        plus ``streamed`` × ``stream_s``, plus ``updated`` × ``update_s``."""
-        alone = OVERHEAD * (self.flops - self.batched - self.adversarial) / flops_per_s
+        batched FLOPs, ``ADV_OVERHEAD`` for the adversarial ones, and, given
+        ``shape_rate(b, d, m)`` (FLOP/s), ``TRAIN_OVERHEAD`` × the shaped FLOPs at their
+        shape's rate), plus ``steps`` × ``step_s``, plus each stack size's fused steps ×
+        ``fused_s(B)`` (None: ``step_s``), plus ``streamed`` × ``stream_s``, plus
+        ``updated`` × ``update_s``."""
+        plain = self.flops - self.batched - self.adversarial
+        alone = 0.0
+        if shape_rate is not None and self.shaped:
+            plain -= sum(v for _, v in self.shaped)
+            alone = TRAIN_OVERHEAD * sum(v / shape_rate(*k) for k, v in self.shaped)
+        alone += OVERHEAD * plain / flops_per_s
         alone += ADV_OVERHEAD * self.adversarial / flops_per_s + self.steps * step_s
         alone += sum(v * (fused_s(b) if fused_s else step_s) for b, v in self.fused)
         alone += self.streamed * stream_s + self.updated * update_s
@@ -312,7 +381,13 @@ class Plan:
             fused = ((self.per_stack, fs * self.stacks * len(widths) * self.n_fused),)
         updates = (steps if fused_steps is None else fused_steps) * self.cells
         updated = sum(w * self.d for w in widths) * updates
-        return Work(flops, steps * groups * self.n_auto, small, fused, updated=updated)
+        alone = {w: self.cells - (self.seeds * self.n_auto if w in fast else 0) for w in widths}
+        shaped = tuple(
+            sorted(((self.step_batch, self.d, w), per_width * w * c) for w, c in alone.items() if c)
+        )
+        return Work(
+            flops, steps * groups * self.n_auto, small, fused, updated=updated, shaped=shaped
+        )
 
     def training(self, widths: set[int] | tuple[int, ...]) -> Work:
         """Training every kind and seed at those of ``widths`` no earlier experiment of
@@ -421,6 +496,7 @@ def estimate_seconds(
     fused_s: Callable[[int], float] | None = None,
     stream_s: float | None = None,
     update_s: float | Callable[[str], float] | None = None,
+    shape_rate: Callable[[int, int, int], float] | None = None,
 ) -> float:
     """Estimated wall seconds of running every spec of ``specs`` on this machine.
 
@@ -438,6 +514,7 @@ def estimate_seconds(
         fused_s=fused_s,
         stream_s=stream_s,
         update_s=update_s,
+        shape_rate=shape_rate,
     )
     return sum(ln.estimate_s for ln in lines)
 
@@ -485,6 +562,7 @@ def breakdown(
     fused_s: Callable[[int], float] | None = None,
     stream_s: float | None = None,
     update_s: float | Callable[[str], float] | None = None,
+    shape_rate: Callable[[int, int, int], float] | None = None,
 ) -> list[PlanLine]:
     """The time budget of ``runs`` ((name, spec) pairs) line by line: each experiment of
     each run, then one ``(fixed)`` line of ``PER_RUN_SECONDS`` per run; the estimates add
@@ -492,8 +570,12 @@ def breakdown(
     ``stream_s``: seconds per streamed element, default ``probe_stream_seconds()``, or
     ``NOMINAL_STREAM_S`` when ``step_s`` is given; ``update_s``: seconds per parameter
     update, or a function of the optimiser's name giving them (``probe_update_seconds``,
-    the default, or ``NOMINAL_UPDATE_S`` when ``step_s`` is given)."""
+    the default, or ``NOMINAL_UPDATE_S`` when ``step_s`` is given); ``shape_rate(b, d, m)``:
+    the FLOP/s of a training step of that shape (``probe_shape_flops``, the default when
+    ``flops_per_s`` is not given; else training's FLOPs at ``OVERHEAD`` × the floor)."""
     rate = flops_per_s if flops_per_s is not None else probe_flops()
+    if shape_rate is None and flops_per_s is None:
+        shape_rate = probe_shape_flops
     if fused_s is None and step_s is None:
         fused_s = fused_probe
     step = step_s if step_s is not None else probe_step_seconds()
@@ -514,7 +596,7 @@ def breakdown(
             w.flops,
             w.flops / rate,
             w.all_steps,
-            w.seconds(rate, step, fused_s, stream_s, update(spec)),
+            w.seconds(rate, step, fused_s, stream_s, update(spec), shape_rate),
             w.all_steps - w.steps,
             w.updated,
         )

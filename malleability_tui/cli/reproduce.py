@@ -142,11 +142,13 @@ def reproduce(
     from engine.experiments.estimate import (
         OVERHEAD,
         PER_RUN_SECONDS,
+        TRAIN_OVERHEAD,
         breakdown,
         estimate_seconds,
         fused_probe,
         fused_step_price,
         probe_flops,
+        probe_shape_flops,
         probe_step_seconds,
         probe_stream_seconds,
         probe_update_seconds,
@@ -238,6 +240,7 @@ def reproduce(
             fused_s=fused_probe,
             stream_s=stream,
             update_s=probe_update_seconds,
+            shape_rate=probe_shape_flops,
         )
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
@@ -268,6 +271,7 @@ def reproduce(
             fused_s=fused_probe,
             stream_s=stream,
             update_s=probe_update_seconds,
+            shape_rate=probe_shape_flops,
         )
         floor = sum(ln.floor_s for ln in lines)
         fused = sum(ln.fused_steps for ln in lines)
@@ -278,7 +282,8 @@ def reproduce(
         err_console.print(
             f"estimated run time ≈ {duration(est)} on this machine; FLOP floor {duration(floor)} "
             f"({number(sum(ln.flops for ln in lines))} FLOPs at {number(rate)} FLOP/s, the matmul probe); "
-            f"estimate = {OVERHEAD:g}× the floor + {number(auto)} autograd steps × "
+            f"estimate = {OVERHEAD:g}× the floor (training's at {TRAIN_OVERHEAD:g}× its "
+            f"steps' own matmul rate) + {number(auto)} autograd steps × "
             f"{1e3 * step:.2f} ms + {number(fused)} fused steps × {fused_ms:.2f} ms (the "
             f"training loops' probes) + {number(updated)} parameter updates × "
             f"{update_ns:.2f} ns (the optimiser's probe) + {PER_RUN_SECONDS:g} s a run",

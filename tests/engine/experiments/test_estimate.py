@@ -14,6 +14,7 @@ from engine.experiments.estimate import (
     NOMINAL_UPDATE_S,
     OVERHEAD,
     PER_RUN_SECONDS,
+    TRAIN_OVERHEAD,
     Plan,
     Work,
     breakdown,
@@ -21,6 +22,7 @@ from engine.experiments.estimate import (
     planned_flops,
     planned_shares,
     planned_work,
+    probe_shape_flops,
     probe_step_seconds,
     probe_update_seconds,
 )
@@ -46,7 +48,13 @@ def test_train_work_is_the_formula():
     steps = 3 * 4 * 2 * 2 * 2  # epochs × ⌈100/32⌉ batches × widths × kinds × seeds
     # each optimiser step updates a network's m·d first-layer weights
     updated = d * (16 + 64) * 3 * 4 * 2 * 2  # Σ m·d × steps a network × kinds × seeds
-    assert planned_work(spec)["train"] == Work(planned_flops(spec), steps, updated=updated)
+    # the FLOPs by their step's shape (batch 32, d, m), for the shape's own rate
+
+    def shaped(k: float) -> tuple[tuple[tuple[int, int, int], float], ...]:
+        return tuple(((32, d, m), k * 4.0 * 100 * d * m * 3 * 2 * 2) for m in (16, 64))
+
+    want = Work(planned_flops(spec), steps, updated=updated, shaped=shaped(1))
+    assert planned_work(spec)["train"] == want
     gd = planned_work(spec.replace(train__optimizer="gd"))["train"]
     assert gd.steps == 3 * 1 * 2 * 2 * 2  # full batch: one step an epoch
     # ntk trains the same cells (counted once for both) and adds its kernels (two eNTKs
@@ -57,11 +65,13 @@ def test_train_work_is_the_formula():
     by = planned_work(spec.replace(experiment="train,ntk"))
     assert by["train"] == planned_work(spec)["train"]
     # the twins' optimiser updates: one a step, as the networks'
-    assert by["ntk"] == Work(kernels + 2 * planned_flops(spec), 2 * steps, updated=updated)
+    assert by["ntk"] == Work(
+        kernels + 2 * planned_flops(spec), 2 * steps, updated=updated, shaped=shaped(2)
+    )
     # until = converged: the cap's epochs (an upper bound), 12 = 4 × 3
     capped = spec.replace(train__until="converged", train__max_epochs=12)
     assert planned_work(capped)["train"] == Work(
-        4 * planned_flops(spec), 4 * steps, updated=4 * updated
+        4 * planned_flops(spec), 4 * steps, updated=4 * updated, shaped=shaped(4)
     )
 
 
@@ -165,6 +175,15 @@ def test_the_step_probe_times_the_real_loop():
     assert 1e-6 < s < 1.0 and probe_step_seconds() == s  # measured once a process
     stacked = probe_step_seconds("fused", 3)
     assert 1e-6 < stacked < 1.0 and probe_step_seconds("fused", 3) == stacked
+
+
+def test_training_flops_are_priced_at_their_shapes_rate():
+    w = Work(flops=10e9, shaped=(((32, 784, 1024), 6e9),))
+    half = w.seconds(RATE, STEP, shape_rate=lambda b, d, m: RATE / 2)
+    assert math.isclose(half, OVERHEAD * 4e9 / RATE + TRAIN_OVERHEAD * 6e9 / (RATE / 2))
+    assert math.isclose(w.seconds(RATE, STEP), OVERHEAD * 10e9 / RATE)  # no shape rate
+    r = probe_shape_flops(32, 64, 128)
+    assert 1e6 < r < 1e14 and probe_shape_flops(32, 64, 128) == r  # once a process
 
 
 def test_the_update_probe_prices_a_parameter_and_is_counted_per_step():
