@@ -399,6 +399,15 @@ def estimate_seconds(
     return sum(ln.estimate_s for ln in lines)
 
 
+def first_check(spec: RunSpec) -> RunSpec:
+    """``spec`` with every cell stopping at its first convergence check (``train.epochs``):
+    under ``train.until = "converged"`` the estimate counts the cap's epochs, an upper
+    bound; this spec's estimate is the lower one (the quick digits presets stop most cells
+    there: measured 0.22–0.31 of the cap's estimate, docs/benchmarks.md#estimate-runs).
+    ``spec`` itself when it trains a fixed number of epochs."""
+    return spec.replace(train__until="fixed") if spec.train.until == "converged" else spec
+
+
 @dataclass(frozen=True)
 class PlanLine:
     """One (run, experiment) line of a plan's time budget."""

@@ -145,6 +145,7 @@ def reproduce(
         TRAIN_OVERHEAD,
         breakdown,
         estimate_seconds,
+        first_check,
         fused_probe,
         fused_step_price,
         probe_flops,
@@ -274,6 +275,15 @@ def reproduce(
             shape_rate=probe_shape_flops,
         )
         floor = sum(ln.floor_s for ln in lines)
+        low = estimate_seconds(
+            [first_check(p.spec) for p in parts],
+            flops_per_s=rate,
+            step_s=step,
+            fused_s=fused_probe,
+            stream_s=stream,
+            update_s=probe_update_seconds,
+            shape_rate=probe_shape_flops,
+        )
         fused = sum(ln.fused_steps for ln in lines)
         auto = sum(ln.steps for ln in lines) - fused
         fused_ms = 1e3 * fused_step_price([p.spec for p in parts])
@@ -290,6 +300,13 @@ def reproduce(
             highlight=False,
             markup=False,
         )
+        if low < 0.99 * est:  # until converged: the cap is an upper bound
+            err_console.print(
+                f"until converged: the estimate counts every cell at its epoch cap; "
+                f"{duration(low)} if every cell stops at its first check",
+                highlight=False,
+                markup=False,
+            )
         if dry_run:
             show_breakdown(lines, est)
             return

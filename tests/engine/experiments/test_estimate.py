@@ -19,6 +19,7 @@ from engine.experiments.estimate import (
     Work,
     breakdown,
     estimate_seconds,
+    first_check,
     planned_flops,
     planned_shares,
     planned_work,
@@ -376,3 +377,16 @@ def test_the_stream_probe_times_a_vector_update():
 
     s = probe_stream_seconds()
     assert 1e-12 < s < 1e-6 and probe_stream_seconds() == s  # measured once a process
+
+
+def test_first_check_is_the_lower_bound_of_until_converged():
+    """until = converged: the estimate counts the cap's epochs; ``first_check`` the
+    epochs of the first check (train.epochs), in proportion; a fixed spec is itself."""
+    conv = RunSpec(experiment="train").replace(
+        train__until="converged", train__epochs=100, train__max_epochs=400
+    )
+    high = planned_work(conv)["train"]
+    low = planned_work(first_check(conv))["train"]
+    assert math.isclose(high.flops, 4 * low.flops) and math.isclose(high.updated, 4 * low.updated)
+    fixed = conv.replace(train__until="fixed")
+    assert first_check(fixed) is fixed
