@@ -131,7 +131,9 @@ def _twin_plan(twin: Any) -> FusedPlan | None:
 def grad_fn(p: FusedPlan) -> GradFn:
     """The step's gradient function, with ``engine.train.batched``'s signature:
     (params {name: [B, ...]}, frozen {key: [B, ...]}, x̃ [B, b, d], y [B, b] (±1 floats or
-    labels), weights [B, b]) → (grads {name: [B, ...]}, (loss [B], out [B, b, K])).
+    labels), weights [B, b]) → (grads {name: [B, ...]}, (loss [B], out [B, b, K])). A
+    twin's ``frozen`` may hold "z0" [B, b, m], x̃W₀ᵀ of these points (``chunk.Chunk``
+    computes it once for every point); else the step computes it.
 
     The [B, b, m] activations and the [B, m, d] weight gradient are written into buffers
     the function keeps (``_Buffers``, one per shape), so the returned weight gradient is
@@ -157,7 +159,9 @@ def grad_fn(p: FusedPlan) -> GradFn:
         z = torch.bmm(xb, w.transpose(1, 2), out=buf("z", (nb, b, m), w))  # [B, b, m]
         if p.linear:
             a0 = fixed["a0"]
-            z0 = torch.bmm(xb, fixed["w0"].transpose(1, 2), out=buf("z0", (nb, b, m), w))
+            z0 = fixed.get("z0")  # x̃W₀ᵀ of these points, when the caller has it
+            if z0 is None:
+                z0 = torch.bmm(xb, fixed["w0"].transpose(1, 2), out=buf("z0", (nb, b, m), w))
             h = mask(z, z0, out=z)  # D₀ ⊙ z, in place
             out = torch.bmm(h, a0)
             if a_key is not None:
