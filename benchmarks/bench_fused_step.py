@@ -1,6 +1,6 @@
 """Benchmark: the closed-form (fused) training step against autograd, per network-step.
 
-    python benchmarks/bench_fused_step.py [--parts step,throughput,adam,pgd,advstack] [--widths 16,64,256,1024]
+    python benchmarks/bench_fused_step.py [--parts step,throughput,floor,adam,pgd,advstack] [--widths 16,64,256,1024]
                                           [--stacks 3,6] [--n 256] [--d 64] [--repeat 3]
                                           [--threads 2]
                                           [--device cpu|cuda]
@@ -29,6 +29,16 @@
   stacked fused step (``probe_step_seconds("fused", 3)``) plus the pass's FLOPs at
   ``estimate.ADV_OVERHEAD`` × the matmul probe's rate, both probes taken beside each
   repeat; prints what multiple of the FLOP floor the FLOPs took.
+* ``floor``: where a fused step's time goes at large width (MNIST's shape: d 784, n 800,
+  10 classes, Adam, L2; batch 32 and full batch; ``--big-widths``): seconds a step of
+  ``engine.train.train`` (B = 1), against three references timed in the same run,
+  interleaved, on the same clock (``--clock``: wall, or this process's CPU time, which a
+  loaded machine's other jobs do not inflate): the matmul probe's rate
+  (``estimate.probe_flops``' [512, 784] × [784, 1024]); the step's own matmul floor (its
+  five products of the same shapes alone, what no step can beat); and the optimiser's
+  update of the same parameters alone (fused Adam, ``fused.stepper``: memory-bound, no
+  FLOPs counted). Prints the step's FLOP rate ÷ the probe, the step ÷ its matmul floor,
+  and the share of the step the update takes.
 * ``adam``: one update of fused Adam on a [3, 1024, 64] stack (the kernel both paths run,
   called as the fused step calls it, ``engine.train.fused.stepper``): µs and ns a parameter.
 """
@@ -39,6 +49,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,6 +151,86 @@ def throughput_part(widths: list[int], repeat: int) -> None:
             f"{a / 1e9:>6.1f} {a / p:>6.2f}x",
             flush=True,
         )
+
+
+def _clock(kind: str) -> Callable[[], float]:
+    return time.process_time if kind == "cpu" else time.perf_counter
+
+
+def _rate(clock: Callable[[], float], f: Callable[[], object], flops: float, reps: int) -> float:
+    """FLOP/s of ``f`` (``flops`` each call) over ``reps`` calls after one warm-up."""
+    f()
+    t0 = clock()
+    for _ in range(reps):
+        f()
+    return reps * flops / (clock() - t0)
+
+
+def floor_part(widths: list[int], repeat: int, clock_kind: str, n: int = 800) -> None:
+    """A fused step at large width against the matmul probe, its own matmuls and its update."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(n, 784, generator=g).to(DEVICE)
+    y = torch.randint(0, 10, (n,), generator=g).to(DEVICE)
+    print(f"fused step vs references (2L-ReLU, n {n}, d 784, 10 classes, Adam, clock {clock_kind})")
+    print(
+        f"{'m':>5} {'batch':>5} {'step ms':>8} {'probe GF/s':>10} {'rate/probe':>10} "
+        f"{'step/mm':>7} {'update':>6}"
+    )
+    for m in widths:
+        for bs in (32, n):
+            t, probe, mm, upd, flops = _floor_row(x, y, m, bs, repeat, _clock(clock_kind))
+            print(
+                f"{m:>5} {bs:>5} {t * 1e3:>8.3f} {probe / 1e9:>10.1f} "
+                f"{flops / t / probe:>10.2f} {t / mm:>7.2f} {upd / t:>6.2f}",
+                flush=True,
+            )
+
+
+def _floor_row(
+    x: torch.Tensor, y: torch.Tensor, m: int, bs: int, repeat: int, clock: Callable[[], float]
+) -> tuple[float, float, float, float, float]:
+    """(step s, probe FLOP/s, the step's matmuls s, its update s, its FLOPs), medians."""
+    n, d = x.shape
+    k = 10
+    epochs = -(-12 // -(-n // bs))  # 12 steps at least: a run's setup spread thin
+    cfg = _cfg("fused", bs, epochs)
+    xb, w = torch.rand(1, bs, d, device=DEVICE), torch.randn(1, m, d, device=DEVICE)
+    a, gk = torch.randn(1, m, k, device=DEVICE), torch.randn(1, bs, k, device=DEVICE)
+    h = torch.rand(1, bs, m, device=DEVICE)
+    pa, pb = torch.randn(512, 784, device=DEVICE), torch.randn(784, 1024, device=DEVICE)
+
+    def matmuls() -> None:  # the step's five products, its shapes
+        torch.bmm(xb, w.transpose(1, 2))
+        torch.bmm(h, a)
+        torch.bmm(gk, a.transpose(1, 2))
+        torch.bmm(h.transpose(1, 2), xb)
+        torch.bmm(h.transpose(1, 2), gk)
+
+    params = [torch.zeros(1, m, d, device=DEVICE), torch.zeros(1, m, k, device=DEVICE)]
+    grads = [torch.randn_like(p) * 1e-3 for p in params]
+    update = fused.stepper(make_optimizer(params, cfg), params)
+
+    def one_step() -> float:
+        net = TwoLayerNet(d, m, k, seed=1).to(DEVICE)
+        gen = torch.Generator().manual_seed(1)
+        _sync()
+        t0 = clock()
+        for _ in train(net, x, y, cfg, generator=gen):
+            pass
+        _sync()
+        return (clock() - t0) / (epochs * -(-n // bs))
+
+    flops = 4.0 * bs * d * m + 6.0 * bs * m * k
+    reps = max(2, int(3e8 / flops))
+    one_step()
+    rows = []
+    for _ in range(repeat):
+        probe = _rate(clock, lambda: pa @ pb, 2.0 * 512 * 784 * 1024, 20)
+        mm = flops / _rate(clock, matmuls, flops, reps)
+        upd = 1.0 / _rate(clock, lambda: update(grads), 1.0, reps)
+        rows.append((one_step(), probe, mm, upd))
+    t, probe, mm, upd = (statistics.median(r[i] for r in rows) for i in range(4))
+    return t, probe, mm, upd, flops
 
 
 def adam_part(repeat: int, steps: int = 200) -> None:
@@ -248,6 +339,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the probe stays on the CPU)")
+    ap.add_argument("--clock", default="wall", help="floor: wall or cpu (this process's CPU time)")
     args = ap.parse_args()
     global DEVICE
     DEVICE = torch.device(args.device)
@@ -259,6 +351,8 @@ def main() -> None:
         step_part(widths, stacks, args.n, args.d, args.repeat)
     if "throughput" in parts:
         throughput_part([int(w) for w in args.big_widths.split(",")], args.repeat)
+    if "floor" in parts:
+        floor_part([int(w) for w in args.big_widths.split(",")], args.repeat, args.clock)
     if "adam" in parts:
         adam_part(args.repeat)
     if "pgd" in parts:

@@ -6,6 +6,15 @@ by design (a factor of about two either way). Two terms, each timed here by a pr
 
 * the dense matmuls of training, attacks, landscape evaluations and kernels, at the
   rate of a float32 matmul (``probe_flops``) times ``OVERHEAD``: the FLOP floor;
+* training's matmuls, when the step's own shapes are probed (``probe_shape_flops``: the
+  five products of a step of [b, d] inputs at width m), at that rate times
+  ``TRAIN_OVERHEAD``: at batch 32 those thin products run at 0.5–0.65 of the square
+  probe, which no BLAS changes (docs/benchmarks-training.md);
+* the optimiser's update of every trained parameter a step (Adam's or SGD's element-wise
+  kernel, memory-bound and not counted as FLOPs), timed on a large layer
+  (``probe_update_seconds``): at batch 32 it is as long as the step's matmuls (MNIST's
+  d 784, m 1024–4096: 37–46 % of a fused step, ``benchmarks/bench_fused_step.py --parts
+  floor``, docs/benchmarks-training.md);
 * the fixed cost of every optimiser step, attack step and evaluation pass (Python,
   autograd, the optimiser, reading the loss), timed on the real training loop of a tiny
   network (``probe_step_seconds``) for the path that will run: autograd (QKV-Attn,
@@ -18,101 +27,61 @@ by design (a factor of about two either way). Two terms, each timed here by a pr
 
 from __future__ import annotations
 
-import functools
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from engine.experiments.probes import (
+    probe_flops,
+    probe_shape_flops,
+    probe_step_seconds,
+    probe_stream_seconds,
+    probe_update_seconds,
+)
 from engine.run.spec import RunSpec
+
+__all__ = [
+    "probe_flops",
+    "probe_shape_flops",
+    "probe_step_seconds",
+    "probe_stream_seconds",
+    "probe_update_seconds",
+]  # the probes live in ``engine.experiments.probes``; callers may import them from here
 
 OVERHEAD = 1.3
 """Seconds ÷ FLOP floor of the dense work at large width: ``benchmarks/bench_train.py``
 reaches 0.68–0.77 of its matmul probe at m 256–1024 (CIFAR-10, 2 cores)."""
+TRAIN_OVERHEAD = 1.15
+"""Seconds ÷ the step's own matmul floor (``probe_shape_flops``) of training's FLOPs, its
+update and fixed cost priced apart: a fused step of MNIST's shape (d 784, 10 classes)
+took 1.16, 1.04, 1.06 and 1.39× its five products' time once its update was taken out
+(m 1024 and 4096 at batch 800, m 4096 and 1024 at batch 32; ``OMP_NUM_THREADS=1
+benchmarks/bench_fused_step.py --parts floor --clock cpu --repeat 5``, load 4.6–5.2;
+docs/benchmarks-training.md#floor). What is left is ReLU, the mask, the gather of the
+batch and, in the 1.39, the step's fixed cost, which the step probe prices again."""
 PER_RUN_SECONDS = 2.0
 """Fixed cost of a run: data loading, spectra, summaries."""
 NOMINAL_FLOPS_PER_S = 8e10
 NOMINAL_STEP_S = 6e-4
 NOMINAL_STREAM_S = 1e-9
+NOMINAL_UPDATE_S = 1e-9
 """A 2-core CPU's probes (this project's CI class), for shares that need no probe (ETA weights)."""
 CONFIRM_SECONDS = 600.0
 """The TUI asks before starting a run estimated over this (ten minutes)."""
 
 
-def probe_flops(seconds: float = 0.1) -> float:
-    """This machine's float32 matmul FLOP/s, timed for about ``seconds`` ([512, 784] @ [784, 1024])."""
-    import torch
-
-    a = torch.randn(512, 784)
-    b = torch.randn(784, 1024)
-    a @ b  # warm-up
-    t0 = time.perf_counter()
-    reps = 0
-    while time.perf_counter() - t0 < seconds:
-        a @ b
-        reps += 1
-    return reps * 2 * 512 * 784 * 1024 / (time.perf_counter() - t0)
+Shape = tuple[int, int, int]
+"""A training step's (batch b, input features d, width m)."""
+ShapedFlops = tuple[tuple[Shape, float], ...]
+"""Training FLOPs by their step's shape, sorted by shape."""
 
 
-@functools.cache
-def probe_stream_seconds(rows: int = 40, cols: int = 51_200, seconds: float = 0.05) -> float:
-    """Seconds per float64 element of a vector update that streams through memory: the
-    L-BFGS two-loop's ``vecdot`` and ``addcmul_`` on [rows, cols] tensors (16 MB each, the
-    PBRF's history at its defaults, ``engine.influence.pbrf._lbfgs``), timed for about
-    ``seconds``; measured once a process. Counted as 5 element passes per pair of calls
-    (two reads for the dot product, two reads and a write for the update)."""
-    import torch
-
-    g = torch.Generator().manual_seed(0)
-    s, y, q = (torch.randn(rows, cols, generator=g, dtype=torch.float64) for _ in range(3))
-
-    def once() -> None:
-        a = torch.linalg.vecdot(s, q) * 1e-9
-        q.addcmul_(a[:, None], y, value=-1.0)
-
-    once()  # warm-up
-    t0 = time.perf_counter()
-    reps = 0
-    while time.perf_counter() - t0 < seconds:
-        once()
-        reps += 1
-    return (time.perf_counter() - t0) / (reps * 5 * rows * cols)
-
-
-@functools.cache
-def probe_step_seconds(engine: str = "autograd", networks: int = 1) -> float:
-    """Seconds of one step of the real training loop (Adam, the loss read every step) on
-    networks too small for their FLOPs to count (d 16, m 8, batch 16), after one warm-up
-    epoch; measured once a process per argument (about 0.05 s). ``engine``: "autograd"
-    (``engine.train.train`` with ``train.engine = "autograd"``) or "fused" (the closed-form
-    step, ``networks`` of them stacked in one ``engine.train.batched`` step: the seconds
-    of that stacked step)."""
-    import torch
-
-    from engine.models import TwoLayerNet
-    from engine.run.spec import TrainSpec
-    from engine.train import train
-    from engine.train.batched import train_batched
-
-    x = torch.rand(64, 16, generator=torch.Generator().manual_seed(0))
-    y = torch.where(x[:, 0] > 0.5, 1.0, -1.0)
-
-    def run(epochs: int) -> float:
-        cfg = TrainSpec(epochs=epochs, batch_size=16, engine=engine)
-        nets = [TwoLayerNet(16, 8, 1, seed=s) for s in range(networks)]
-        t0 = time.perf_counter()
-        if engine == "fused" and networks > 1:
-            gens = [torch.Generator() for _ in nets]
-            for _ in train_batched(nets, x, y, cfg, generators=gens):
-                pass
-        else:
-            for _ in train(nets[0], x, y, cfg, generator=torch.Generator()):
-                pass
-        return time.perf_counter() - t0
-
-    run(1)
-    epochs = 10
-    return run(epochs) / (epochs * 4)
+def merge_shaped(a: ShapedFlops, b: ShapedFlops) -> ShapedFlops:
+    """The shaped FLOPs of ``a`` and ``b`` together."""
+    out: dict[Shape, float] = dict(a)
+    for k, v in b:
+        out[k] = out.get(k, 0.0) + v
+    return tuple(sorted(out.items()))
 
 
 FusedSteps = tuple[tuple[int, float], ...]
@@ -142,6 +111,12 @@ class Work:
     streamed: float = 0.0
     adversarial: float = 0.0
     """Of ``flops``, adversarial training's, priced at ``ADV_OVERHEAD``."""
+    updated: float = 0.0
+    """Parameter updates: trained parameters × optimiser steps (either path), each priced
+    at ``probe_update_seconds``."""
+    shaped: ShapedFlops = ()
+    """Of ``flops``, training's (networks trained one at a time or fused-stacked) by their
+    step's shape, priced at ``TRAIN_OVERHEAD`` × the shape's own rate when one is given."""
 
     def __add__(self, other: Work) -> Work:
         return Work(
@@ -151,6 +126,8 @@ class Work:
             merge_fused(self.fused, other.fused),
             self.streamed + other.streamed,
             self.adversarial + other.adversarial,
+            self.updated + other.updated,
+            merge_shaped(self.shaped, other.shaped),
         )
 
     @property
@@ -164,15 +141,24 @@ class Work:
         step_s: float,
         fused_s: Callable[[int], float] | None = None,
         stream_s: float = NOMINAL_STREAM_S,
+        update_s: float = NOMINAL_UPDATE_S,
+        shape_rate: Callable[[int, int, int], float] | None = None,
     ) -> float:
         """Estimated seconds: ``OVERHEAD`` × the FLOP floor (``BATCHED_OVERHEAD`` for the
-        batched FLOPs, ``ADV_OVERHEAD`` for the adversarial ones), plus ``steps`` ×
-        ``step_s``, plus each stack size's fused steps × ``fused_s(B)`` (None: ``step_s``),
-        plus ``streamed`` × ``stream_s``."""
-        alone = OVERHEAD * (self.flops - self.batched - self.adversarial) / flops_per_s
+        batched FLOPs, ``ADV_OVERHEAD`` for the adversarial ones, and, given
+        ``shape_rate(b, d, m)`` (FLOP/s), ``TRAIN_OVERHEAD`` × the shaped FLOPs at their
+        shape's rate), plus ``steps`` × ``step_s``, plus each stack size's fused steps ×
+        ``fused_s(B)`` (None: ``step_s``), plus ``streamed`` × ``stream_s``, plus
+        ``updated`` × ``update_s``."""
+        plain = self.flops - self.batched - self.adversarial
+        alone = 0.0
+        if shape_rate is not None and self.shaped:
+            plain -= sum(v for _, v in self.shaped)
+            alone = TRAIN_OVERHEAD * sum(v / shape_rate(*k) for k, v in self.shaped)
+        alone += OVERHEAD * plain / flops_per_s
         alone += ADV_OVERHEAD * self.adversarial / flops_per_s + self.steps * step_s
         alone += sum(v * (fused_s(b) if fused_s else step_s) for b, v in self.fused)
-        alone += self.streamed * stream_s
+        alone += self.streamed * stream_s + self.updated * update_s
         return alone + BATCHED_OVERHEAD * self.batched / flops_per_s if self.batched else alone
 
 
@@ -262,7 +248,9 @@ class Plan:
         """Training at ``widths`` for every kind and seed: ``per_width`` × w FLOPs and
         ``steps`` steps per network and width (``fused_steps`` for a fused kind, default
         the same); the steps counted per (kind, width) group: the fused kinds' seeds
-        always stacked, the autograd kinds' as ``together`` says."""
+        always stacked, the autograd kinds' as ``together`` says. Each network updates
+        its w·d first-layer weights (the output layer's w·K is ≤ 2 % of them at MNIST's
+        d) once an optimiser step (``fused_steps``, default ``steps``)."""
         flops = sum(per_width * w for w in widths) * self.cells
         fast = [w for w in widths if self.together(w)]
         small = sum(per_width * w for w in fast) * self.seeds * self.n_auto
@@ -271,7 +259,15 @@ class Plan:
         fused: FusedSteps = ()
         if self.n_fused and widths:
             fused = ((self.per_stack, fs * self.stacks * len(widths) * self.n_fused),)
-        return Work(flops, steps * groups * self.n_auto, small, fused)
+        updates = (steps if fused_steps is None else fused_steps) * self.cells
+        updated = sum(w * self.d for w in widths) * updates
+        alone = {w: self.cells - (self.seeds * self.n_auto if w in fast else 0) for w in widths}
+        shaped = tuple(
+            sorted(((self.step_batch, self.d, w), per_width * w * c) for w, c in alone.items() if c)
+        )
+        return Work(
+            flops, steps * groups * self.n_auto, small, fused, updated=updated, shaped=shaped
+        )
 
     def training(self, widths: set[int] | tuple[int, ...]) -> Work:
         """Training every kind and seed at those of ``widths`` no earlier experiment of
@@ -303,13 +299,20 @@ class Plan:
         mini-batch. A fused kind's seeds train stacked (``RunContext._train_together``),
         their attacks too (``engine.train.adversarial.perturb_stacked``): 1 + k stacked
         steps a chunk of seeds; an autograd kind's 1 + k passes are autograd steps, one
-        network at a time. The FLOPs at ``ADV_OVERHEAD``."""
+        network at a time. The FLOPs at ``ADV_OVERHEAD``; each training step updates the
+        flip width's m·d first-layer weights of every network (``Work.updated``)."""
         fused: FusedSteps = ()
         if self.n_fused:
             fused = ((self.per_stack, steps * (1 + k) * self.stacks * self.n_fused),)
         total = flops * self.cells
+        updated = self.spec.flip.width * self.d * steps * self.cells
         return Work(
-            total, steps * (1 + k) * self.seeds * self.n_auto, 0.0, fused, adversarial=total
+            total,
+            steps * (1 + k) * self.seeds * self.n_auto,
+            0.0,
+            fused,
+            adversarial=total,
+            updated=updated,
         )
 
 
@@ -372,19 +375,37 @@ def estimate_seconds(
     step_s: float | None = None,
     fused_s: Callable[[int], float] | None = None,
     stream_s: float | None = None,
+    update_s: float | Callable[[str], float] | None = None,
+    shape_rate: Callable[[int, int, int], float] | None = None,
 ) -> float:
     """Estimated wall seconds of running every spec of ``specs`` on this machine.
 
     ``flops_per_s``: the machine's matmul rate (default: ``probe_flops()``, 0.1 s);
     ``step_s``: the autograd loop's cost a step (default: ``probe_step_seconds()``);
     ``fused_s(B)``: a fused step of B stacked networks (default: ``step_s`` when that is
-    given, else ``probe_step_seconds("fused", B)``); ``stream_s``: as ``breakdown``.
+    given, else ``probe_step_seconds("fused", B)``); ``stream_s``, ``update_s``: as
+    ``breakdown``.
     """
     runs = [("", s) for s in specs]
     lines = breakdown(
-        runs, flops_per_s=flops_per_s, step_s=step_s, fused_s=fused_s, stream_s=stream_s
+        runs,
+        flops_per_s=flops_per_s,
+        step_s=step_s,
+        fused_s=fused_s,
+        stream_s=stream_s,
+        update_s=update_s,
+        shape_rate=shape_rate,
     )
     return sum(ln.estimate_s for ln in lines)
+
+
+def first_check(spec: RunSpec) -> RunSpec:
+    """``spec`` with every cell stopping at its first convergence check (``train.epochs``):
+    under ``train.until = "converged"`` the estimate counts the cap's epochs, an upper
+    bound; this spec's estimate is the lower one (the quick digits presets stop most cells
+    there: measured 0.22–0.31 of the cap's estimate, docs/benchmarks.md#estimate-runs).
+    ``spec`` itself when it trains a fixed number of epochs."""
+    return spec.replace(train__until="fixed") if spec.train.until == "converged" else spec
 
 
 @dataclass(frozen=True)
@@ -402,6 +423,8 @@ class PlanLine:
     """``OVERHEAD`` × the floor + each path's steps × its probe's step cost."""
     fused_steps: float = 0.0
     """Of ``steps``, those of the fused path."""
+    updated: float = 0.0
+    """Parameter updates (``Work.updated``)."""
 
 
 def fused_probe(b: int) -> float:
@@ -427,18 +450,34 @@ def breakdown(
     step_s: float | None = None,
     fused_s: Callable[[int], float] | None = None,
     stream_s: float | None = None,
+    update_s: float | Callable[[str], float] | None = None,
+    shape_rate: Callable[[int, int, int], float] | None = None,
 ) -> list[PlanLine]:
     """The time budget of ``runs`` ((name, spec) pairs) line by line: each experiment of
     each run, then one ``(fixed)`` line of ``PER_RUN_SECONDS`` per run; the estimates add
     up to ``estimate_seconds`` of the same specs and machine (``fused_s``: as there;
     ``stream_s``: seconds per streamed element, default ``probe_stream_seconds()``, or
-    ``NOMINAL_STREAM_S`` when ``step_s`` is given)."""
+    ``NOMINAL_STREAM_S`` when ``step_s`` is given; ``update_s``: seconds per parameter
+    update, or a function of the optimiser's name giving them (``probe_update_seconds``,
+    the default, or ``NOMINAL_UPDATE_S`` when ``step_s`` is given); ``shape_rate(b, d, m)``:
+    the FLOP/s of a training step of that shape (``probe_shape_flops``, the default when
+    ``flops_per_s`` is not given; else training's FLOPs at ``OVERHEAD`` × the floor)."""
     rate = flops_per_s if flops_per_s is not None else probe_flops()
+    if shape_rate is None and flops_per_s is None:
+        shape_rate = probe_shape_flops
     if fused_s is None and step_s is None:
         fused_s = fused_probe
     step = step_s if step_s is not None else probe_step_seconds()
     if stream_s is None:
         stream_s = probe_stream_seconds() if step_s is None else NOMINAL_STREAM_S
+
+    def update(spec: RunSpec) -> float:
+        if update_s is None:
+            return (
+                probe_update_seconds(spec.train.optimizer) if step_s is None else NOMINAL_UPDATE_S
+            )
+        return update_s(spec.train.optimizer) if callable(update_s) else update_s
+
     lines = [
         PlanLine(
             name,
@@ -446,8 +485,9 @@ def breakdown(
             w.flops,
             w.flops / rate,
             w.all_steps,
-            w.seconds(rate, step, fused_s, stream_s),
+            w.seconds(rate, step, fused_s, stream_s, update(spec), shape_rate),
             w.all_steps - w.steps,
+            w.updated,
         )
         for name, spec in runs
         for exp, w in planned_work(spec).items()

@@ -72,8 +72,10 @@ def ntk_work(p: Plan) -> Work:
     """The cells' training (shared with ``train``), two eNTKs 2·N²·(d + m) and Θ∞'s
     solves 2·N³ per cell (N = n_train + n_test), and the linearized twin of every cell:
     f₀ + J·Δθ costs a forward and a JVP a pass, about twice a training step of the
-    network in FLOPs and fixed cost (fused: one more matmul, the pattern x̃W₀ᵀ; the fixed
-    cost of a step)."""
+    network in FLOPs and fixed cost (fused: the fixed cost of a step; its FLOPs are now
+    those of one network step, the pattern x̃W₀ᵀ being computed once for every point by
+    ``chunk.Chunk``, so this counts them twice: an upper side, kept because the
+    ``--scale`` presets' floors were chosen on it, ``tests/engine/reproduce/test_scale.py``)."""
     widths = p.spec.model.widths
     w = p.training(widths)
     kernels = sum(2 * 2.0 * p.big_n**2 * (p.d + m) + 2 * p.big_n**3 for m in widths)

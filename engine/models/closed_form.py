@@ -36,10 +36,13 @@ NORM_EPS = 1e-12
 """``normalize_rows``' floor on a row's norm (its default ``eps``)."""
 
 
-def mask(t: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+def mask(t: torch.Tensor, gate: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """t where gate > 0, else 0: ReLU's backward kernel (the one autograd runs), several
-    times faster here than ``torch.where`` on a comparison."""
-    return torch.ops.aten.threshold_backward(t, gate, 0)
+    times faster here than ``torch.where`` on a comparison. ``out``: written there (may
+    be ``t`` itself: masked in place) and returned."""
+    if out is None:
+        return torch.ops.aten.threshold_backward(t, gate, 0)
+    return torch.ops.aten.threshold_backward.grad_input(t, gate, 0, grad_input=out)
 
 
 def example_loss_grad(out: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

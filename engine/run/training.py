@@ -7,7 +7,7 @@ the seeds of a (kind, width) stacked in one ``engine.train.batched`` call, with 
 step of ``engine.train.fused`` where the model has one, else where ``worth_batching``
 says so), the events those cells stream (the first seed's live, the others' replayed in
 their own cells), the kernel-drift probes, and, through ``engine.run.twins``, the
-linearized twins. The context keeps the spec, device, data, resume state, cancel flag
+linearized twins (the drift probes themselves: ``engine.run.drift``). The context keeps the spec, device, data, resume state, cancel flag
 and notes, and hands its ``train_model``, ``train_linearized``, ``new_model``,
 ``plan_batches`` and ``planned`` through to this class (docs/architecture.md).
 """
@@ -24,6 +24,7 @@ from torch import nn
 
 from engine.data.dataset import Dataset
 from engine.errors import DivergedError
+from engine.run.drift import drift, drift_probe
 from engine.run.events import Event, Metric, Progress
 from engine.run.trained import RunState, TrainedModel, _Job, batch_seed
 from engine.run.twins import TwinTrainer
@@ -177,7 +178,7 @@ class Trainer:
         model = self.new_model(kind, width, seed, ds, d_k=dk)
         init_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         x, y = self.ctx.to_device(ds.x_train_raw), self.ctx.to_device(ds.y_train)
-        probe, k0 = self._drift_probe(model, x, seed)
+        probe, k0 = drift_probe(model, x, seed, self.ctx.spec.ntk)
         return _Job(
             key=self._model_key(ds, kind, width, seed, adversarial, dk),
             cell=cell,
@@ -341,7 +342,7 @@ class Trainer:
         ]
         every = self.ctx.spec.ntk.drift_every
         if job.k0 is not None and every and (st.epoch % every == 0 or stop):
-            v = self._drift(job.model, job.probe, job.k0)
+            v = drift(job.model, job.probe, job.k0)
             job.drift.append((st.epoch, v))
             job.model.train()
             evs.append(Metric("kernel_drift", v, st.epoch, cell=job.cell))
@@ -376,34 +377,3 @@ class Trainer:
         )
         self._trained[job.key] = tm
         return tm
-
-    def _drift_probe(
-        self, model: nn.Module, x: torch.Tensor, seed: int
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if not self.ctx.spec.ntk.drift_every:
-            return x[:0], None
-        try:
-            from engine.ntk import empirical_ntk
-        except ImportError:  # pragma: no cover - during development only
-            return x[:0], None
-        g = torch.Generator().manual_seed(seed)
-        idx = torch.randperm(x.shape[0], generator=g)[: self.ctx.spec.ntk.drift_points].to(x.device)
-        probe = x[idx]
-        with torch.no_grad():
-            k0 = empirical_ntk(model, probe, output=0 if self._n_out(model) > 1 else None)
-        return probe, k0
-
-    @staticmethod
-    def _drift(model: nn.Module, probe: torch.Tensor, k0: torch.Tensor) -> float:
-        from engine.ntk import empirical_ntk
-
-        # For K outputs the first diagonal block: the co-activation pattern is what drifts
-        # (with fixed ±1 heads every diagonal block is the same matrix).
-        with torch.no_grad():
-            kt = empirical_ntk(model, probe, output=0 if Trainer._n_out(model) > 1 else None)
-        return float(torch.linalg.norm(kt - k0) / torch.linalg.norm(k0).clamp_min(1e-300))
-
-    @staticmethod
-    def _n_out(model: nn.Module) -> int:
-        head = getattr(model, "head", None)
-        return int(getattr(head, "n_out", 1))

@@ -97,7 +97,9 @@ def chunk_size(models: Sequence[nn.Module], n: int, bs: int, batch_networks: int
     feats = getattr(m, "head", m)
     d = int(getattr(feats, "d_in", 0) or 0)
     width = int(getattr(feats, "width", 0) or 0)
-    per = item * (5 * params + (n + 2 * bs) * d + 3 * bs * width)
+    twin = fused.plan(m)
+    z0 = n * twin.width if twin is not None and twin.linear else 0  # a twin's x̃W₀ᵀ, all n
+    per = item * (5 * params + (n + 2 * bs) * d + 3 * bs * width + z0)
     return max(1, min(batch_networks, MEMORY_BUDGET // max(per, 1)))
 
 

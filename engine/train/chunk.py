@@ -129,6 +129,14 @@ class Chunk:
             self.feats, self.shared = (feats[0], True) if same else (torch.stack(feats), False)
         else:
             self.feats, self.shared = x, not self.per
+        # a linearized twin's pattern input z₀ = x̃W₀ᵀ is fixed per point: computed once for
+        # all n points [B, n, m] and gathered a step, not recomputed (one of the step's
+        # three [b, d] × [d, m] products); not under a perturbation (its x̃ changes)
+        self.z0: torch.Tensor | None = None
+        if fp is not None and fp.linear and perturbs is None:
+            with torch.no_grad():
+                feats_b = self.feats.expand(len(nets), -1, -1) if self.shared else self.feats
+                self.z0 = torch.bmm(feats_b, self.fixed["w0"].transpose(1, 2))
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
         self.opt = make_optimizer(list(self.params.values()), cfg)
         # the fused step calls the optimiser's kernel directly, bound once (``fused.stepper``)
@@ -183,7 +191,10 @@ class Chunk:
                     xb = self.feats[idx] if self.shared else self.feats[rows, idx]
                 keep = idx != self.excl[:, None]
                 wb = keep.to(xb.dtype)
-                grads, (lv_t, out) = self.grad_fn(self.params, self.fixed, xb, yb, wb)
+                fixed = self.fixed
+                if self.z0 is not None:
+                    fixed = fixed | {"z0": self.z0[rows, idx]}
+                grads, (lv_t, out) = self.grad_fn(self.params, fixed, xb, yb, wb)
                 self._update(grads)
                 with torch.no_grad():
                     if torch.is_floating_point(yb):
@@ -345,6 +356,8 @@ class Chunk:
             self.step = fused.stepper(self.opt, list(self.params.values()))
         if not self.shared:
             self.feats = self.feats.index_select(0, sel)
+        if self.z0 is not None:
+            self.z0 = self.z0.index_select(0, sel)
         if self.per:
             self.y = self.y.index_select(0, sel)
             if self.perturbs is not None:  # ``_adversarial`` reads the raw rows x[b]

@@ -131,10 +131,20 @@ def _twin_plan(twin: Any) -> FusedPlan | None:
 def grad_fn(p: FusedPlan) -> GradFn:
     """The step's gradient function, with ``engine.train.batched``'s signature:
     (params {name: [B, ...]}, frozen {key: [B, ...]}, x̃ [B, b, d], y [B, b] (±1 floats or
-    labels), weights [B, b]) → (grads {name: [B, ...]}, (loss [B], out [B, b, K]))."""
+    labels), weights [B, b]) → (grads {name: [B, ...]}, (loss [B], out [B, b, K])). A
+    twin's ``frozen`` may hold "z0" [B, b, m], x̃W₀ᵀ of these points (``chunk.Chunk``
+    computes it once for every point); else the step computes it.
+
+    The [B, b, m] activations and the [B, m, d] weight gradient are written into buffers
+    the function keeps (``_Buffers``, one per shape), so the returned weight gradient is
+    overwritten by the next call: the caller consumes it first (the chunk's optimiser
+    step does). Fresh tensors of that size cost the CPU a page fault per 4 KiB each step
+    (four [800, 4096] tensors a full-batch MNIST step: 12 000 faults, docs/benchmarks-training.md).
+    The 1/√m scale is applied to the [B, b, K] output gradient, not to [B, b, m] products."""
     w_key = next(k for k, r in p.roles.items() if r == "w")
     a_key = next((k for k, r in p.roles.items() if r == "a"), None)
     scale = 1.0 / math.sqrt(p.width)
+    buf = _Buffers()
 
     @torch.no_grad()
     def fn(
@@ -145,32 +155,57 @@ def grad_fn(p: FusedPlan) -> GradFn:
         wb: torch.Tensor,
     ) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
         w = params[w_key]
-        z = torch.bmm(xb, w.transpose(1, 2))  # [B, b, m]
+        nb, b, m = w.shape[0], xb.shape[1], w.shape[1]
+        z = torch.bmm(xb, w.transpose(1, 2), out=buf("z", (nb, b, m), w))  # [B, b, m]
         if p.linear:
             a0 = fixed["a0"]
-            z0 = torch.bmm(xb, fixed["w0"].transpose(1, 2))
-            gate = z0  # D₀ = 1[z₀ > 0]
-            h = mask(z, z0)  # D₀ ⊙ z
+            z0 = fixed.get("z0")  # x̃W₀ᵀ of these points, when the caller has it
+            if z0 is None:
+                z0 = torch.bmm(xb, fixed["w0"].transpose(1, 2), out=buf("z0", (nb, b, m), w))
+            h = mask(z, z0, out=z)  # D₀ ⊙ z, in place
             out = torch.bmm(h, a0)
             if a_key is not None:
-                r = torch.relu(z0)
+                r = torch.clamp_min(z0, 0, out=buf("r", (nb, b, m), w))  # ReLU(z₀)
                 out = out + torch.bmm(r, params[a_key] - a0)
-            a_back = a0  # ∂out/∂h reads the fixed a₀
+            gate, a_back = z0, a0  # D₀ = 1[z₀ > 0]; ∂out/∂h reads the fixed a₀
         else:
-            h = torch.relu(z)
-            gate = h  # 1[z > 0] = 1[h > 0]
+            h = z.clamp_min_(0)  # ReLU in place: z is not read again
             a = params[a_key] if a_key is not None else fixed["a"]
             out = torch.bmm(h, a)
-            a_back, r = a, h
+            gate, a_back, r = h, a, h  # 1[z > 0] = 1[h > 0]
         out = out * scale
         g, loss = _loss_grad(out, yb, wb)  # [B, b, K], [B]
-        gz = mask(torch.bmm(g, a_back.transpose(1, 2)) * scale, gate)  # [B, b, m]
-        grads = {w_key: torch.bmm(gz.transpose(1, 2), xb)}  # [B, m, d]
+        g = g * scale  # ∂loss/∂(h a), the 1/√m folded in once
+        gz = torch.bmm(g, a_back.transpose(1, 2), out=buf("gz", (nb, b, m), w))
+        mask(gz, gate, out=gz)
+        grads = {w_key: torch.bmm(gz.transpose(1, 2), xb, out=buf("gw", w.shape, w))}  # [B, m, d]
         if a_key is not None:
-            grads[a_key] = torch.bmm(r.transpose(1, 2), g) * scale  # [B, m, K]
+            grads[a_key] = torch.bmm(r.transpose(1, 2), g)  # [B, m, K]
         return grads, (loss, out)
 
     return fn
+
+
+class _Buffers:
+    """Output buffers of ``grad_fn`` by (name, shape, dtype, device): an epoch's shorter
+    last mini-batch has its own; a chunk that dropped networks starts a new set (the
+    old ones are let go once ``MAX_HELD`` are held)."""
+
+    MAX_HELD = 16
+
+    def __init__(self) -> None:
+        self.held: dict[tuple[Any, ...], torch.Tensor] = {}
+
+    def __call__(
+        self, name: str, shape: tuple[int, ...] | torch.Size, like: torch.Tensor
+    ) -> torch.Tensor:
+        key = (name, tuple(shape), like.dtype, like.device)
+        t = self.held.get(key)
+        if t is None:
+            if len(self.held) >= self.MAX_HELD:
+                self.held.clear()
+            t = self.held[key] = torch.empty(shape, dtype=like.dtype, device=like.device)
+        return t
 
 
 def _loss_grad(

@@ -143,13 +143,17 @@ def reproduce(
     from engine.experiments.estimate import (
         OVERHEAD,
         PER_RUN_SECONDS,
+        TRAIN_OVERHEAD,
         breakdown,
         estimate_seconds,
+        first_check,
         fused_probe,
         fused_step_price,
         probe_flops,
+        probe_shape_flops,
         probe_step_seconds,
         probe_stream_seconds,
+        probe_update_seconds,
     )
     from engine.reproduce.driver import reproduce_parts
     from engine.reproduce.plan import plan
@@ -237,6 +241,8 @@ def reproduce(
             step_s=step,
             fused_s=fused_probe,
             stream_s=stream,
+            update_s=probe_update_seconds,
+            shape_rate=probe_shape_flops,
         )
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
@@ -266,20 +272,42 @@ def reproduce(
             step_s=step,
             fused_s=fused_probe,
             stream_s=stream,
+            update_s=probe_update_seconds,
+            shape_rate=probe_shape_flops,
         )
         floor = sum(ln.floor_s for ln in lines)
+        low = estimate_seconds(
+            [first_check(p.spec) for p in parts],
+            flops_per_s=rate,
+            step_s=step,
+            fused_s=fused_probe,
+            stream_s=stream,
+            update_s=probe_update_seconds,
+            shape_rate=probe_shape_flops,
+        )
         fused = sum(ln.fused_steps for ln in lines)
         auto = sum(ln.steps for ln in lines) - fused
         fused_ms = 1e3 * fused_step_price([p.spec for p in parts])
+        updated = sum(ln.updated for ln in lines)
+        update_ns = 1e9 * probe_update_seconds(parts[0].spec.train.optimizer) if parts else 0.0
         err_console.print(
             f"estimated run time ≈ {duration(est)} on this machine; FLOP floor {duration(floor)} "
             f"({number(sum(ln.flops for ln in lines))} FLOPs at {number(rate)} FLOP/s, the matmul probe); "
-            f"estimate = {OVERHEAD:g}× the floor + {number(auto)} autograd steps × "
+            f"estimate = {OVERHEAD:g}× the floor (training's at {TRAIN_OVERHEAD:g}× its "
+            f"steps' own matmul rate) + {number(auto)} autograd steps × "
             f"{1e3 * step:.2f} ms + {number(fused)} fused steps × {fused_ms:.2f} ms (the "
-            f"training loops' probes) + {PER_RUN_SECONDS:g} s a run",
+            f"training loops' probes) + {number(updated)} parameter updates × "
+            f"{update_ns:.2f} ns (the optimiser's probe) + {PER_RUN_SECONDS:g} s a run",
             highlight=False,
             markup=False,
         )
+        if low < 0.99 * est:  # until converged: the cap is an upper bound
+            err_console.print(
+                f"until converged: the estimate counts every cell at its epoch cap; "
+                f"{duration(low)} if every cell stops at its first check",
+                highlight=False,
+                markup=False,
+            )
         if dry_run:
             show_breakdown(lines, est, {p.key: p.dataset for p in parts})
             return

@@ -11,16 +11,21 @@ from engine.experiments.estimate import (
     BATCHED_OVERHEAD,
     BATCHED_STEP,
     CONFIRM_SECONDS,
+    NOMINAL_UPDATE_S,
     OVERHEAD,
     PER_RUN_SECONDS,
+    TRAIN_OVERHEAD,
     Plan,
     Work,
     breakdown,
     estimate_seconds,
+    first_check,
     planned_flops,
     planned_shares,
     planned_work,
+    probe_shape_flops,
     probe_step_seconds,
+    probe_update_seconds,
 )
 from engine.reproduce.presets import apply_quick
 from engine.run.spec import RunSpec
@@ -42,7 +47,15 @@ def test_train_work_is_the_formula():
     d = 64  # digits: 8×8
     assert planned_flops(spec) == 4.0 * 100 * d * (16 + 64) * 3 * 2 * 2
     steps = 3 * 4 * 2 * 2 * 2  # epochs × ⌈100/32⌉ batches × widths × kinds × seeds
-    assert planned_work(spec)["train"] == Work(planned_flops(spec), steps)
+    # each optimiser step updates a network's m·d first-layer weights
+    updated = d * (16 + 64) * 3 * 4 * 2 * 2  # Σ m·d × steps a network × kinds × seeds
+    # the FLOPs by their step's shape (batch 32, d, m), for the shape's own rate
+
+    def shaped(k: float) -> tuple[tuple[tuple[int, int, int], float], ...]:
+        return tuple(((32, d, m), k * 4.0 * 100 * d * m * 3 * 2 * 2) for m in (16, 64))
+
+    want = Work(planned_flops(spec), steps, updated=updated, shaped=shaped(1))
+    assert planned_work(spec)["train"] == want
     gd = planned_work(spec.replace(train__optimizer="gd"))["train"]
     assert gd.steps == 3 * 1 * 2 * 2 * 2  # full batch: one step an epoch
     # ntk trains the same cells (counted once for both) and adds its kernels (two eNTKs
@@ -52,10 +65,15 @@ def test_train_work_is_the_formula():
     kernels = sum(2 * 2.0 * big_n**2 * (d + w) + 2 * big_n**3 for w in (16, 64)) * 2 * 2
     by = planned_work(spec.replace(experiment="train,ntk"))
     assert by["train"] == planned_work(spec)["train"]
-    assert by["ntk"] == Work(kernels + 2 * planned_flops(spec), 2 * steps)
+    # the twins' optimiser updates: one a step, as the networks'
+    assert by["ntk"] == Work(
+        kernels + 2 * planned_flops(spec), 2 * steps, updated=updated, shaped=shaped(2)
+    )
     # until = converged: the cap's epochs (an upper bound), 12 = 4 × 3
     capped = spec.replace(train__until="converged", train__max_epochs=12)
-    assert planned_work(capped)["train"] == Work(4 * planned_flops(spec), 4 * steps)
+    assert planned_work(capped)["train"] == Work(
+        4 * planned_flops(spec), 4 * steps, updated=4 * updated, shaped=shaped(4)
+    )
 
 
 def test_seeds_trained_together_cost_batched_steps_and_flops(monkeypatch):
@@ -95,7 +113,8 @@ def test_seeds_trained_together_cost_batched_steps_and_flops(monkeypatch):
             + BATCHED_OVERHEAD * bat["train"].batched
         )
         / RATE
-        + STEP * bat["train"].steps,
+        + STEP * bat["train"].steps
+        + NOMINAL_UPDATE_S * bat["train"].updated,
     )
     one = planned_work(spec.replace(seeds=(0,)))  # one seed: nothing to batch
     assert one["train"].batched == 0 and one["train"].steps == per * 3
@@ -130,6 +149,7 @@ def test_breakdown_adds_up_to_the_estimate():
         adv = works[ln.run, ln.experiment].adversarial / RATE  # adversarial training's floor
         assert (adv > 0) == (ln.experiment == "advtrain")
         want = OVERHEAD * (ln.floor_s - adv) + ADV_OVERHEAD * adv + STEP * ln.steps
+        want += NOMINAL_UPDATE_S * ln.updated  # the optimiser's updates, nominal price
         assert math.isclose(ln.estimate_s, want)
     assert lines[-1].estimate_s == 2 * PER_RUN_SECONDS
 
@@ -158,6 +178,27 @@ def test_the_step_probe_times_the_real_loop():
     assert 1e-6 < stacked < 1.0 and probe_step_seconds("fused", 3) == stacked
 
 
+def test_training_flops_are_priced_at_their_shapes_rate():
+    w = Work(flops=10e9, shaped=(((32, 784, 1024), 6e9),))
+    half = w.seconds(RATE, STEP, shape_rate=lambda b, d, m: RATE / 2)
+    assert math.isclose(half, OVERHEAD * 4e9 / RATE + TRAIN_OVERHEAD * 6e9 / (RATE / 2))
+    assert math.isclose(w.seconds(RATE, STEP), OVERHEAD * 10e9 / RATE)  # no shape rate
+    r = probe_shape_flops(32, 64, 128)
+    assert 1e6 < r < 1e14 and probe_shape_flops(32, 64, 128) == r  # once a process
+
+
+def test_the_update_probe_prices_a_parameter_and_is_counted_per_step():
+    u = probe_update_seconds()
+    # Adam reads and writes 28 bytes a parameter: between 1 TB/s and 10 MB/s
+    assert 2.8e-11 < u < 2.8e-6 and probe_update_seconds() == u  # once a process
+    assert 0 < probe_update_seconds("gd") < 2.8e-6
+    spec = RunSpec(experiment="advtrain", seeds=(0,)).replace(data__n_train=64)
+    adv = planned_work(spec)["advtrain"]
+    p = Plan(spec)
+    # adversarial training: one update of the flip width's m·d weights a training step
+    assert adv.updated == spec.flip.width * p.d * p.ep * p.batches * p.cells
+
+
 def test_fused_steps_are_stacked_per_kind_and_width():
     """2L-ReLU and MLP-Attn (fused): one stacked step of the seeds' chunk per (kind, width);
     QKV-Attn: an autograd step per seed; priced by ``fused_s(B)`` and ``step_s``."""
@@ -178,7 +219,11 @@ def test_fused_steps_are_stacked_per_kind_and_width():
     assert two.fused == ((2, 2 * per * 2 * 2),)  # 3 seeds: two chunks (2 + 1) a group
     secs = work["train"].seconds(RATE, STEP, lambda b: 1e-4 * b)
     assert math.isclose(
-        secs, OVERHEAD * work["train"].flops / RATE + STEP * per * 6 + 3e-4 * per * 4
+        secs,
+        OVERHEAD * work["train"].flops / RATE
+        + STEP * per * 6
+        + 3e-4 * per * 4
+        + NOMINAL_UPDATE_S * work["train"].updated,
     )
     auto = planned_work(spec.replace(train__engine="autograd"))["train"]
     assert auto.fused == () and auto.steps == per * 2 * 3 * 3
@@ -332,3 +377,16 @@ def test_the_stream_probe_times_a_vector_update():
 
     s = probe_stream_seconds()
     assert 1e-12 < s < 1e-6 and probe_stream_seconds() == s  # measured once a process
+
+
+def test_first_check_is_the_lower_bound_of_until_converged():
+    """until = converged: the estimate counts the cap's epochs; ``first_check`` the
+    epochs of the first check (train.epochs), in proportion; a fixed spec is itself."""
+    conv = RunSpec(experiment="train").replace(
+        train__until="converged", train__epochs=100, train__max_epochs=400
+    )
+    high = planned_work(conv)["train"]
+    low = planned_work(first_check(conv))["train"]
+    assert math.isclose(high.flops, 4 * low.flops) and math.isclose(high.updated, 4 * low.updated)
+    fixed = conv.replace(train__until="fixed")
+    assert first_check(fixed) is fixed

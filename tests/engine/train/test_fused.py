@@ -166,3 +166,36 @@ def test_the_estimate_prices_as_fused_exactly_the_kinds_the_fused_planner_accept
         if fused.plan(build_model(k, x, 8, train_output=train_output)) is not None
     }
     assert planned == set(FUSED_KINDS)
+
+
+@pytest.mark.parametrize("kind", ["relu", "relu-twin"])
+def test_kept_buffers_give_each_call_its_own_gradient(kind: str) -> None:
+    """The step's buffers (``fused._Buffers``) are reused across calls and shapes: a
+    gradient function that saw other batch sizes and stack sizes in between returns, for
+    the same inputs, what a fresh one returns (a stale or shared buffer would not)."""
+    x, y = _data(3)
+    nets = [_build(kind, x, s, 3, True) for s in range(3)]
+    plan = fused.plan(nets[0])
+    assert plan is not None
+    frozen = [plan.frozen(m) for m in nets]
+    fixed = {k: torch.stack([f[k] for f in frozen]) for k in frozen[0]}
+    names = [k for k, p in nets[0].named_parameters() if p.requires_grad]
+    params = {k: torch.stack([dict(m.named_parameters())[k].detach() for m in nets]) for k in names}
+    feats = torch.stack([plan.features(m, x) for m in nets])
+
+    def call(fn: fused.GradFn, b: int, nb: int) -> dict[str, torch.Tensor]:
+        sub = {k: v[:nb] for k, v in params.items()}
+        fix = {k: v[:nb] for k, v in fixed.items()}
+        yb = y[:b].expand(nb, b)
+        grads, _ = fn(sub, fix, feats[:nb, :b], yb, torch.ones(nb, b, dtype=x.dtype))
+        return {k: g.clone() for k, g in grads.items()}
+
+    kept = fused.grad_fn(plan)
+    first = call(kept, BS, 3)
+    for b, nb in ((7, 3), (BS, 2), (N, 1)):  # other shapes in between
+        call(kept, b, nb)
+    again = call(kept, BS, 3)
+    fresh = call(fused.grad_fn(plan), BS, 3)
+    for k in first:
+        assert torch.equal(first[k], again[k]) and torch.equal(again[k], fresh[k])
+        assert first[k].abs().sum() > 0  # a gradient, not an empty buffer
