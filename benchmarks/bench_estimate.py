@@ -32,6 +32,7 @@ from engine.experiments.estimate import (  # noqa: E402
     fused_probe,
     probe_flops,
     probe_step_seconds,
+    probe_stream_seconds,
 )
 from engine.reproduce.presets import apply_quick  # noqa: E402
 from engine.run.spec import RunSpec  # noqa: E402
@@ -61,7 +62,13 @@ def main() -> None:
     print(f"{'spec':34} {'estimate s':>10} {'measured s':>10} {'measured/est':>12}")
     for name, spec in cases.items():
         spec = spec.replace(device="cpu", train__engine=a.engine)
-        est = estimate_seconds([spec], flops_per_s=probe_flops(), step_s=step, fused_s=fused_probe)
+        est = estimate_seconds(
+            [spec],
+            flops_per_s=probe_flops(),
+            step_s=step,
+            fused_s=fused_probe,
+            stream_s=probe_stream_seconds(),
+        )
         with tempfile.TemporaryDirectory() as d:
             t0 = time.perf_counter()
             execute(spec, Path(d) / "run")

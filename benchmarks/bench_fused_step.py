@@ -1,6 +1,6 @@
 """Benchmark: the closed-form (fused) training step against autograd, per network-step.
 
-    python benchmarks/bench_fused_step.py [--parts step,throughput,adam,pgd] [--widths 16,64,256,1024]
+    python benchmarks/bench_fused_step.py [--parts step,throughput,adam,pgd,advstack] [--widths 16,64,256,1024]
                                           [--stacks 3,6] [--n 256] [--d 64] [--repeat 3]
                                           [--threads 2]
                                           [--device cpu|cuda]
@@ -23,6 +23,12 @@
   width 256, centred inputs), for 2L-ReLU and MLP-Attn: milliseconds with the closed-form
   input gradient (``engine="fused"``, ``engine.models.closed_form``) and through autograd,
   interleaved, median of ``--repeat``, and their ratio.
+* ``advstack``: a pass (an attack step or the training step) of adversarial training
+  with 3 networks stacked (``engine.train.adversarial.perturb_stacked``; 10-step PGD,
+  batch 32, 10 classes, d ``--d``) per width, against the estimate's price of it: a
+  stacked fused step (``probe_step_seconds("fused", 3)``) plus the pass's FLOPs at
+  ``estimate.ADV_OVERHEAD`` × the matmul probe's rate, both probes taken beside each
+  repeat; prints what multiple of the FLOP floor the FLOPs took.
 * ``adam``: one update of fused Adam on a [3, 1024, 64] stack (the kernel both paths run,
   called as the fused step calls it, ``engine.train.fused.stepper``): µs and ns a parameter.
 """
@@ -189,6 +195,48 @@ def pgd_part(d: int, repeat: int, width: int = 256, calls: int = 100) -> None:
         )
 
 
+def advstack_part(widths: list[int], d: int, repeat: int, b: int = 3, k: int = 10) -> None:
+    """A pass of stacked adversarial training (``b`` networks, ``k``-step PGD, batch 32,
+    10 classes) against the estimate's price of it (``estimate.ADV_OVERHEAD``)."""
+    from engine.experiments.estimate import ADV_OVERHEAD, probe_step_seconds
+    from engine.train.adversarial import make_perturb
+
+    n, bs = 96, 32
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(n, d, generator=g).to(DEVICE)
+    y = torch.randint(0, 10, (n,), generator=g).to(DEVICE)
+    for m in widths:
+        rows = []
+        for _ in range(repeat + 1):  # the first: a warm-up
+            rate, fused_s = probe_flops(), probe_step_seconds.__wrapped__("fused", b)
+            nets = [TwoLayerNet(d, m, 10, seed=s).to(DEVICE) for s in range(b)]
+            gens = [torch.Generator().manual_seed(s) for s in range(b)]
+            per = [make_perturb("pgd", 0.3, k, None, generator=q) for q in gens]
+            _sync()
+            t0 = time.perf_counter()
+            for _ in train_batched(
+                nets,
+                torch.stack([x] * b),
+                torch.stack([y] * b),
+                _cfg("fused", bs, 2),
+                generators=[torch.Generator() for _ in nets],
+                perturbs=per,
+            ):
+                pass
+            _sync()
+            took = (time.perf_counter() - t0) / (2 * (n // bs) * (1 + k))
+            flop_s = b * 6.0 * bs * d * m / rate  # the pass's FLOP floor
+            rows.append((took, fused_s, flop_s, (took - fused_s) / flop_s))
+        took, fused_s, flop_s, over = (statistics.median(r[i] for r in rows[1:]) for i in range(4))
+        price = fused_s + ADV_OVERHEAD * flop_s
+        print(
+            f"adversarial pass of {b}, m={m}: {took * 1e6:.0f} us; fused step {fused_s * 1e6:.0f} us"
+            f" + FLOP floor {flop_s * 1e6:.0f} us: FLOPs at {over:.2f}x the floor "
+            f"(ADV_OVERHEAD {ADV_OVERHEAD}); measured / priced {took / price:.2f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="step,throughput")
@@ -215,6 +263,8 @@ def main() -> None:
         adam_part(args.repeat)
     if "pgd" in parts:
         pgd_part(args.d, args.repeat)
+    if "advstack" in parts:
+        advstack_part([int(w) for w in args.widths.split(",")], args.d, args.repeat)
 
 
 if __name__ == "__main__":

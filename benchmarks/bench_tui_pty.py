@@ -551,7 +551,7 @@ def main() -> None:
     if a.tui_app:
         sys.path.insert(0, str(ROOT))
         import malleability_tui.launch as tui_module
-        from malleability_tui.app import main as tui_main
+        from malleability_tui.launch import main as tui_main
 
         if a.no_freeze:  # the app as before its start-up heap was frozen
             tui_module.freeze_startup_heap = lambda: None

@@ -264,14 +264,3 @@ class MalleabilityApp(App):
 def make_app(settings: Settings | None = None, runner: JobRunner | None = None) -> MalleabilityApp:
     """Build the app (the one way to build it; tests inject a fake runner)."""
     return MalleabilityApp(settings, runner)
-
-
-def main() -> None:
-    """Console-script entry point of ``malleability-tui`` (see launch.py)."""
-    from malleability_tui.launch import main as launch
-
-    launch()
-
-
-if __name__ == "__main__":
-    main()

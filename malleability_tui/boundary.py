@@ -185,7 +185,10 @@ def forget_caught_interrupt() -> None:
     A KeyboardInterrupt that really escapes is still reported: this runs in a ``finally``
     around code that already turns it into exit 130.
     """
-    exec("pass", {})  # a constant string: the point is the string exec itself
+    try:
+        exec("pass", {})  # a constant string: the point is the string exec itself
+    except MemoryError:  # out of address space (``ulimit -v``): the error is said already
+        pass
 
 
 def working_dir_problem() -> str | None:

@@ -26,7 +26,7 @@ from malleability_tui.text import duration
 from malleability_tui.widgets.setup_form import SetupForm
 
 if TYPE_CHECKING:
-    from malleability_tui.app import MalleabilityApp
+    from malleability_tui.host import AppHost
 
 BUSY = "a job is already running (c cancels it)"
 
@@ -58,7 +58,7 @@ def _read_env(run_dir: str) -> dict[str, Any]:
 class JobController:
     """Runs and reproductions of one app (``app.runner``, ``app.reproduction``)."""
 
-    def __init__(self, app: MalleabilityApp) -> None:
+    def __init__(self, app: AppHost) -> None:
         self.app = app
         self.t0: float | None = None
         """When the running job (or reproduction) started (``time.monotonic``)."""

@@ -128,3 +128,7 @@ def _main() -> None:
         if app.return_code == 130:
             print("interrupted", file=sys.stderr)
         sys.exit(app.return_code)
+
+
+if __name__ == "__main__":
+    main()

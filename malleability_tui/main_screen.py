@@ -33,7 +33,7 @@ from malleability_tui.widgets.sweep_panel import SweepPanel
 from malleability_tui.widgets.training_panel import TrainingPanel
 
 if TYPE_CHECKING:
-    from malleability_tui.app import MalleabilityApp
+    from malleability_tui.host import AppHost
 
 PANELS = {
     "claims": ClaimsPanel,
@@ -64,9 +64,9 @@ class MainScreen(Screen):
         """Panel → (state, revision) it last got (see ``give_state``)."""
 
     @property
-    def owner(self) -> MalleabilityApp:
+    def owner(self) -> AppHost:
         """The app, with its state and controllers."""
-        return cast("MalleabilityApp", self.app)
+        return cast("AppHost", self.app)
 
     def compose(self) -> ComposeResult:
         s = self.owner.settings

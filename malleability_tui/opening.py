@@ -13,7 +13,7 @@ from malleability_tui.state import RunState, load_run_state
 from malleability_tui.widgets.runs_browser import RunsBrowser
 
 if TYPE_CHECKING:
-    from malleability_tui.app import MalleabilityApp
+    from malleability_tui.host import AppHost
 
 FIRST_TAB = (
     ("ntk_distance", "sweep"),
@@ -32,7 +32,7 @@ BUSY = "a job is running: cancel it before opening another run"
 class RunOpener:
     """Opens what the runs browser, the command line and the claims checklist name."""
 
-    def __init__(self, app: MalleabilityApp) -> None:
+    def __init__(self, app: AppHost) -> None:
         self.app = app
 
     def refresh(self) -> None:

@@ -1,9 +1,11 @@
-"""Run options once: the table the headless command and the TUI setup form share.
+"""Run options once: the table the commands and the TUI setup form are made from.
 
 Each ``RunOption`` names an option (the Python parameter and the form key), its CLI flag,
 the ``RunSpec.replace`` key it sets, the ``ConfigError.field`` the spec reports for it,
 its kind (which fixes the parser), its help text and, for options the setup form shows,
-the form's label and hint. ``parse_value`` is the one parser of option text (lists
+the form's label and hint. The typer parameters of ``headless``, ``reproduce`` and
+``data show`` are generated from it (``malleability_tui.cli.declared``): adding an option
+is one entry. ``parse_value`` is the one parser of option text (lists
 included) for both front ends; the values then go through the same ``RunSpec``
 validation. Neither textual nor typer is imported here.
 """
@@ -11,7 +13,8 @@ validation. Neither textual nor typer is imported here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 KINDS = (
@@ -26,10 +29,13 @@ KINDS = (
     "classes",
     "bool",
     "lower",
+    "upper",
+    "ints_or_empty",
 )
 """ints / floats / names: comma-separated lists (each value once); classes: ``all`` or
-ints; path: blank is None; lower: a name, lower-cased; float_or_unset: a number, blank is
-None (unset); int, float, str, bool: one value."""
+ints; ints_or_empty: ints, blank is the empty list; path: blank is None; lower / upper: a
+name, lower- / upper-cased; float_or_unset: a number, blank is None (unset); int, float,
+str, bool: one value."""
 
 _WHAT = {
     "ints": "comma-separated integers, e.g. 16,1024",
@@ -47,8 +53,12 @@ class OptionError(ValueError):
 
 @dataclass(frozen=True)
 class RunOption:
+    """One run option, declared once: the commands' typer parameters
+    (``malleability_tui.cli.declared``), the setup form's field, the spec change it makes
+    and its flag in error messages all come from here."""
+
     name: str
-    """Parameter name of the headless command and key of the setup form."""
+    """Parameter name of the commands and key of the setup form."""
     flag: str
     spec_key: str
     """``RunSpec.replace`` key."""
@@ -60,11 +70,33 @@ class RunOption:
     """Setup-form label ('' : not in the form)."""
     hint: str = ""
     """Setup-form hint under the field."""
+    short: str = ""
+    """The one-letter flag beside ``flag`` ('': none)."""
+    cli_type: type | None = None
+    """The value's type on the command line (None: the kind's, ``CLI_TYPES``)."""
+    default: Any = None
+    """The command's default (None: not given, the spec's own applies)."""
+    headless: bool = True
+    """A flag of ``malleability headless`` (False: only where a command names it)."""
 
     @property
     def key(self) -> str:
         """The setup form's key (widget id suffix): the option's name."""
         return self.name
+
+    @property
+    def section(self) -> str:
+        """The spec section it sets (``executor``, ``data``, …; a top-level key: itself)."""
+        return self.spec_key.partition("__")[0]
+
+    def told(self, **changes: Any) -> RunOption:
+        """This option as another command presents it (its own help or default): the
+        flag, the spec key and the parser stay the declaration's."""
+        return replace(self, **changes)
+
+
+CLI_TYPES: dict[str, type] = {"int": int, "float": float, "float_or_unset": float, "bool": bool}
+"""A kind's type on the command line (the others: text, parsed by ``parse_value``)."""
 
 
 def _name(t: str) -> str:
@@ -93,6 +125,12 @@ def parse_value(kind: str, text: Any) -> Any:
         kind = "float"
     if kind == "lower":
         return _name(t)
+    if kind == "upper":
+        return t.upper()
+    if kind == "ints_or_empty":
+        if not t:
+            return ()
+        kind = "ints"
     if kind == "str":
         return t
     try:
@@ -121,7 +159,27 @@ def parse_value(kind: str, text: Any) -> Any:
     return vals
 
 
+QUICK_PRESET = (
+    "Small preset: n_train 300 (capped to what the data set has), widths 16,32,64,256,1024, "
+    "batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: "
+    "it says so)"
+)
+"""What ``--quick`` sets (``engine.reproduce.presets.QUICK``; a test holds the two equal),
+written once for every command's help."""
+QUICK_MAX_EPOCHS = 900
+"""The quick preset's cap on epochs of training until converged."""
+
+
 RUN_OPTIONS: tuple[RunOption, ...] = (
+    RunOption(
+        "dataset",
+        "--dataset",
+        "data__name",
+        "data.name",
+        "lower",
+        "Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic; or your own: npz:FILE, folder:DIR, hf:DIR (docs/guide.md#own-data).",
+        short="-d",
+    ),
     RunOption(
         "data_dir",
         "--data-dir",
@@ -131,6 +189,39 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "Folder holding the data set's files.",
         "Data dir",
         "blank: search the usual places",
+        cli_type=Path,
+    ),
+    RunOption(
+        "image_size",
+        "--image-size",
+        "data__image_size",
+        "data.image_size",
+        "int",
+        "folder:/hf: sources: resize images to N×N pixels (default: as found, all alike).",
+    ),
+    RunOption(
+        "mode",
+        "--mode",
+        "data__mode",
+        "data.mode",
+        "upper",
+        "folder:/hf: sources: convert images to L (grey) or RGB (default: as found, all alike).",
+    ),
+    RunOption(
+        "image_column",
+        "--image-column",
+        "data__image_column",
+        "data.image_column",
+        "str",
+        "hf: sources: the image column (default image, else img).",
+    ),
+    RunOption(
+        "label_column",
+        "--label-column",
+        "data__label_column",
+        "data.label_column",
+        "str",
+        "hf: sources: the label column (default label).",
     ),
     RunOption(
         "experiment",
@@ -141,6 +232,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "Experiment(s), comma-separated, or all (default). See `malleability experiments`.",
         "Experiments",
         "all or e.g. train,ntk",
+        short="-e",
     ),
     RunOption(
         "classes",
@@ -192,6 +284,22 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "relu,attn",
     ),
     RunOption(
+        "qkv_dk",
+        "--qkv-dk",
+        "qkv__d_k",
+        "qkv.d_k",
+        "int",
+        "QKV-Attn projection width d_k (0: d_k = d, default).",
+    ),
+    RunOption(
+        "qkv_dk_sweep",
+        "--qkv-dk-sweep",
+        "qkv__dk_sweep",
+        "qkv.dk_sweep",
+        "ints_or_empty",
+        "ntk: extra QKV-Attn d_k values at the largest width, e.g. 8,32.",
+    ),
+    RunOption(
         "seeds",
         "--seeds",
         "seeds",
@@ -222,6 +330,14 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "paper: 1e-3",
     ),
     RunOption(
+        "optimizer",
+        "--optimizer",
+        "train__optimizer",
+        "train.optimizer",
+        "lower",
+        "adam (paper), sgd or gd (full batch).",
+    ),
+    RunOption(
         "attacks",
         "--attacks",
         "flip__attacks",
@@ -240,81 +356,6 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "ε values in pixel space, e.g. 0.1,0.3 (default 0.3).",
         "ε (pixels)",
         "e.g. 0.1,0.3",
-    ),
-    RunOption(
-        "address",
-        "--address",
-        "executor__address",
-        "executor.address",
-        "path",
-        "Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.",
-        "Ray address",
-        "executor ray: host:6379 of a cluster; blank: a local Ray",
-    ),
-    # CLI only (the form has selects for data set, device, dtype and executor)
-    RunOption(
-        "dataset",
-        "--dataset",
-        "data__name",
-        "data.name",
-        "lower",
-        "Data set: digits (embedded), mnist, fashion-mnist, cifar10, synthetic; or your own: npz:FILE, folder:DIR, hf:DIR (docs/guide.md#own-data).",
-    ),
-    RunOption(
-        "image_size",
-        "--image-size",
-        "data__image_size",
-        "data.image_size",
-        "int",
-        "folder:/hf: sources: resize images to N×N pixels (default: as found, all alike).",
-    ),
-    RunOption(
-        "mode",
-        "--mode",
-        "data__mode",
-        "data.mode",
-        "str",
-        "folder:/hf: sources: convert images to L (grey) or RGB (default: as found, all alike).",
-    ),
-    RunOption(
-        "image_column",
-        "--image-column",
-        "data__image_column",
-        "data.image_column",
-        "str",
-        "hf: sources: the image column (default image, else img).",
-    ),
-    RunOption(
-        "label_column",
-        "--label-column",
-        "data__label_column",
-        "data.label_column",
-        "str",
-        "hf: sources: the label column (default label).",
-    ),
-    RunOption(
-        "qkv_dk",
-        "--qkv-dk",
-        "qkv__d_k",
-        "qkv.d_k",
-        "int",
-        "QKV-Attn projection width d_k (0: d_k = d, default).",
-    ),
-    RunOption(
-        "qkv_dk_sweep",
-        "--qkv-dk-sweep",
-        "qkv__dk_sweep",
-        "qkv.dk_sweep",
-        "ints",
-        "ntk: extra QKV-Attn d_k values at the largest width, e.g. 8,32.",
-    ),
-    RunOption(
-        "optimizer",
-        "--optimizer",
-        "train__optimizer",
-        "train.optimizer",
-        "lower",
-        "adam (paper), sgd or gd (full batch).",
     ),
     RunOption(
         "rtol",
@@ -337,6 +378,48 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     ),
     RunOption("dtype", "--dtype", "dtype", "dtype", "str", "float32 (default) or float64."),
     RunOption(
+        "executor",
+        "--executor",
+        "executor__kind",
+        "executor.kind",
+        "lower",
+        "Where sweep cells run: local (default, in this process) or ray (parallel; docs/guide.md#ray).",
+    ),
+    RunOption(
+        "address",
+        "--address",
+        "executor__address",
+        "executor.address",
+        "path",
+        "Ray cluster to join (host:port of `ray start --head`); default: a local Ray on this machine.",
+        "Ray address",
+        "executor ray: host:6379 of a cluster; blank: a local Ray",
+    ),
+    RunOption(
+        "max_parallel",
+        "--max-parallel",
+        "executor__max_parallel",
+        "executor.max_parallel",
+        "int",
+        "Cells in flight at once with --executor ray (default: as many as the CPUs allow).",
+    ),
+    RunOption(
+        "cpus_per_cell",
+        "--cpus-per-cell",
+        "executor__cpus_per_cell",
+        "executor.cpus_per_cell",
+        "int",
+        "CPUs and torch threads per Ray cell (default 1).",
+    ),
+    RunOption(
+        "gpus_per_cell",
+        "--gpus-per-cell",
+        "executor__gpus_per_cell",
+        "executor.gpus_per_cell",
+        "float",
+        "GPUs per Ray cell, fractions share one (default 0).",
+    ),
+    RunOption(
         "center",
         "--center",
         "data__center",
@@ -354,27 +437,47 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "Centring",
         "0..1, blank: unset",
     ),
+    RunOption(
+        "max_epochs",
+        "--max-epochs",
+        "train__max_epochs",
+        "train.max_epochs",
+        "int",
+        f"Override the cap on epochs of training until converged (default 2000; --quick: {QUICK_MAX_EPOCHS}).",
+        headless=False,
+    ),
+    RunOption(
+        "adv_recipe",
+        "--adv-recipe",
+        "flip__adv_recipe",
+        "flip.adv_recipe",
+        "str",
+        "Table 4's adversarial training: pgd (default; the paper's same attack) or fgsm_rs (Wong et al. 2020, about 1/3 of the MNIST preset's FLOPs).",
+        headless=False,
+    ),
+    RunOption(
+        "engine",
+        "--engine",
+        "train__engine",
+        "train.engine",
+        "str",
+        "Training step and attack gradient: fused (default: closed form for 2L-ReLU, MLP-Attn and their twins, several networks stacked in one step) or autograd (every model, the reference).",
+        headless=False,
+    ),
 )
+"""Every run option, in the order the commands' help lists them (the setup form keeps
+the labelled ones in this order too)."""
 
 BY_NAME: dict[str, RunOption] = {o.name: o for o in RUN_OPTIONS}
+BY_SPEC_KEY: dict[str, RunOption] = {o.spec_key: o for o in RUN_OPTIONS}
 FORM_OPTIONS: tuple[RunOption, ...] = tuple(o for o in RUN_OPTIONS if o.label)
 """The setup form's text fields, in form order."""
-
-
-def help_of(name: str) -> str:
-    """The help text of option ``name`` (the typer declarations read it from here)."""
-    return BY_NAME[name].help
-
-
-QUICK_PRESET = (
-    "Small preset: n_train 300 (capped to what the data set has), widths 16,32,64,256,1024, "
-    "batch 32, 200 epochs then until converged (cap 900), centred inputs (not the paper's: "
-    "it says so)"
+HEADLESS_OPTIONS: tuple[RunOption, ...] = tuple(o for o in RUN_OPTIONS if o.headless)
+"""The run options of ``malleability headless``, in its help's order."""
+SOURCE_OPTIONS: tuple[RunOption, ...] = tuple(
+    BY_NAME[n] for n in ("image_size", "mode", "image_column", "label_column")
 )
-"""What ``--quick`` sets (``engine.reproduce.presets.QUICK``; a test holds the two equal),
-written once for every command's help."""
-QUICK_MAX_EPOCHS = 900
-"""The quick preset's cap on epochs of training until converged."""
+"""The options of an own data source (``folder:``/``hf:``), also ``data show``'s."""
 
 
 def quick_help(seeds: str) -> str:

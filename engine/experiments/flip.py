@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from engine.experiments.estimate import Plan, Work
 from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
@@ -44,6 +45,7 @@ from engine.run.events import (
     TableRow,
 )
 from engine.run.executors import Cell, run_cells
+from engine.run.training import train_group
 
 if TYPE_CHECKING:
     from engine.run.context import RunContext
@@ -52,8 +54,18 @@ if TYPE_CHECKING:
 __all__ = ["attack_options", "flip_cell", "flip_cell_id", "run_advtrain", "run_flip", "summarize"]
 
 
+def advtrain_work(p: Plan) -> Work:
+    """Adversarial training (``Plan.adversarial``: a fused kind's seeds stacked): 6·n·d·m
+    per pass, (1 + ``flip.adv_training_steps()``) passes a step; then the attacks."""
+    fl = p.spec.flip
+    k = fl.adv_training_steps()
+    flops = 6.0 * p.n * p.d * fl.width * p.ep * (1 + k)
+    return p.adversarial(flops, float(p.ep * p.batches), k) + p.attacks()
+
+
 @register(
     "flip",
+    estimate=lambda p: p.training({p.spec.flip.width}) + p.attacks(),
     order=40,
     cells=True,
 )
@@ -61,7 +73,7 @@ def run_flip(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "standard")
 
 
-@register("advtrain", order=50, cells=True)
+@register("advtrain", estimate=advtrain_work, order=50, cells=True)
 def run_advtrain(ctx: RunContext) -> Iterator[Event]:
     yield from _sweep(ctx, "adversarial")
 
@@ -120,7 +132,7 @@ def _sweep(ctx: RunContext, training: str) -> Iterator[Event]:
                         (kind, seed, training, todo),
                         seed,
                         f"{prefix} {MODEL_LABELS[kind]} m={f.width} seed={seed}",
-                        batch=((kind, f.width), seed) if training == "standard" else None,
+                        batch=(train_group(kind, f.width, training != "standard"), seed),
                     )
                 )
     for ev in run_cells(ctx, plan):

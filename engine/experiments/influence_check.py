@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from engine.experiments.influence_check_cost import influence_check_work
 from engine.experiments.influence_check_summary import (
     ESTIMATOR_LABELS,
     NOISES,
@@ -85,6 +86,7 @@ OTHER_ORDER = 1_000_003  # added to the batch seed for the noise-floor retrainin
 
 @register(
     "influence_check",
+    estimate=influence_check_work,
     order=45,
     cells=True,
     in_all=False,

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
+from engine.experiments.estimate import Plan, Work
 from engine.experiments.flip import flip_cell, flip_cell_id
 from engine.experiments.ntk import ntk_cell
 from engine.experiments.registry import register
@@ -80,8 +81,22 @@ def prefix(alpha: float) -> str:
     return f"kappa/{alpha:g}/"
 
 
+def kappa_sweep_work(p: Plan) -> Work:
+    """At each centring fraction, the ``ntk`` and ``flip`` work of that point's spec
+    (``point_spec``: its own sizes, one attack), the flip's networks shared with the ntk
+    cells as the run shares them; the spectra are seconds."""
+    from engine.experiments.estimate import planned_work
+
+    w = Work()
+    for alpha in p.spec.kappa.fractions:
+        for part in planned_work(point_spec(p.spec, alpha)).values():
+            w += part
+    return w
+
+
 @register(
     "kappa_sweep",
+    estimate=kappa_sweep_work,
     order=90,
     cells=True,
     in_all=False,

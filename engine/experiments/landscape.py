@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
 from engine.landscape import (
     basin_width,
@@ -81,8 +82,21 @@ WIDTH_MAX_SPAN = 16.0
 all reached the grid's end, so every width was a lower bound."""
 
 
+def landscape_work(p: Plan) -> Work:
+    """The networks (shared with the experiments that train that width), then
+    2·n·d·m per surface point and 4·n·d·m per Hessian-vector product, each an autograd
+    pass."""
+    la = p.spec.landscape
+    points = la.points_1d + la.points_2d**2
+    hvps = la.hessian_iters + la.hutchinson_samples
+    w = p.training({la.width})
+    flops = (2.0 * points + 4.0 * hvps) * p.n * p.d * la.width * p.cells
+    return w + Work(flops, float((points + hvps) * p.cells))
+
+
 @register(
     "landscape",
+    estimate=landscape_work,
     order=60,
     cells=True,
 )

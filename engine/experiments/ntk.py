@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine import results
+from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.ntk import (
@@ -67,8 +68,23 @@ LIN_NOT_AVAILABLE = "lin_distance not available (no linearized twin in these row
 TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's logits"
 
 
+def ntk_work(p: Plan) -> Work:
+    """The cells' training (shared with ``train``), two eNTKs 2·N²·(d + m) and Θ∞'s
+    solves 2·N³ per cell (N = n_train + n_test), and the linearized twin of every cell:
+    f₀ + J·Δθ costs a forward and a JVP a pass, about twice a training step of the
+    network in FLOPs and fixed cost (fused: one more matmul, the pattern x̃W₀ᵀ; the fixed
+    cost of a step)."""
+    widths = p.spec.model.widths
+    w = p.training(widths)
+    kernels = sum(2 * 2.0 * p.big_n**2 * (p.d + m) + 2 * p.big_n**3 for m in widths)
+    w += Work(kernels * p.cells)
+    steps = float(p.ep * p.batches)
+    return w + p.seeded(2 * 4.0 * p.n * p.d * p.ep, widths, 2.0 * steps, steps)
+
+
 @register(
     "ntk",
+    estimate=ntk_work,
     order=30,
     cells=True,
 )

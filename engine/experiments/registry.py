@@ -15,15 +15,20 @@ if TYPE_CHECKING:
     from engine.run.spec import RunSpec
 
 ExperimentFn = Callable[["RunContext"], Iterator["Event"]]
+Estimate = Callable[[Any], Any]
+"""``engine.experiments.estimate.Estimate`` (Plan → Work), named loosely here: the
+estimate module reads the registry, so the registry does not import it back."""
 
 
 @dataclass(frozen=True)
 class Experiment:
-    """A registered experiment: ``fn(ctx)`` yields events; ``order`` sorts ``all``."""
+    """A registered experiment: ``fn(ctx)`` yields events; ``estimate(plan)`` is the work
+    it plans (``engine.experiments.estimate``); ``order`` sorts ``all``."""
 
     name: str
     description: str
     fn: ExperimentFn
+    estimate: Estimate
     order: int = 100
     cells: bool = False
     """Its sweep is split into cells (``executors.run_cells``): they run on any executor."""
@@ -57,18 +62,20 @@ written, read without importing the experiments (and torch) by ``describe``."""
 def register(
     name: str,
     *,
+    estimate: Estimate,
     order: int = 100,
     cells: bool = False,
     in_all: bool = True,
     sizes: Callable[[RunSpec], tuple[int, int]] | None = None,
 ) -> Callable[[ExperimentFn], ExperimentFn]:
-    """Decorator: register ``fn`` as experiment ``name``, described in ``LISTING``
-    (``cells``: split into cells; ``in_all``: run by ``--experiment all``; ``sizes``: its
-    own subset sizes)."""
+    """Decorator: register ``fn`` as experiment ``name``, described in ``LISTING``, with
+    its time estimate (``estimate``: required, so a new experiment without one fails at
+    import; ``cells``: split into cells; ``in_all``: run by ``--experiment all``;
+    ``sizes``: its own subset sizes)."""
     description = LISTING[name]  # an experiment not listed fails at import, in every test
 
     def deco(fn: ExperimentFn) -> ExperimentFn:
-        _REGISTRY[name] = Experiment(name, description, fn, order, cells, in_all, sizes)
+        _REGISTRY[name] = Experiment(name, description, fn, estimate, order, cells, in_all, sizes)
         return fn
 
     return deco

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
 from engine.results.tables import AlignmentRow, EigenvalueRow, NtkSpectrumRow, SpectrumRow
 from engine.run.events import (
@@ -89,7 +90,17 @@ def _label(name: str, classes: tuple[int, ...] | None) -> str:
     return name if classes is None else f"{name}:{'v'.join(str(c) for c in classes)}"
 
 
-@register("spectrum", order=20)
+def spectrum_work(p: Plan) -> Work:
+    """Per data set (the run's and ``spectrum.datasets``): the SVD of the n×d Gram factor
+    and three n×n eigendecompositions on at most ``MAX_KERNEL_N`` rows, counted twice
+    for float64."""
+    n, d = p.n, p.d
+    k = min(n, MAX_KERNEL_N)
+    per_set = 2.0 * (4.0 * n * d * min(n, d) + 3 * 9.0 * k**3)
+    return Work(per_set * (1 + len(p.spec.spectrum.datasets)))
+
+
+@register("spectrum", estimate=spectrum_work, order=20)
 def run_spectrum(ctx: RunContext) -> Iterator[Event]:
     sp = ctx.spec
     names = list(dict.fromkeys([sp.data.name, *sp.spectrum.datasets]))

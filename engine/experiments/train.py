@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.results import (
@@ -26,8 +27,15 @@ if TYPE_CHECKING:
     from engine.run.spec import RunSpec
 
 
+def train_work(p: Plan) -> Work:
+    """Every kind, width and seed trained (``Plan.training``: shared with the other
+    experiments that train those widths)."""
+    return p.training(p.spec.model.widths)
+
+
 @register(
     "train",
+    estimate=train_work,
     order=10,
     cells=True,
 )

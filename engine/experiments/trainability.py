@@ -37,6 +37,7 @@ import torch
 
 from engine.data.dataset import Dataset
 from engine.errors import DivergedError
+from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
 from engine.models import MODEL_LABELS
 from engine.results import constant_loss, loglog_slope
@@ -85,8 +86,24 @@ def synthetic_gram(kappa: float, n: int, d: int, seed: int) -> Dataset:
     )
 
 
+def trainability_work(p: Plan) -> Work:
+    """An upper bound: every cell trains to ``trainability.max_steps`` steps (a censored
+    cell does; the others stop at the target), one network a cell: per model and seed,
+    one cell per κ of the synthetic sweep (n × d = ``trainability.n`` × ``.d``) and one
+    on the run's data (n_train × its d), 4·b·d·m FLOPs a step of batch b."""
+    tr, t = p.spec.trainability, p.spec.train
+
+    def cell(n: int, d: int) -> float:
+        b = n if t.optimizer == "gd" else min(t.batch_size, n)
+        return 4.0 * b * d * tr.width * tr.max_steps
+
+    flops = len(tr.kappas) * cell(tr.n, tr.d) + cell(p.n, p.d)
+    return p.one_at_a_time(flops, float(tr.max_steps * (len(tr.kappas) + 1)))
+
+
 @register(
     "trainability",
+    estimate=trainability_work,
     order=80,
     cells=True,
     in_all=False,

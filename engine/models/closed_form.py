@@ -45,8 +45,8 @@ def mask(t: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
 def example_loss_grad(out: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(∂Lᵢ/∂outᵢ [..., K], Lᵢ [...]) of the per-example loss at outputs ``out`` [..., K]:
     (out − y)² for float targets y [...] (K = 1), cross-entropy for labels y [...]."""
-    if torch.is_floating_point(y):
-        err = out[..., 0] - y
+    if torch.is_floating_point(y):  # targets in the outputs' dtype, as autograd's loss
+        err = out[..., 0] - y.to(out.dtype)  # casts its gradient back (float64 ±1 labels)
         return (2.0 * err).unsqueeze(-1), err * err
     logp = torch.log_softmax(out, dim=-1)
     nll = -logp.gather(-1, y.unsqueeze(-1)).squeeze(-1)

@@ -4,6 +4,7 @@ alone (``malleability results page``): every number on it is read from them."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +141,7 @@ def page(root: Path) -> str:
     out = [HEADER]
     if not found:
         out += ["No reproduction has been imported yet.", ""]
-        return "\n".join(out)
+        return "\n".join(out + _kappa(root))
     heads = [f"{f.parent.name} {f.name}" for f in found]
     checks = [json.loads((f / "checklist.json").read_text())["checklist"] for f in found]
     keys = list(dict.fromkeys(_key(i) for c in checks for i in c))
@@ -152,7 +153,31 @@ def page(root: Path) -> str:
     out += [""]
     for f in found:
         out += _section(f, root)
-    return "\n".join(out)
+    return "\n".join(out + _kappa(root))
+
+
+KAPPA_HEADER = """## The effects against κ(G) { #kappa }
+
+Not in the paper: claims 1 and 3 measured as the centring fraction α moves κ(G) on the
+same images (`--experiment kappa_sweep`, [protocol](../protocol.md#kappa-sweep)). Per α:
+κ(G) of the first seed's training subset, each model's PGD flip rate pooled over seeds
+(95 % Wilson interval), their ratio, and each model's claim-1 slope (the
+linearized-twin distance against ln width; mean and 95 % t interval over seeds). A point
+with a cell that failed a guard is marked and left out of the fits.
+"""
+
+
+def _kappa(root: Path) -> list[str]:
+    """The κ-sweep section (``engine.reproduce.publish_kappa``); nothing without sweeps."""
+    from engine.reproduce.publish_kappa import kappa_folders
+
+    found = kappa_folders(root)
+    if not found:
+        return []
+    out = [KAPPA_HEADER]
+    for f in found:
+        out += _kappa_section(f, root)
+    return out
 
 
 def write_page(root: Path) -> Path:
@@ -162,3 +187,90 @@ def write_page(root: Path) -> Path:
     target = root / "index.md"
     atomic_write(target, page(root))
     return target
+
+
+def _g(v: str) -> str:
+    try:
+        x = float(v)
+    except ValueError:
+        return "–"
+    return "–" if not math.isfinite(x) else f"{x:.3g}"
+
+
+def _pct(rate: str, lo: str, hi: str) -> str:
+    r = _g(rate)
+    if r == "–":
+        return r
+    return f"{100 * float(rate):.1f} % [{100 * float(lo):.1f}, {100 * float(hi):.1f}]"
+
+
+def _kappa_section(folder: Path, root: Path) -> list[str]:
+    """The page lines of one κ-sweep folder: the command and wall time, a table by α (κ(G),
+    each model's flip rate with its interval and claim-1 slope, the ratio; a point whose
+    cells failed a guard is marked, not shown as a finding), the fits and the figure."""
+    import csv
+
+    from engine.run.spec import RunSpec
+
+    rel = folder.relative_to(root).as_posix()
+    info = json.loads((folder / "run.json").read_text())
+    head = json.loads((folder / "summary.json").read_text()).get("headline", [])
+    spec = RunSpec.load(folder / "spec.toml")
+    with (folder / "kappa_sweep.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    cl = spec.data.classes
+    what = f"{spec.data.name} {' vs '.join(map(str, cl))}" if cl else spec.data.name
+    wall = _dur(info.get("seconds"))
+    load = info.get("load_start")
+    out = [
+        f"### {what}, n_train {spec.kappa.n_train}",
+        "",
+        f"Command: `{info['command']}` with [spec.toml]({rel}/spec.toml) (seeds "
+        f"{', '.join(map(str, spec.seeds))}); wall time {wall}"
+        + (f", load at start {', '.join(map(str, load))}" if load else "")
+        + (f", commit `{info['commit'][:10]}`" if info.get("commit") else "")
+        + ".",
+        "",
+        "| α | κ(G) | 2L-ReLU flips | MLP-Attn flips | ratio | 2L-ReLU slope | MLP-Attn slope |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by_alpha: dict[str, dict[str, dict[str, str]]] = {}
+    for r in rows:
+        by_alpha.setdefault(r["alpha"], {})[r["model"]] = r
+    for a, ms in by_alpha.items():
+        relu, attn = ms.get("2L-ReLU", {}), ms.get("MLP-Attn", {})
+        any_row = relu or attn
+
+        def flips(r: dict[str, str]) -> str:
+            if not r:
+                return "–"
+            s = _pct(r["flip_rate"], r["flip_low"], r["flip_high"])
+            if r.get("flip_ok") != "True":  # a guard failed: not a finding, no number
+                return (
+                    f"⚠ {r.get('failed_cells', '?')} of {r.get('cells', '?')} cells failed a guard"
+                )
+            return s
+
+        def slope(r: dict[str, str]) -> str:
+            if not r:
+                return "–"
+            if r.get("slope_ok") != "True":
+                return (
+                    f"⚠ {r.get('failed_cells', '?')} of {r.get('cells', '?')} cells failed a guard"
+                )
+            return f"{_g(r['lin_slope'])} [{_g(r['lin_slope_low'])}, {_g(r['lin_slope_high'])}]"
+
+        ok = relu.get("flip_ok") == "True" and attn.get("flip_ok") == "True"
+        ratio = f"×{_g(any_row.get('flip_ratio', ''))}" if ok else "–"
+        out.append(
+            f"| {_g(a)} | {_g(any_row.get('kappa_G', ''))} | {flips(relu)} | {flips(attn)} | {ratio} "
+            f"| {slope(relu)} | {slope(attn)} |"
+        )
+    out += ["", "Fits against log₁₀ κ(G) (OLS; a flagged point is left out):", ""]
+    out += [f"- {line}" for line in head]
+    out += [""]
+    for fig in sorted((folder / "figures").glob("*kappa_sweep.png")):
+        out += [f"![effects against κ(G), {what}]({rel}/figures/{fig.name})", ""]
+    files = sorted(p.name for p in folder.glob("*.csv"))
+    out += ["Files: " + ", ".join(f"[{f}]({rel}/{f})" for f in files), ""]
+    return out

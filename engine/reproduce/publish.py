@@ -147,11 +147,40 @@ def import_run(run: Path, into: Path) -> list[Path]:
             check = {"dataset": ds, "protocol": proto, "checklist": items}
             atomic_write(folder / "checklist.json", json.dumps(check, indent=2) + "\n")
             info = {k: meta.get(k) for k in RUN_KEYS}
+            info["command"] = portable_command(info.get("command"), run)
+            info["sittings"] = [
+                dict(st, command=portable_command(st.get("command"), run))
+                for st in info.get("sittings") or []
+            ]
             info["wall_seconds"] = wall_seconds(meta)
             info.update(dataset=ds, protocol=proto, parts=[p["key"] for p in mine])
             atomic_write(folder / "run.json", json.dumps(info, indent=2) + "\n")
             written.append(folder)
     return written
+
+
+def portable_command(command: Any, run: Path, base: Path | None = None) -> Any:
+    """``command`` as a reader can type it in the repository: the reproduction's own
+    folder (``--out``) written ``RUN``, any other absolute path relative to ``base`` (the
+    working directory: the repository's root, where ``results add`` runs), so shipped
+    files name no folder of the machine that ran them. Not a string: returned as is."""
+    import os
+    import shlex
+
+    if not isinstance(command, str):
+        return command
+    here = str((base or Path.cwd()).resolve())
+    own = str(run.resolve())
+
+    def one(tok: str) -> str:
+        flag, eq, val = tok.partition("=") if tok.startswith("--") else ("", "", tok)
+        if not val.startswith("/"):
+            return tok
+        p = str(Path(val).resolve())
+        new = "RUN" if p == own else os.path.relpath(p, here)
+        return f"{flag}{eq}{new}"
+
+    return shlex.join(one(t) for t in shlex.split(command))
 
 
 def wall_seconds(meta: dict[str, Any]) -> float:

@@ -6,8 +6,6 @@ files itself."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +15,7 @@ from engine.reproduce.compare import compare
 from engine.reproduce.plan import Part
 from engine.run.events import to_jsonable
 from engine.run.paths import atomic_write
+from engine.run.provenance import load_average, source_commit
 
 META = "reproduce.json"
 SUMMARY = "summary.json"
@@ -24,30 +23,6 @@ SUMMARY = "summary.json"
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-def _load() -> list[float] | None:
-    """The 1, 5 and 15 minute load averages (None where the OS has none)."""
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def _commit() -> str | None:
-    """The source tree's git commit (with ``-dirty`` when it has changes), None outside git."""
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def command_line() -> str:
@@ -91,8 +66,8 @@ def start(
         "estimated_seconds": estimated_seconds,
         "start_time": _now(),
         "command": command_line(),
-        "commit": _commit(),
-        "load_start": _load(),
+        "commit": source_commit(),
+        "load_start": load_average(),
     }
     old = _previous(path)
     if old:  # a resumed reproduction keeps the first sitting's record beside this one
@@ -111,7 +86,7 @@ def finish(
     """Compare the parts' runs with the paper (``compare``), write the end time into
     ``reproduce.json`` and the comparison into ``summary.json``; returns the comparison."""
     comparison = compare(runs, parts)
-    meta.update(end_time=_now(), seconds=seconds, load_end=_load())
+    meta.update(end_time=_now(), seconds=seconds, load_end=load_average())
     atomic_write(path / META, json.dumps(meta, indent=2) + "\n")
     summary = {
         "status": "finished",

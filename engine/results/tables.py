@@ -82,7 +82,7 @@ def parse_cell(kind: type, v: Any) -> Any:
     return int(f)
 
 
-ADDED_LATER = frozenset({"epochs_run"})
+ADDED_LATER = frozenset({"epochs_run", "width_1d", "width_delta", "width_span"})
 """Columns added after runs were first written: a run from before them lacks them and is
 read with the row type's default (None), not reported as damaged."""
 

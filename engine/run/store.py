@@ -31,6 +31,7 @@ from engine.run.events import (
 )
 from engine.run.lock import LOCK_NAME, RunLock
 from engine.run.paths import atomic_write, claim_run_dir
+from engine.run.provenance import load_average, source_commit
 from engine.run.spec import RunSpec
 
 # Column names are part of the public interface (docs/architecture.md#run-directory):
@@ -106,7 +107,12 @@ class RunStore:
                 )
             atomic_write(self.path / "spec.toml", spec.to_toml())
             self.env = env_info(spec)
-            self.env.update(start_time=_iso(), status="running")
+            self.env.update(
+                start_time=_iso(),
+                status="running",
+                commit=source_commit(),
+                load_start=load_average(),
+            )
             if resume:
                 self.env["resumed"] = True
             self._write_env()
@@ -264,7 +270,7 @@ class RunStore:
         self.status = status
         self._flush_tables()
         self._write_summary()
-        self.env.update(end_time=_iso(), status=status)
+        self.env.update(end_time=_iso(), status=status, load_end=load_average())
         try:
             self._write_env()
         finally:

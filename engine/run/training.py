@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Generator, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -28,9 +28,18 @@ from engine.run.events import Event, Metric, Progress
 from engine.run.trained import RunState, TrainedModel, _Job, batch_seed
 from engine.run.twins import TwinTrainer
 
+if TYPE_CHECKING:
+    from engine.train.chunk import Perturb
+
 TICK_SECONDS = 2.0
 """The longest a training epoch runs without a progress event: a longer one (adversarial
 training attacks every batch) reports its steps (``Progress('batch')``) this often."""
+
+
+def train_group(kind: str, width: int, adversarial: bool = False) -> tuple[Any, ...]:
+    """The ``Cell.batch`` group of the networks of ``kind`` at ``width`` that may train
+    stacked (``Trainer.plan_batches``): adversarially trained ones apart from standard ones."""
+    return (kind, width, "adversarial") if adversarial else (kind, width)
 
 
 class Trainer:
@@ -132,18 +141,13 @@ class Trainer:
         if key in self._trained:
             return self._trained[key]
         together = [seed]
-        if (
-            dataset is None
-            and not adversarial
-            and d_k is None
-            and self.ctx.spec.train.batch_networks > 1
-        ):
-            for s in self.planned((kind, width)):
-                k = self._model_key(self.ctx.dataset(seed=s), kind, width, s, False, dk)
+        if dataset is None and d_k is None and self.ctx.spec.train.batch_networks > 1:
+            for s in self.planned(train_group(kind, width, adversarial)):
+                k = self._model_key(self.ctx.dataset(seed=s), kind, width, s, adversarial, dk)
                 if s != seed and k not in self._trained and k not in self._pending:
                     together.append(s)
         if len(together) > 1:
-            return (yield from self._train_together(kind, width, together, dk))
+            return (yield from self._train_together(kind, width, together, dk, adversarial))
         job = self._job(kind, width, seed, ds, adversarial, dk, d_k is not None)
         yield from self._train_one(job)
         return self._finish(job, time.perf_counter() - job.t0)
@@ -200,21 +204,7 @@ class Trainer:
         from engine.train.until import stop_now
 
         sp = self.ctx.spec
-        perturb = None
-        if job.adversarial:
-            from engine.train.adversarial import make_perturb
-
-            f = sp.flip
-            perturb = make_perturb(
-                f.adv_recipe,
-                f.adv_eps,
-                f.adv_training_steps(),
-                f.adv_alpha,
-                random_start=f.random_start,
-                norm=f.norm,
-                generator=torch.Generator(device=self.ctx.device).manual_seed(job.seed),
-                engine=sp.train.engine,
-            )
+        perturb = self._perturb(job) if job.adversarial else None
         gen = torch.Generator().manual_seed(batch_seed(job.seed, job.width))
         # until = converged: one loop to the cap, left at the first check where the guard
         # holds (engine.train.until): the weights of a fixed run of that many epochs.
@@ -238,28 +228,58 @@ class Trainer:
             if stop:
                 break
 
+    def _perturb(self, job: _Job) -> Perturb:
+        """``job``'s adversarial-training perturbation (``spec.flip``'s recipe), its random
+        starts drawn from a generator of its own seed (the same stacked or alone)."""
+        from engine.train.adversarial import make_perturb
+
+        sp = self.ctx.spec
+        f = sp.flip
+        return make_perturb(
+            f.adv_recipe,
+            f.adv_eps,
+            f.adv_training_steps(),
+            f.adv_alpha,
+            random_start=f.random_start,
+            norm=f.norm,
+            generator=torch.Generator(device=self.ctx.device).manual_seed(job.seed),
+            engine=sp.train.engine,
+        )
+
     def _train_together(
-        self, kind: str, width: int, seeds: list[int], dk: int | None
+        self, kind: str, width: int, seeds: list[int], dk: int | None, adversarial: bool = False
     ) -> Generator[Event, None, TrainedModel]:
         """The networks of ``kind`` at ``width`` for ``seeds`` (same shape, each on its
         own seed's subset) in one ``train_batched`` call; the first seed's events stream
         live, the others' wait in ``_pending`` for their own cell (with the error of a
-        network that diverged, raised there as the separate path raises it)."""
+        network that diverged, raised there as the separate path raises it).
+        ``adversarial``: each network attacks its own batches (its own ``_perturb``),
+        stacked on the fused step only (elsewhere one at a time)."""
+        from engine.train import fused
         from engine.train.batched import train_batched, worth_batching
         from engine.train.until import stop_now
 
         sp = self.ctx.spec
-        first = self._job(kind, width, seeds[0], self.ctx.dataset(seed=seeds[0]), False, dk)
+        first = self._job(kind, width, seeds[0], self.ctx.dataset(seed=seeds[0]), adversarial, dk)
         sizes = {self.ctx.dataset(seed=s).x_train_raw.shape for s in seeds}
-        if len(sizes) > 1 or not worth_batching(
-            first.model, self._step_batch(first.y.shape[0]), self.ctx.spec.train
+        apart = adversarial and (
+            fused.engine_of(sp.train) != "fused" or fused.plan(first.model) is None
+        )
+        if (
+            apart
+            or len(sizes) > 1
+            or not worth_batching(first.model, self._step_batch(first.y.shape[0]), sp.train)
         ):
-            # subsets of unequal size, or steps bound by their fixed cost: one at a time
+            # subsets of unequal size, steps bound by their fixed cost, or an adversarial
+            # step without the closed form: one at a time
             yield from self._train_one(first)
             return self._finish(first, time.perf_counter() - first.t0)
         jobs = [
             first,
-            *(self._job(kind, width, s, self.ctx.dataset(seed=s), False, dk) for s in seeds[1:]),
+            *(
+                self._job(kind, width, s, self.ctx.dataset(seed=s), adversarial, dk)
+                for s in seeds[1:]
+            ),
         ]
         t0 = time.perf_counter()
         out: list[list[Event]] = [[j.start()] for j in jobs]
@@ -279,7 +299,13 @@ class Trainer:
             batch_networks=sp.train.batch_networks,
             raise_diverged=False,
             sync=lambda b, e: jobs[b].k0 is not None and bool(every) and e % every == 0,
+            perturbs=[self._perturb(j) for j in jobs] if adversarial else None,
+            tick=TICK_SECONDS if adversarial else None,
         ):
+            if ev.tick is not None:  # a long epoch: the steps of the stack so far
+                t = ev.tick
+                yield Progress("batch", t.batch, t.batches, jobs[0].label, cell=jobs[0].cell)
+                continue
             for b, st in zip(ev.networks, ev.stats):
                 if b in ev.diverged:  # the first seed's fails its cell now, as alone
                     if b == 0:

@@ -16,6 +16,9 @@ mode and restores each module's mode afterwards, writes no parameter gradients, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
 import torch
 from torch import nn
 
@@ -31,7 +34,8 @@ from engine.attacks.base import (
     run_batched,
 )
 from engine.attacks.pgd import pgd_steps, resolve_alpha
-from engine.train.batched import Perturb
+from engine.models import closed_form
+from engine.train.base import Perturb
 
 
 def make_pgd_perturb(
@@ -75,7 +79,58 @@ def make_pgd_perturb(
 
         return run_batched(model, xb, yb, one, eps=eps, batch_size=batch_size).x_adv
 
+    if engine == "fused" and loss_fn is None:  # ``perturb_stacked`` may run it stacked
+        perturb.pgd = PGDRecipe(float(eps), n_steps, step, random_start, norm, generator)  # type: ignore[attr-defined]
     return perturb
+
+
+@dataclass(frozen=True)
+class PGDRecipe:
+    """What a ``make_pgd_perturb`` perturbation does (on the closed-form gradient, under
+    the training loss), kept on it as ``perturb.pgd`` so that ``perturb_stacked`` can run
+    several networks' perturbations as one stacked iterate."""
+
+    eps: float
+    steps: int
+    alpha: float
+    random_start: bool
+    norm: str
+    generator: torch.Generator | None = field(compare=False)
+
+
+def perturb_stacked(
+    perturbs: Sequence[Perturb], models: Sequence[nn.Module], x: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor | None:
+    """``perturbs[b](models[b], x[b], y[b])`` for every b at once: x [B, b, d] raw pixels,
+    y [B, b] → x_adv [B, b, d]; None when they cannot run stacked (not all closed-form
+    PGD of one recipe, ``PGDRecipe``). Each network draws its random start from its own
+    generator as alone, then one iterate takes every network's steps: the input gradient
+    of the stacked networks (``engine.models.closed_form.InputGrad``, batched matmuls)
+    and the ball's projection over all B·b rows (row-wise, so network b's rows see only
+    network b's ball). The same points as the separate calls, up to the rounding of a
+    batched matmul (float64: ``tests/engine/train/test_batched_adversarial.py``)."""
+    recipes = [getattr(p, "pgd", None) for p in perturbs]
+    r0 = recipes[0]
+    if r0 is None or any(r != r0 for r in recipes):
+        return None
+    net = closed_form.stack(models)
+    if net is None:
+        return None
+    grad_fn = closed_form.InputGrad(net)
+    nb, rows = y.shape
+    starts = []
+    for b, r in enumerate(recipes):
+        ball = Ball(x[b].reshape(rows, -1), r0.eps, r0.norm)
+        starts.append(ball.random_point(r.generator) if r0.random_start else ball.x)  # type: ignore[union-attr]
+    flat = x.reshape(nb * rows, -1)
+
+    def grad(z: torch.Tensor, _: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        g, loss = grad_fn(z.view(nb, rows, -1), y)
+        return g.reshape(nb * rows, -1), loss.reshape(-1)
+
+    ball = Ball(flat, r0.eps, r0.norm)
+    z, _ = pgd_steps(grad, y.reshape(-1), ball, torch.cat(starts), steps=r0.steps, alpha=r0.alpha)
+    return z.view_as(x)
 
 
 FGSM_RS_STEP = 1.25
@@ -136,4 +191,6 @@ __all__ = [
     "make_fgsm_rs_perturb",
     "make_perturb",
     "make_pgd_perturb",
+    "perturb_stacked",
+    "PGDRecipe",
 ]

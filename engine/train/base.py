@@ -10,7 +10,7 @@ parameters, i.e. gradient λθ, the same as coupled weight decay λ.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -19,6 +19,9 @@ import torch
 from torch import nn
 
 from engine.errors import ConfigError
+
+Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+"""``engine.train.adversarial``'s perturb(model, xb [b, d], yb [b]) → xb_adv [b, d]."""
 
 
 class TrainSpec(Protocol):

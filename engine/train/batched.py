@@ -115,6 +115,7 @@ def train_batched(
     raise_diverged: bool = True,
     sync: Callable[[int, int], bool] | None = None,
     perturbs: Sequence[Perturb] | None = None,
+    tick: float | None = None,
 ) -> Iterator[BatchedEpoch]:
     """Train every model of ``models`` in place on x [n, d], y [n] as ``engine.train.train``
     trains it alone with ``generators[b]`` and ``exclude=excludes[b]``; or, with y [B, n]
@@ -137,7 +138,13 @@ def train_batched(
 
     ``perturbs[b]`` (adversarial training, the fused step only): network b's raw
     mini-batch is replaced by ``perturbs[b](model_b, xb, yb)`` before each step, the model
-    holding its current weights, and its features taken of what that returns.
+    holding its current weights, and its features taken of what that returns; the
+    closed-form PGD of one recipe (``make_pgd_perturb``) runs for every network of a
+    chunk in one iterate (``engine.train.adversarial.perturb_stacked``).
+
+    ``tick``: also yield, between two steps of an epoch once ``tick`` seconds passed since
+    the last, a ``BatchedEpoch`` whose ``tick`` holds the epoch's steps so far (a long
+    adversarial epoch's progress, as ``engine.train.train(..., tick=…)``).
     """
     nets = list(models)
     if not nets:
@@ -175,7 +182,7 @@ def train_batched(
         gens = list(generators[lo:hi])
         chunk = Chunk(nets[lo:hi], xs, ys, cfg, bs, gens, excl[lo:hi], lo, own)
         with step_threads(nets[lo], bs * (hi - lo), x.device):
-            yield from chunk.run(stop, should_stop, raise_diverged, sync)
+            yield from chunk.run(stop, should_stop, raise_diverged, sync, tick)
 
 
 def train_one(
@@ -188,10 +195,12 @@ def train_one(
     should_stop: Callable[[], bool] | None = None,
     exclude: int | None = None,
     perturb: Perturb | None = None,
+    tick: float | None = None,
 ) -> Iterator[EpochStats]:
     """``engine.train.train`` of one network through a chunk of one: the same
-    ``EpochStats`` and errors (``DivergedError`` with the loop's message); the model holds
-    each epoch's weights when its stats are yielded (a caller may stop there)."""
+    ``EpochStats`` (and ``BatchTick`` with ``tick``) and errors (``DivergedError`` with the
+    loop's message); the model holds each epoch's weights when its stats are yielded (a
+    caller may stop there)."""
     for ev in train_batched(
         [model],
         x,
@@ -204,7 +213,11 @@ def train_one(
         raise_diverged=False,
         sync=lambda b, e: True,
         perturbs=None if perturb is None else [perturb],
+        tick=tick,
     ):
+        if ev.tick is not None:
+            yield ev.tick
+            continue
         if ev.diverged:
             raise DivergedError(ev.diverged[0])
         yield ev.stats[0]

@@ -22,9 +22,12 @@ from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
 from engine.train import fused
+from engine.train.adversarial import perturb_stacked
 from engine.train.base import (
     DIVERGE_FACTOR,
+    BatchTick,
     EpochStats,
+    Perturb,
     TrainSpec,
     data_loss,
     divergence_hint,
@@ -33,8 +36,6 @@ from engine.train.base import (
 
 StopRule = Callable[[int, Sequence[float]], bool]
 """(network index, its epoch-mean losses so far [E]) → True when that network stops here."""
-Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
-"""``engine.train.adversarial``'s perturb(model, xb [b, d], yb [b]) → xb_adv [b, d]."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class BatchedEpoch:
     stats: tuple[EpochStats, ...]
     stopped: tuple[int, ...] = ()
     diverged: dict[int, str] = field(default_factory=dict)
+    tick: BatchTick | None = None
+    """Set (``stats`` empty): the epoch is still running, ``tick`` its steps so far (the
+    chunk's first network's loss and accuracy): ``train_batched(..., tick=…)`` only."""
 
 
 def _features(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -151,9 +155,10 @@ class Chunk:
         should_stop: Callable[[], bool] | None,
         raise_div: bool,
         sync: Callable[[int, int], bool] | None,
+        tick: float | None = None,
     ) -> Iterator[BatchedEpoch]:
         cfg, n, bs, x = self.cfg, self.y.shape[-1], self.bs, self.x
-        t0 = time.perf_counter()
+        t0 = last = time.perf_counter()
         losses: list[list[float]] = [[] for _ in self.ids]
         start: list[float | None] = [None] * len(self.ids)
         hints = [divergence_hint(m, cfg) for m in self.nets]  # what a divergence message advises
@@ -188,6 +193,9 @@ class Chunk:
                     # read once an epoch (one sync instead of three a step)
                     steps.append((lv_t.detach(), keep.sum(1), (hit & keep).sum(1)))
                 widths.append(idx.shape[1])
+                if tick is not None and lo + bs < n and time.perf_counter() - last >= tick:
+                    last = time.perf_counter()  # a long epoch (adversarial): its steps so far
+                    yield self._tick(epoch, steps, widths, n, last - t0)
             lv_all, cnt_all, hit_all = (torch.stack(t).tolist() for t in zip(*steps))
             for width, lvs, cnt, hits in zip(widths, lv_all, cnt_all, hit_all):
                 for b, raw in enumerate(lvs):
@@ -243,17 +251,45 @@ class Chunk:
             if not self.ids:
                 return
 
+    def _tick(
+        self,
+        epoch: int,
+        steps: Sequence[tuple[torch.Tensor, ...]],
+        widths: list[int],
+        n: int,
+        t: float,
+    ) -> BatchedEpoch:
+        """The epoch so far (its first ``len(steps)`` steps) as a ``BatchedEpoch.tick``."""
+        lv, cnt, hit = (torch.stack([s[k][0] for s in steps]) for k in range(3))
+        seen = max(float(cnt.sum()), 1.0)
+        loss = float((lv * torch.tensor(widths, dtype=lv.dtype, device=lv.device)).sum())
+        done = len(steps)
+        st = BatchTick(
+            epoch,
+            loss / max(sum(widths), 1),
+            float(hit.sum()) / seen,
+            t,
+            batch=done,
+            batches=-(-n // self.bs),
+        )
+        return BatchedEpoch(epoch, tuple(self.ids), (), tick=st)
+
     def _adversarial(self, idx: torch.Tensor, rows: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         """The features [B, b, d'] of each network's perturbed mini-batch (``perturbs``),
         each model holding its current weights while its perturbation runs."""
         assert self.perturbs is not None and self.fp is not None
         raw = self.x[rows, idx] if self.per else self.x[idx]  # [B, b, d]
+        for b in range(len(self.nets)):
+            self._write_back(b)
+        xa = perturb_stacked(self.perturbs, self.nets, raw, yb)
+        if xa is not None:  # every network's PGD in one stacked iterate
+            with torch.no_grad():
+                return torch.stack([self.fp.features(n, xa[b]) for b, n in enumerate(self.nets)])
         out = []
         for b, (net, perturb) in enumerate(zip(self.nets, self.perturbs)):
-            self._write_back(b)
-            xa = perturb(net, raw[b], yb[b]).detach()
+            x_adv = perturb(net, raw[b], yb[b]).detach()
             with torch.no_grad():
-                out.append(self.fp.features(net, xa))
+                out.append(self.fp.features(net, x_adv))
         return torch.stack(out)
 
     @torch.no_grad()
@@ -311,6 +347,8 @@ class Chunk:
             self.feats = self.feats.index_select(0, sel)
         if self.per:
             self.y = self.y.index_select(0, sel)
+            if self.perturbs is not None:  # ``_adversarial`` reads the raw rows x[b]
+                self.x = self.x.index_select(0, sel)
         self.excl = self.excl.index_select(0, sel)
         self.nets = [self.nets[b] for b in keep]
         if self.perturbs is not None:

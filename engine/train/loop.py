@@ -154,6 +154,7 @@ def train(
             should_stop=should_stop,
             exclude=exclude,
             perturb=perturb,
+            tick=tick,
         )
         return
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)

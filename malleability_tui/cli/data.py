@@ -10,13 +10,8 @@ from rich import box
 from rich.table import Table
 
 from malleability_tui.cli.common import console, die, expected_errors
-from malleability_tui.cli.sources import (
-    ImageColumnOpt,
-    ImageSizeOpt,
-    LabelColumnOpt,
-    ModeOpt,
-    source_flags,
-)
+from malleability_tui.cli.declared import Given, with_options
+from malleability_tui.options import SOURCE_OPTIONS
 
 app = typer.Typer(
     help="Data sets: which are available where, and downloading them.", no_args_is_help=True
@@ -140,6 +135,7 @@ def fetch_cmd(
 
 
 @app.command("show")
+@with_options(*SOURCE_OPTIONS)
 def show_cmd(
     name: Annotated[
         str,
@@ -148,10 +144,8 @@ def show_cmd(
         ),
     ],
     data_dir: DataDir = None,
-    image_size: ImageSizeOpt = None,
-    mode: ModeOpt = None,
-    image_column: ImageColumnOpt = None,
-    label_column: LabelColumnOpt = None,
+    *,
+    given: Given,
 ) -> None:
     """Read every file of a data set (validating it) and print each split's class counts."""
     import numpy as np
@@ -161,18 +155,13 @@ def show_cmd(
     with expected_errors():
         from engine.errors import ConfigError
         from engine.run.spec import DataSpec
-        from malleability_tui.options import flag_error, given_flags
+        from malleability_tui.options import flag_error, given_flags, spec_changes
 
-        opts = DataSpec(name=name, **source_flags(image_size, mode, image_column, label_column))  # type: ignore[arg-type]
+        src = {k.removeprefix("data__"): v for k, v in spec_changes(given).items()}
+        opts = DataSpec(name=name, **src)
         try:
             opts.check_source_fields((name,))  # a flag the data set would ignore: refused
         except ConfigError as e:  # named by the user's flag, as headless names it
-            given = dict(
-                image_size=image_size,
-                mode=mode,
-                image_column=image_column,
-                label_column=label_column,
-            )
             die(flag_error(e, given_flags(given)) or str(e))
         raw = load_raw(name, data_dir, opts.source_options())
     console.print(raw.name, style="bold", highlight=False, markup=False, soft_wrap=True)

@@ -14,19 +14,16 @@ from malleability_tui.cli.common import (
     err_console,
     expected_errors,
 )
+from malleability_tui.cli.declared import Given, with_options
 from malleability_tui.cli.render import LONG_TABLES, ProgressRenderer, print_headlines, print_table
-from malleability_tui.cli.sources import (
-    ImageColumnOpt,
-    ImageSizeOpt,
-    LabelColumnOpt,
-    ModeOpt,
-    TrackingUriOpt,
-    TrackOpt,
-    source_flags,
-    track_run,
-    tracker_of,
+from malleability_tui.cli.sources import TrackingUriOpt, TrackOpt, track_run, tracker_of
+from malleability_tui.options import (
+    BY_NAME,
+    BY_SPEC_KEY,
+    HEADLESS_OPTIONS,
+    OptionError,
+    quick_help,
 )
-from malleability_tui.options import help_of, quick_help
 
 if TYPE_CHECKING:  # the engine loads when a command runs, not for --help
     from engine.run.events import Event, Failed
@@ -34,36 +31,14 @@ if TYPE_CHECKING:  # the engine loads when a command runs, not for --help
 
 
 def build_spec(
+    given: Given,
     *,
-    dataset: str | None,
-    experiment: str | None,
-    config: Path | None,
-    classes: str | None = None,
-    n_train: int | None = None,
-    n_test: int | None = None,
-    widths: str | None = None,
-    seeds: str | None = None,
-    epochs: int | None = None,
-    lr: float | None = None,
-    optimizer: str | None = None,
-    device: str | None = None,
-    data_dir: Path | None = None,
+    config: Path | None = None,
     quick: bool = False,
-    attacks: str | None = None,
-    eps: str | None = None,
-    rtol: float | None = None,
-    models: str | None = None,
-    datasets: str | None = None,
-    dtype: str | None = None,
-    qkv_dk: int | None = None,
-    qkv_dk_sweep: str | None = None,
-    executor: dict[str, object] | None = None,
-    center: bool | None = None,
-    source: dict[str, object] | None = None,
-    center_fraction: float | None = None,
     until_converged: bool = False,
 ) -> RunSpec:
-    """Config file (if any) → --quick preset → explicit flags, validated."""
+    """Config file (if any) → --quick preset → the options ``given`` (option name → value
+    as typed, None: not given; ``malleability_tui.options``), validated."""
     from engine.reproduce.presets import apply_quick, cap_quick, quick_departures
     from engine.run.spec import RunSpec
 
@@ -72,36 +47,13 @@ def build_spec(
         spec = apply_quick(spec)
     from malleability_tui.options import OptionError, spec_changes
 
-    given = dict(
-        experiment=experiment,
-        dataset=dataset,
-        data_dir=data_dir,
-        classes=classes,
-        center=center,
-        center_fraction=center_fraction,
-        n_train=n_train,
-        n_test=n_test,
-        widths=widths,
-        models=models,
-        seeds=seeds,
-        epochs=epochs,
-        lr=lr,
-        optimizer=optimizer,
-        device=device,
-        dtype=dtype,
-        attacks=attacks,
-        eps=eps,
-        rtol=rtol,
-        datasets=datasets,
-        qkv_dk=qkv_dk,
-        qkv_dk_sweep=() if qkv_dk_sweep == "" else qkv_dk_sweep,
-        **(source or {}),
-    )
     try:
-        ch: dict[str, object] = spec_changes(given)
+        ch: dict[str, object] = spec_changes(
+            {k: v for k, v in given.items() if BY_NAME[k].section != "executor"}
+        )
+        ch.update(executor_changes(given))
     except OptionError as e:
         die(str(e))
-    ch.update(executor or {})
     if until_converged:
         ch["train__until"] = "converged"
     from engine.errors import ConfigError
@@ -113,7 +65,7 @@ def build_spec(
         if (line := flag_error(e, given_flags(given))) is None:
             raise
         die(line)
-    if quick and n_train is None and n_test is None:
+    if quick and given.get("n_train") is None and given.get("n_test") is None:
         spec, note = cap_quick(spec)
         if note:
             err_console.print(f"note: --quick: {note}", highlight=False, markup=False)
@@ -125,23 +77,14 @@ def build_spec(
     return spec
 
 
-def executor_changes(
-    executor: str | None,
-    address: str | None,
-    max_parallel: int | None,
-    cpus_per_cell: int | None,
-    gpus_per_cell: float | None,
-) -> dict[str, object]:
-    """The ``executor__*`` spec changes of the executor flags that were given."""
-    given = {
-        "kind": executor.lower() if executor is not None else None,
-        "address": address,
-        "max_parallel": max_parallel,
-        "cpus_per_cell": cpus_per_cell,
-        "gpus_per_cell": gpus_per_cell,
-    }
-    ch: dict[str, object] = {f"executor__{k}": v for k, v in given.items() if v is not None}
-    if address is not None and executor is None:
+def executor_changes(given: Given) -> dict[str, object]:
+    """The ``executor__*`` spec changes of the executor options given (``--executor``,
+    ``--address``, …); an address alone means Ray. ``OptionError`` for text that does
+    not parse."""
+    from malleability_tui.options import spec_changes
+
+    ch = spec_changes({k: v for k, v in given.items() if BY_NAME[k].section == "executor"})
+    if "executor__address" in ch and "executor__kind" not in ch:
         ch["executor__kind"] = "ray"  # an address only means something to Ray
     return ch
 
@@ -151,10 +94,9 @@ def check_ray_flags(kind: str, ex: dict[str, object]) -> None:
     local: they would be ignored without a word."""
     if kind != "local":
         return
-    given = [k.removeprefix("executor__") for k in ex if k != "executor__kind"]
+    given = [BY_SPEC_KEY[k].flag for k in ex if k != "executor__kind"]
     if given:
-        flag = "--" + given[0].replace("_", "-")
-        die(f"{flag} goes with --executor ray (this run's executor is local)")
+        die(f"{given[0]} goes with --executor ray (this run's executor is local)")
 
 
 def execute(
@@ -245,103 +187,13 @@ def show_results(tables: dict, summary: dict, warned: set[str] | None = None) ->
     print_headlines(console, summary, warned)
 
 
-# The executor options, shared by headless and reproduce (docs/guide.md#ray).
-ExecutorOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--executor",
-        help="Where sweep cells run: local (default, in this process) or ray (parallel; docs/guide.md#ray).",
-    ),
-]
-AddressOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--address",
-        help=help_of("address"),
-    ),
-]
-MaxParallelOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-parallel",
-        help="Cells in flight at once with --executor ray (default: as many as the CPUs allow).",
-    ),
-]
-CpusPerCellOpt = Annotated[
-    int | None,
-    typer.Option("--cpus-per-cell", help="CPUs and torch threads per Ray cell (default 1)."),
-]
-GpusPerCellOpt = Annotated[
-    float | None,
-    typer.Option("--gpus-per-cell", help="GPUs per Ray cell, fractions share one (default 0)."),
-]
-
-
+@with_options(*HEADLESS_OPTIONS)
 def headless(
-    dataset: Annotated[
-        str | None,
-        typer.Option(
-            "--dataset",
-            "-d",
-            help=help_of("dataset"),
-        ),
-    ] = None,
-    experiment: Annotated[
-        str | None,
-        typer.Option(
-            "--experiment",
-            "-e",
-            help=help_of("experiment"),
-        ),
-    ] = None,
+    given: Given,
     config: Annotated[
         Path | None,
         typer.Option("--config", "-c", help="A run spec TOML file (flags override it)."),
     ] = None,
-    classes: Annotated[str | None, typer.Option(help=help_of("classes"))] = None,
-    n_train: Annotated[
-        int | None,
-        typer.Option("--n-train", help=help_of("n_train")),
-    ] = None,
-    n_test: Annotated[int | None, typer.Option("--n-test", help=help_of("n_test"))] = None,
-    widths: Annotated[str | None, typer.Option(help=help_of("widths"))] = None,
-    models: Annotated[str | None, typer.Option(help=help_of("models"))] = None,
-    qkv_dk: Annotated[
-        int | None,
-        typer.Option("--qkv-dk", help=help_of("qkv_dk")),
-    ] = None,
-    qkv_dk_sweep: Annotated[
-        str | None,
-        typer.Option("--qkv-dk-sweep", help=help_of("qkv_dk_sweep")),
-    ] = None,
-    seeds: Annotated[str | None, typer.Option(help=help_of("seeds"))] = None,
-    epochs: Annotated[int | None, typer.Option(help=help_of("epochs"))] = None,
-    lr: Annotated[float | None, typer.Option(help=help_of("lr"))] = None,
-    optimizer: Annotated[str | None, typer.Option(help=help_of("optimizer"))] = None,
-    attacks: Annotated[str | None, typer.Option(help=help_of("attacks"))] = None,
-    eps: Annotated[str | None, typer.Option(help=help_of("eps"))] = None,
-    rtol: Annotated[
-        float | None,
-        typer.Option(help=help_of("rtol")),
-    ] = None,
-    datasets: Annotated[str | None, typer.Option(help=help_of("datasets"))] = None,
-    device: Annotated[str | None, typer.Option(help=help_of("device"))] = None,
-    dtype: Annotated[str | None, typer.Option(help=help_of("dtype"))] = None,
-    center: Annotated[
-        bool | None,
-        typer.Option(
-            "--center/--no-center",
-            help=help_of("center"),
-        ),
-    ] = None,
-    center_fraction: Annotated[
-        float | None, typer.Option("--center-fraction", help=help_of("center_fraction"))
-    ] = None,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir", help=help_of("data_dir"))] = None,
-    image_size: ImageSizeOpt = None,
-    mode: ModeOpt = None,
-    image_column: ImageColumnOpt = None,
-    label_column: LabelColumnOpt = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -380,46 +232,16 @@ def headless(
             "--quiet", "-q", help="No progress bars or tables; print only the run directory."
         ),
     ] = False,
-    executor: ExecutorOpt = None,
-    address: AddressOpt = None,
-    max_parallel: MaxParallelOpt = None,
-    cpus_per_cell: CpusPerCellOpt = None,
-    gpus_per_cell: GpusPerCellOpt = None,
     track: TrackOpt = None,
     tracking_uri: TrackingUriOpt = None,
 ) -> None:
     """Run experiments without the TUI and write a run directory of CSV/JSON."""
     with expected_errors():
-        ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
-        spec = build_spec(
-            dataset=dataset,
-            experiment=experiment,
-            config=config,
-            classes=classes,
-            n_train=n_train,
-            n_test=n_test,
-            widths=widths,
-            seeds=seeds,
-            epochs=epochs,
-            lr=lr,
-            optimizer=optimizer,
-            device=device,
-            data_dir=data_dir,
-            quick=quick,
-            attacks=attacks,
-            eps=eps,
-            rtol=rtol,
-            models=models,
-            datasets=datasets,
-            dtype=dtype,
-            qkv_dk=qkv_dk,
-            qkv_dk_sweep=qkv_dk_sweep,
-            executor=ex,
-            center=center,
-            center_fraction=center_fraction,
-            source=source_flags(image_size, mode, image_column, label_column),
-            until_converged=until_converged,
-        )
+        try:
+            ex = executor_changes(given)
+        except OptionError as e:
+            die(str(e))
+        spec = build_spec(given, config=config, quick=quick, until_converged=until_converged)
         if not resume:  # a resumed run's executor is its saved one (checked in execute)
             check_ray_flags(spec.executor.kind, ex)
         tracker = tracker_of(track, tracking_uri)
@@ -442,7 +264,7 @@ def headless(
         try:
             select(spec.experiment)
         except ConfigError as e:  # --experiment 'nope', not experiment='nope'
-            die(flag_error(e, given_flags({"experiment": experiment})) or str(e))
+            die(flag_error(e, given_flags({"experiment": given["experiment"]})) or str(e))
         if not resume:
             check_data(spec)
         if dry_run:
@@ -528,11 +350,6 @@ def experiments_cmd(
 
 
 __all__ = [
-    "AddressOpt",
-    "CpusPerCellOpt",
-    "ExecutorOpt",
-    "GpusPerCellOpt",
-    "MaxParallelOpt",
     "build_spec",
     "check_ray_flags",
     "execute",

@@ -18,24 +18,42 @@ from malleability_tui.cli.common import (
     parse_ints,
     parse_names,
 )
-from malleability_tui.cli.headless import (
-    AddressOpt,
-    CpusPerCellOpt,
-    ExecutorOpt,
-    GpusPerCellOpt,
-    MaxParallelOpt,
-    check_ray_flags,
-    execute,
-    executor_changes,
-)
+from malleability_tui.cli.declared import Given, with_options
+from malleability_tui.cli.headless import check_ray_flags, execute, executor_changes
 from malleability_tui.cli.render import WIDTH, table_parts
 from malleability_tui.cli.sources import TrackingUriOpt, TrackOpt, track_run, tracker_of
-from malleability_tui.options import QUICK_MAX_EPOCHS, flag_error, quick_help
+from malleability_tui.options import (
+    BY_NAME,
+    OptionError,
+    flag_error,
+    given_flags,
+    quick_help,
+    spec_changes,
+)
 from malleability_tui.text import MISSING, duration, number
 
 if TYPE_CHECKING:  # the engine loads when the command runs, not for --help
     from engine.experiments.estimate import PlanLine
     from engine.reproduce.plan import Part
+
+EXECUTOR = ("executor", "address", "max_parallel", "cpus_per_cell", "gpus_per_cell")
+PLAN_ARGS = ("seeds", "data_dir", "device")
+"""Options ``plan`` takes itself; the others are overrides of every part's spec."""
+REPRODUCE_OPTIONS = (
+    BY_NAME["seeds"].told(help="Seeds (default 0,1,2, --quick too: claims 3, 4 and 6 need them)."),
+    BY_NAME["data_dir"].told(help="Folder holding the data set's files (or their parent)."),
+    BY_NAME["device"].told(default="auto"),
+    BY_NAME["widths"].told(help="Override the preset's widths, e.g. 16,256,1024."),
+    BY_NAME["epochs"].told(help="Override the preset's training epochs."),
+    BY_NAME["max_epochs"],
+    BY_NAME["models"].told(
+        help="Models (default relu,attn); add qkv for the v2 claim (checklist 7)."
+    ),
+    BY_NAME["adv_recipe"],
+    BY_NAME["engine"],
+    *(BY_NAME[n] for n in EXECUTOR),
+)
+"""The run options ``reproduce`` takes (``malleability_tui.options``), as it presents them."""
 
 VERDICT_STYLE = {
     "holds": "green",
@@ -45,6 +63,7 @@ VERDICT_STYLE = {
 }
 
 
+@with_options(*REPRODUCE_OPTIONS)
 def reproduce(
     dataset: Annotated[
         list[str] | None,
@@ -60,10 +79,6 @@ def reproduce(
             help="Paper tables to reproduce: 1 (NTK distance), 2 (10-class flips), 3 (binary flips), 4 (adversarial training)."
         ),
     ] = "1,2,3,4",
-    seeds: Annotated[
-        str | None,
-        typer.Option(help="Seeds (default 0,1,2, --quick too: claims 3, 4 and 6 need them)."),
-    ] = None,
     quick: Annotated[
         bool,
         typer.Option(
@@ -71,10 +86,6 @@ def reproduce(
             help=quick_help("0,1,2 (claims 3, 4 and 6 need them)"),
         ),
     ] = False,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option("--data-dir", help="Folder holding the data set's files (or their parent)."),
-    ] = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Run directory (default runs/<time>-reproduce)."),
@@ -82,20 +93,8 @@ def reproduce(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run in --out, skipping finished cells.")
     ] = False,
-    device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
-    widths: Annotated[
-        str | None, typer.Option(help="Override the preset's widths, e.g. 16,256,1024.")
-    ] = None,
-    epochs: Annotated[
-        int | None, typer.Option(help="Override the preset's training epochs.")
-    ] = None,
-    max_epochs: Annotated[
-        int | None,
-        typer.Option(
-            "--max-epochs",
-            help=f"Override the cap on epochs of training until converged (default 2000; --quick: {QUICK_MAX_EPOCHS}).",
-        ),
-    ] = None,
+    *,
+    given: Given,
     until_converged: Annotated[
         bool,
         typer.Option(
@@ -136,29 +135,6 @@ def reproduce(
             help="Then retrain one seed's converged cells of each part to twice their epochs and record per claim whether the verdict or its numbers move (with --resume --out RUN: on a finished run).",
         ),
     ] = False,
-    models: Annotated[
-        str | None,
-        typer.Option(help="Models (default relu,attn); add qkv for the v2 claim (checklist 7)."),
-    ] = None,
-    adv_recipe: Annotated[
-        str | None,
-        typer.Option(
-            "--adv-recipe",
-            help="Table 4's adversarial training: pgd (default; the paper's same attack) or fgsm_rs (Wong et al. 2020, about 1/3 of the MNIST preset's FLOPs).",
-        ),
-    ] = None,
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            help="Training step and attack gradient: fused (default: closed form for 2L-ReLU, MLP-Attn and their twins, several networks stacked in one step) or autograd (every model, the reference).",
-        ),
-    ] = None,
-    executor: ExecutorOpt = None,
-    address: AddressOpt = None,
-    max_parallel: MaxParallelOpt = None,
-    cpus_per_cell: CpusPerCellOpt = None,
-    gpus_per_cell: GpusPerCellOpt = None,
     track: TrackOpt = None,
     tracking_uri: TrackingUriOpt = None,
 ) -> None:
@@ -172,6 +148,7 @@ def reproduce(
         fused_step_price,
         probe_flops,
         probe_step_seconds,
+        probe_stream_seconds,
     )
     from engine.reproduce.driver import reproduce_parts
     from engine.reproduce.plan import plan
@@ -187,20 +164,14 @@ def reproduce(
         from engine.data import canonical_name
 
         names = tuple(canonical_name(n) for n in names)
-        sd = None if seeds is None else parse_ints(seeds, "--seeds")
-        over: dict[str, Any] = {}
-        if widths is not None:
-            over["model__widths"] = parse_ints(widths, "--widths")
-        if epochs is not None:
-            over["train__epochs"] = epochs
-        if max_epochs is not None:
-            over["train__max_epochs"] = max_epochs
-        if models is not None:
-            over["model__kinds"] = parse_names(models)
-        if adv_recipe is not None:
-            over["flip__adv_recipe"] = adv_recipe
-        if engine is not None:
-            over["train__engine"] = engine
+        try:
+            args = spec_changes({k: given[k] for k in PLAN_ARGS})
+            over: dict[str, Any] = spec_changes(
+                {k: v for k, v in given.items() if k not in PLAN_ARGS and k not in EXECUTOR}
+            )
+            ex = executor_changes(given)
+        except OptionError as e:
+            die(str(e))
         if until_converged:
             over["train__until"] = "converged"
         protos = parse_names(protocols, "--protocols") if protocols is not None else None
@@ -218,7 +189,6 @@ def reproduce(
                 die(f"invalid --center-fraction {center_fraction!r}: a number from 0 to 1")
             a = center_fraction
             protos = ("paper",) if a == 0 else ("centred",) if a == 1 else (f"alpha-{a:g}",)
-        ex = executor_changes(executor, address, max_parallel, cpus_per_cell, gpus_per_cell)
         over.update(ex)  # every sub-run gets the same executor
         from engine.errors import ConfigError
 
@@ -226,27 +196,23 @@ def reproduce(
             parts = plan(
                 names,
                 tables=tabs,
-                seeds=sd,
+                seeds=args.get("seeds"),
                 quick=quick,
-                data_dir=str(data_dir) if data_dir else None,
-                device=device,
+                data_dir=args.get("data__data_dir"),
+                device=args["device"],
                 overrides=over,
                 protocols=tuple(protos) if protos else None,
                 scale=scale,
             )
         except ConfigError as e:  # in the flag's words, not the spec key's: --widths '0'
-            given = {
-                "model.widths": ("--widths", widths),
-                "train.epochs": ("--epochs", epochs),
-                "train.max_epochs": ("--max-epochs", max_epochs),
-                "model.kinds": ("--models", models),
-                "seeds": ("--seeds", seeds),
-                "flip.adv_recipe": ("--adv-recipe", adv_recipe),
-                "device": ("--device", device),
-                "scale": ("--scale", scale),
-                "protocols": ("--protocols", protocols),
-            }
-            line = flag_error(e, {k: v for k, v in given.items() if v[1] is not None})
+            flags = given_flags(given)
+            for field, flag, raw in (
+                ("scale", "--scale", scale),
+                ("protocols", "--protocols", protocols),
+            ):
+                if raw is not None:
+                    flags[field] = (flag, raw)
+            line = flag_error(e, flags)
             if line is None:
                 raise
             die(line)
@@ -263,9 +229,13 @@ def reproduce(
             die(
                 f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"
             )
-        rate, step = probe_flops(), probe_step_seconds()
+        rate, step, stream = probe_flops(), probe_step_seconds(), probe_stream_seconds()
         est = estimate_seconds(
-            [p.spec for p in parts], flops_per_s=rate, step_s=step, fused_s=fused_probe
+            [p.spec for p in parts],
+            flops_per_s=rate,
+            step_s=step,
+            fused_s=fused_probe,
+            stream_s=stream,
         )
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
@@ -290,7 +260,11 @@ def reproduce(
                 markup=False,
             )
         lines = breakdown(
-            [(p.key, p.spec) for p in parts], flops_per_s=rate, step_s=step, fused_s=fused_probe
+            [(p.key, p.spec) for p in parts],
+            flops_per_s=rate,
+            step_s=step,
+            fused_s=fused_probe,
+            stream_s=stream,
         )
         floor = sum(ln.floor_s for ln in lines)
         fused = sum(ln.fused_steps for ln in lines)

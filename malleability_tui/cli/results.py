@@ -52,18 +52,34 @@ def _figures(run: Path, folder: Path, parts: list[dict[str, Any]]) -> list[Path]
 @app.command("add")
 def add_cmd(
     run: Annotated[
-        Path, typer.Argument(help="A finished reproduction's folder (--out of reproduce).")
+        Path,
+        typer.Argument(
+            help="A finished reproduction's folder (--out of reproduce) or kappa_sweep run's."
+        ),
     ],
     into: IntoOpt = Path("docs/results"),
 ) -> None:
-    """Import a finished reproduction into INTO/<dataset>/<protocol>/ and regenerate the page."""
+    """Import a finished reproduction into INTO/<dataset>/<protocol>/ (a kappa_sweep run into
+    INTO/kappa/<dataset>-<classes>-n<n_train>/) and regenerate the page."""
     from engine.reproduce.page import write_page
     from engine.reproduce.publish import import_run
+    from engine.reproduce.publish_kappa import is_kappa_run
 
-    if not (run / "reproduce.json").is_file():
-        die(f"invalid RUN {str(run)!r}: a reproduction's folder (it has reproduce.json)")
+    kappa = is_kappa_run(run)
+    if not kappa and not (run / "reproduce.json").is_file():
+        die(
+            f"invalid RUN {str(run)!r}: a reproduction's folder (it has reproduce.json) "
+            "or a kappa_sweep run's (it has kappa_sweep.csv)"
+        )
     if into.exists() and not into.is_dir():
         die(f"invalid --into {str(into)!r}: a folder (this is a file)")
+    if kappa:
+        with expected_errors():
+            folder = _add_kappa(run, into)
+            page = write_page(into)
+        console.print(f"wrote {folder}", highlight=False)
+        console.print(f"wrote {page}", highlight=False)
+        return
     import json
 
     with expected_errors():
@@ -75,6 +91,22 @@ def add_cmd(
             console.print(f"wrote {f} ({len(figs)} figures)", highlight=False)
         page = write_page(into)
     console.print(f"wrote {page}", highlight=False)
+
+
+def _add_kappa(run: Path, into: Path) -> Path:
+    """Import a kappa_sweep run (``engine.reproduce.publish_kappa``) and draw its figure
+    with the figures command's own code (``make_figures``, the kappa_sweep figure only)."""
+    from malleability_tui.cli.figures import make_figures, use_agg
+
+    use_agg("malleability results add")
+    from engine.reproduce.publish_kappa import import_kappa
+    from engine.run.runs import read_run
+
+    folder = import_kappa(run, into)
+    make_figures(
+        [(folder.name, read_run(run))], folder / "figures", "png", only={"kappa_sweep"}, dpi=60
+    )
+    return folder
 
 
 @app.command("page")

@@ -1,4 +1,5 @@
-"""Options shared by ``headless`` and ``reproduce`` for data sources and run tracking.
+"""Options shared by ``headless`` and ``reproduce`` for run tracking (the data source's
+options are run options: ``malleability_tui.options``).
 
 The tracking itself lives in ``engine.tracking`` (one implementation, reading a finished
 run directory); this module only declares the flags and calls it.
@@ -12,12 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from malleability_tui.cli.common import err_console
-from malleability_tui.options import help_of
 
-ImageSizeOpt = Annotated[int | None, typer.Option("--image-size", help=help_of("image_size"))]
-ModeOpt = Annotated[str | None, typer.Option("--mode", help=help_of("mode"))]
-ImageColumnOpt = Annotated[str | None, typer.Option("--image-column", help=help_of("image_column"))]
-LabelColumnOpt = Annotated[str | None, typer.Option("--label-column", help=help_of("label_column"))]
 TrackOpt = Annotated[
     str | None,
     typer.Option(
@@ -32,19 +28,6 @@ TrackingUriOpt = Annotated[
         help="MLflow tracking URI, e.g. file:./mlruns or http://host:5000 (default: $MLFLOW_TRACKING_URI, else MLflow's own default).",
     ),
 ]
-
-
-def source_flags(
-    image_size: int | None, mode: str | None, image_column: str | None, label_column: str | None
-) -> dict[str, object]:
-    """The source options given on the command line, for ``build_spec`` (mode upper-cased)."""
-    given = dict(
-        image_size=image_size,
-        mode=mode.upper() if mode else mode,
-        image_column=image_column,
-        label_column=label_column,
-    )
-    return {k: v for k, v in given.items() if v is not None}
 
 
 def tracker_of(track: str | None, uri: str | None) -> Any:

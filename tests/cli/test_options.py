@@ -3,15 +3,21 @@ TUI setup form: the parser, the table's agreement with both front ends."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from engine.run.spec import DataSpec, RunSpec
 from malleability_tui.cli.main import app
+from malleability_tui.cli.reproduce import REPRODUCE_OPTIONS
 from malleability_tui.options import (
+    BY_NAME,
     FORM_OPTIONS,
+    HEADLESS_OPTIONS,
     RUN_OPTIONS,
+    SOURCE_OPTIONS,
     OptionError,
     parse_value,
     spec_changes,
@@ -70,6 +76,13 @@ SAMPLE = {
     "mode": "RGB",
     "image_column": "img",
     "label_column": "fine",
+    "executor": "Local",
+    "max_parallel": "2",
+    "cpus_per_cell": "1",
+    "gpus_per_cell": "0.5",
+    "max_epochs": "900",
+    "adv_recipe": "fgsm_rs",
+    "engine": "autograd",
 }
 
 SOURCE_FIELDS = ("image_size", "mode", "image_column", "label_column")
@@ -84,8 +97,8 @@ def test_every_option_sets_its_spec_key_and_names_its_flag():
         section, _, field = o.spec_key.partition("__")
         assert o.error_field == (f"{section}.{field}" if field else section)
         changes = spec_changes({o.name: SAMPLE[o.name]})
-        if o.name == "address":
-            changes["executor__kind"] = "ray"
+        if o.name in ("address", "max_parallel", "cpus_per_cell", "gpus_per_cell"):
+            changes["executor__kind"] = "ray"  # Ray's knobs
         # the source fields are read by an hf: source only (a built-in would ignore them)
         on = hf_base if o.spec_key.removeprefix("data__") in SOURCE_FIELDS else base
         spec = on.replace(**changes)  # the key exists and takes the parsed value
@@ -101,12 +114,53 @@ def test_every_option_sets_its_spec_key_and_names_its_flag():
     }
 
 
-def test_the_headless_command_takes_its_flags_and_help_from_the_table():
-    cmd = typer.main.get_command(app).commands["headless"]  # type: ignore[attr-defined]
-    params = {opt: p for p in cmd.params for opt in getattr(p, "opts", [])}
-    for o in RUN_OPTIONS:
+def params_of(*command: str) -> dict[str, Any]:
+    cmd: Any = typer.main.get_command(app)
+    for name in command:
+        cmd = cmd.commands[name]
+    return {opt: p for p in cmd.params for opt in getattr(p, "opts", [])}
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        (("headless",), HEADLESS_OPTIONS),
+        (("reproduce",), REPRODUCE_OPTIONS),
+        (("data", "show"), SOURCE_OPTIONS),
+    ],
+)
+def test_the_commands_take_their_flags_and_help_from_the_table(command, options):
+    params = params_of(*command)
+    for o in options:
         assert o.flag in params, o.flag
-        assert params[o.flag].help == o.help, o.flag
+        p = params[o.flag]
+        assert p.help == o.help and p.name == o.name and p.default == o.default, o.flag
+        assert (o.short in p.opts) if o.short else len(p.opts) == 1, o.flag
+    assert {o.name for o in HEADLESS_OPTIONS} == {o.name for o in RUN_OPTIONS if o.headless}
+    # reproduce shows some in its own words; the flag, spec key and parser stay one
+    for o in REPRODUCE_OPTIONS:
+        base = BY_NAME[o.name]
+        assert (o.flag, o.spec_key, o.kind) == (base.flag, base.spec_key, base.kind)
+
+
+def test_a_declared_option_reaches_the_spec_through_the_cli(tmp_path):
+    """Every headless option, given as its flag, lands in the saved spec: the generated
+    parameters, the values handed to the command and the spec changes agree."""
+
+    from engine.run.spec import RunSpec as Spec
+
+    args: list[str] = ["--dataset", "hf:/data/own"]
+    skip = {"dataset", "center", "executor", "address", "max_parallel", "cpus_per_cell",
+            "gpus_per_cell", "data_dir"}  # fmt: skip
+    for o in HEADLESS_OPTIONS:
+        if o.name not in skip:
+            args += [o.flag, SAMPLE[o.name]]
+    out = tmp_path / "spec.toml"
+    res = CliRunner().invoke(app, ["headless", *args, "--no-center", "--save-config", str(out)])
+    assert res.exit_code == 0, res.output
+    spec = Spec.load(out)
+    assert spec.model.widths == (4, 16) and spec.data.mode == "RGB" and spec.qkv.dk_sweep == (8, 32)
+    assert spec.data.center is False and spec.train.optimizer == "gd"
 
 
 def test_the_form_shows_the_labelled_options_in_order():

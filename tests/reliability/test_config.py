@@ -92,7 +92,7 @@ def test_save_config_round_trip(sandbox: Path) -> None:
 
 
 def test_tui_refuses_bad_arguments(sandbox: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from malleability_tui import app as tui
+    from malleability_tui import launch as tui
 
     (sandbox / "bad.toml").write_text("device = 5\n")
     (sandbox / "broken.toml").write_text("[[[")

@@ -181,14 +181,14 @@ cli.main()
 """,
     "tui": """
 import sys
-from malleability_tui import app, boundary
+from malleability_tui import boundary, launch
 
 def interrupted() -> None:
     exec("raise KeyboardInterrupt", {})
 
 boundary.terminal_problem = interrupted
 sys.argv = ["malleability-tui"]
-app.main()
+launch.main()
 """,
 }
 

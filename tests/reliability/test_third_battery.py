@@ -298,7 +298,10 @@ def test_torch_that_cannot_load_is_one_line(tmp_path: Path) -> None:
     r = _cli("data", "show", "digits", limit=low)  # scikit-learn's library, first
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 1 and len(lines) == 1, r.stderr
-    assert lines[0].startswith("error: cannot load ") and "internal error" not in lines[0]
+    # where the limit bites varies with the address space's layout: a library that cannot
+    # be mapped, or an allocation that fails first; either way one line, no traceback
+    assert lines[0].startswith(("error: cannot load ", "error: out of memory")), lines[0]
+    assert "internal error" not in lines[0]
 
 
 def test_a_deleted_working_directory_is_one_line(tmp_path: Path) -> None:
@@ -309,7 +312,7 @@ def test_a_deleted_working_directory_is_one_line(tmp_path: Path) -> None:
     gone.mkdir()
     for cmd in (
         f"{sys.executable} -m malleability_tui.cli.main headless --quiet --out {tmp_path / 'r'}",
-        f"{sys.executable} -c 'from malleability_tui.app import main; main()'",
+        f"{sys.executable} -c 'from malleability_tui.launch import main; main()'",
     ):
         r = subprocess.run(
             ["bash", "-c", f"cd {gone} && rmdir {gone} && exec {cmd}"],

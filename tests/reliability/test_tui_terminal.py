@@ -22,7 +22,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def test_no_terminal_on_stdin_is_one_line(tmp_path: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "malleability_tui.app"],
+        [sys.executable, "-m", "malleability_tui.launch"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -41,7 +41,7 @@ def test_term_dumb_is_one_line(tmp_path: Path) -> None:
     if pid == 0:  # the child: stdin and stdout are the pty, TERM=dumb
         os.execve(
             sys.executable,
-            [sys.executable, "-m", "malleability_tui.app"],
+            [sys.executable, "-m", "malleability_tui.launch"],
             _env(tmp_path, TERM="dumb"),
         )
     out = b""
@@ -71,7 +71,7 @@ def _tui_on_a_pty(tmp_path: Path, args: list[str], press: bytes | None, limit: f
     pid, fd = pty.fork()
     if pid == 0:
         env = _env(runs, TERM="xterm-256color", COLUMNS="80", LINES="24")
-        os.execve(sys.executable, [sys.executable, "-m", "malleability_tui.app", *args], env)
+        os.execve(sys.executable, [sys.executable, "-m", "malleability_tui.launch", *args], env)
     out, t0, pressed, sent, status = b"", time.monotonic(), None, False, None
     while time.monotonic() - t0 < limit:
         if select.select([fd], [], [], 0.2)[0]:

@@ -244,6 +244,7 @@ def canned_events(fail: str | None = None) -> list:
                     "width_1d": 0.6 if label == "2L-ReLU" else 0.3,
                     "width_delta": 0.1,
                     "width_censored": False,
+                    "width_span": 1.0,
                     **GUARDS_OK,
                 },
                 cell=cell,

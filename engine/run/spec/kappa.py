@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from engine.kinds import ATTACKS
-from engine.run.spec.checks import _check
+from engine.run.spec.checks import _check, _pos_int
 
 KAPPA_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 """The centring fractions α of the sweep: 0 the paper's preprocessing, 1 centred."""
-
-
-def _pos_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
 @dataclass(frozen=True)

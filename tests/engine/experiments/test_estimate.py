@@ -7,11 +7,13 @@ import math
 from typer.testing import CliRunner
 
 from engine.experiments.estimate import (
+    ADV_OVERHEAD,
     BATCHED_OVERHEAD,
     BATCHED_STEP,
     CONFIRM_SECONDS,
     OVERHEAD,
     PER_RUN_SECONDS,
+    Plan,
     Work,
     breakdown,
     estimate_seconds,
@@ -123,8 +125,12 @@ def test_breakdown_adds_up_to_the_estimate():
     total = sum(ln.estimate_s for ln in lines)
     assert math.isclose(total, estimate_seconds(specs, flops_per_s=RATE, step_s=STEP))
     assert {ln.experiment for ln in lines if ln.run == "b"} == {"train", "spectrum"}
+    works = {(r, e): w for r, sp in zip("ab", specs) for e, w in planned_work(sp).items()}
     for ln in lines[:-1]:
-        assert math.isclose(ln.estimate_s, OVERHEAD * ln.floor_s + STEP * ln.steps)
+        adv = works[ln.run, ln.experiment].adversarial / RATE  # adversarial training's floor
+        assert (adv > 0) == (ln.experiment == "advtrain")
+        want = OVERHEAD * (ln.floor_s - adv) + ADV_OVERHEAD * adv + STEP * ln.steps
+        assert math.isclose(ln.estimate_s, want)
     assert lines[-1].estimate_s == 2 * PER_RUN_SECONDS
 
 
@@ -197,7 +203,11 @@ def test_adversarial_steps_of_fused_kinds_are_fused_steps_of_one_network():
     adv = 2 * 2 * (1 + 3)  # epochs × batches × (step + PGD steps)
     work = planned_work(spec)
     assert work["advtrain"].steps == (adv + attack) * 2  # qkv × seeds
-    assert work["advtrain"].fused == ((1, (adv + attack) * 2 * 2),)  # relu, attn × seeds
+    # relu, attn: adversarial training's passes with both seeds stacked, the attacks
+    # one network at a time; the adversarial FLOPs are all the training's
+    assert work["advtrain"].fused == ((1, attack * 2 * 2), (2, adv * 2))
+    adv_flops = 6.0 * 64 * 64 * spec.flip.width * 2 * (1 + 3) * 3 * 2  # n·d·m·epochs·passes·cells
+    assert work["advtrain"].adversarial == adv_flops
     auto = planned_work(spec.replace(train__engine="autograd"))
     assert auto["advtrain"].fused == () and auto["advtrain"].steps == (adv + attack) * 3 * 2
     assert auto["advtrain"].flops == work["advtrain"].flops
@@ -261,9 +271,64 @@ def test_influence_check_work_counts_retrainings_batched_or_not():
         planned_work(spec.replace(train__batch_networks=5))["influence_check"].steps
         == (5 * 2 + BATCHED_STEP * 3 * 5 * 2) * cells
     )
-    # the PBRF truth retrains nothing: 25 + 50 L-BFGS steps, two passes of the 5 networks
-    # each, in the span of the 200 training features (d = 64 < 200)
+    # the PBRF truth retrains nothing: one solve of 2 × 25 L-BFGS steps (the truth its
+    # checkpoint, the noise floor its end) for the 5 points at once, on the span head
+    # (P = m·r, r = min(n, d) = 64): 6 + 2·2 passes' FLOPs a step in float64 (× 2), and
+    # the two-loop recursion streaming min(i, 20) history pairs at step i
     pbrf = planned_work(spec.replace(influence_check__truth="pbrf"))["influence_check"]
-    steps = 25 * 3
-    assert pbrf.flops == (one + kernels + 2 * 6.0 * 5 * 200 * d * 32 * steps) * cells
-    assert pbrf.steps == (5 * 2 + steps) * cells
+    steps, k, r = 50, 5, 64
+    pairs = sum(range(20)) + 30 * 20
+    assert pbrf.flops == (one + kernels + 2 * 10.0 * k * 200 * r * 32 * steps) * cells
+    assert pbrf.streamed == k * 32 * r * (10.0 * pairs + 10.0 * steps) * cells
+    assert pbrf.steps == (5 * 2 + 3 * steps) * cells
+    no_floor = planned_work(
+        spec.replace(influence_check__truth="pbrf", influence_check__noise_floor=False)
+    )
+    assert no_floor["influence_check"].streamed < pbrf.streamed / 2  # 25 steps, a short history
+    assert planned_work(spec)["influence_check"].streamed == 0  # retraining: no PBRF
+
+
+def test_every_registered_experiment_registers_its_estimate():
+    """The estimate is part of an experiment's registration: every listed experiment has
+    one that prices work, and registering one without it fails."""
+    import pytest
+
+    from engine.experiments.registry import LISTING, experiments, register
+
+    known = experiments()
+    assert set(known) == set(LISTING)
+    base = RunSpec(seeds=(0,)).replace(
+        data__n_train=50, data__n_test=20, model__widths=(8,), train__epochs=2,
+        landscape__width=8, flip__width=8, influence_check__n_train=40,
+        influence_check__n_test=20, influence_check__width=8, kappa__n_train=40,
+        kappa__n_test=20, trainability__max_steps=100,
+    )  # fmt: skip
+    for name, e in known.items():
+        work = planned_work(base.replace(experiment=name))
+        assert list(work) == [name] and work[name] == e.estimate(
+            Plan(base.replace(experiment=name))
+        )
+        assert work[name].seconds(RATE, STEP) > 0, name
+    with pytest.raises(TypeError, match="estimate"):
+        register("train")(lambda ctx: iter(()))  # type: ignore[call-arg]
+
+
+def test_trainability_is_priced_at_its_step_cap():
+    spec = RunSpec(experiment="trainability", seeds=(0,)).replace(
+        model__kinds=("qkv",), trainability__max_steps=1000, trainability__width=16
+    )
+    w = planned_work(spec)["trainability"]
+    cells = len(spec.trainability.kappas) + 1
+    assert w.steps == 1000 * cells  # an upper bound: every cell censored
+    b = min(spec.train.batch_size, 64)
+    synth = 4.0 * b * 64 * 16 * 1000
+    assert w.flops > len(spec.trainability.kappas) * synth
+    doubled = planned_work(spec.replace(trainability__max_steps=2000))["trainability"]
+    assert doubled.steps == 2 * w.steps and math.isclose(doubled.flops, 2 * w.flops)
+
+
+def test_the_stream_probe_times_a_vector_update():
+    from engine.experiments.estimate import probe_stream_seconds
+
+    s = probe_stream_seconds()
+    assert 1e-12 < s < 1e-6 and probe_stream_seconds() == s  # measured once a process

@@ -99,3 +99,72 @@ def test_a_resumed_sweep_keeps_its_rows_once(run):
     again = execute(_spec(), run.path, resume=True)
     assert {n: (run.path / n).read_text() for n in names} == before
     assert again.summary["kappa_sweep"]["headline"] == run.summary["kappa_sweep"]["headline"]
+
+
+def test_results_add_ships_a_sweep_and_the_page_reads_only_its_files(run, tmp_path):
+    """`malleability results add RUN` on a kappa_sweep run: the rows, spec, fits and
+    figure under kappa/<data>-<classes>-n<n>/, run.json with the command that reruns it
+    and the wall time, load and commit env.json recorded; the page's table has one line a
+    α with each point's κ(G) as the CSV holds it, and is regenerated from the files alone."""
+    import csv
+    import json
+
+    from typer.testing import CliRunner
+
+    from engine.reproduce.page import page
+    from malleability_tui.cli.main import app
+
+    env = json.loads((run.path / "env.json").read_text())
+    assert env["load_start"] and env["load_end"] and "commit" in env
+    into = tmp_path / "results"
+    res = CliRunner().invoke(app, ["results", "add", str(run.path), "--into", str(into)])
+    assert res.exit_code == 0, res.output
+    folder = into / "kappa" / "digits-3v8-n100"
+    for name in ("kappa_sweep.csv", "kappa_ntk.csv", "kappa_flips.csv", "spec.toml"):
+        assert (folder / name).read_bytes() == (run.path / name).read_bytes()
+    assert (folder / "figures" / "digits-3v8-n100_kappa_sweep.png").stat().st_size > 1000
+    assert "figures/digits-3v8-n100_kappa_sweep.png)" in (into / "index.md").read_text()
+    info = json.loads((folder / "run.json").read_text())
+    assert info["command"] == "malleability headless --config spec.toml"
+    assert info["seconds"] >= 0 and info["load_start"] == env["load_start"]
+    assert RunSpec.load(folder / "spec.toml") == RunSpec.load(run.path / "spec.toml")
+    text = (into / "index.md").read_text()
+    assert text == page(into)
+    section = text[text.index("### digits 3 vs 8, n_train 100") :]
+    lines = [ln for ln in section.splitlines() if ln.startswith("| ") and "κ(G)" not in ln]
+    with (folder / "kappa_sweep.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(lines) == len(ALPHAS)
+    for ln, a in zip(lines, ALPHAS):
+        k = next(float(r["kappa_G"]) for r in rows if float(r["alpha"]) == a)
+        assert ln.split(" | ")[1] == f"{k:.3g}"
+    for h in run.summary["kappa_sweep"]["headline"]:
+        assert f"- {h}" in section
+    flagged = [dict(r, flip_ok="False") if i == 0 else r for i, r in enumerate(rows)]
+    with (folder / "kappa_sweep.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(flagged)
+    first = next(ln for ln in page(into).splitlines() if ln.startswith(f"| {ALPHAS[0]:.3g} |"))
+    pct = f"{100 * float(rows[0]['flip_rate']):.1f} %"
+    assert "failed a guard" in first and pct not in first.split(" | ")[2]  # no number shown
+    kept = (folder / "kappa_sweep.csv").read_text().splitlines()[:-2]
+    (folder / "kappa_sweep.csv").write_text("\n".join(kept) + "\n")
+    assert page(into) != text  # the page is the files' and nothing else
+
+
+def test_results_add_refuses_an_unfinished_sweep(run, tmp_path):
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from malleability_tui.cli.main import app
+
+    copy = tmp_path / "run"
+    shutil.copytree(run.path, copy)
+    env = json.loads((copy / "env.json").read_text())
+    (copy / "env.json").write_text(json.dumps(dict(env, status="interrupted")))
+    res = CliRunner().invoke(app, ["results", "add", str(copy), "--into", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "a finished kappa_sweep run" in res.output
+    assert "Traceback" not in res.output and not (tmp_path / "r" / "kappa").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 from trainability_support import tiny_trainability_spec
 
@@ -54,6 +55,8 @@ def _same(a: Any, b: Any, where: str) -> None:
         for k in a:
             if k != "seconds":
                 _same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, np.ndarray):  # an artifact's array (advtrain's examples)
+        np.testing.assert_allclose(b, a, rtol=TOL, atol=TOL, err_msg=where)
     elif isinstance(a, (list, tuple)):
         assert len(a) == len(b), where
         for i, (u, v) in enumerate(zip(a, b)):
@@ -200,3 +203,26 @@ def test_small_steps_train_one_at_a_time(monkeypatch):
     monkeypatch.setattr(batched, "CPU_MIN_STEP_MACS", 16 * 8 * 64)  # batch × m × d: reached
     assert not [e for e in _events(spec) if isinstance(e, Failed)]
     assert calls == [3, 3]
+
+
+def test_advtrain_seeds_trained_together_give_the_separate_rows(monkeypatch):
+    """advtrain: the seeds of each model train adversarially in one stacked call (each
+    its own subset, PGD random starts and stop); its flip rates and training curves are
+    the separate path's."""
+    from engine.run.spec import FlipSpec
+
+    flip = FlipSpec(width=8, pgd_steps=2, mim_steps=2, adv_steps=2, attacks=("fgsm",))
+    spec = _spec("advtrain", epochs=3).replace(model__kinds=("relu", "attn"), flip=flip)
+    sep = _events(spec.replace(train__batch_networks=1))
+    calls = _calls(monkeypatch, force=False)
+    bat = _events(spec)
+    assert not [e for e in sep + bat if isinstance(e, Failed)]
+    assert calls == [3, 3]
+    (sr, sm, sc), (br, bm, bc) = _outputs(sep), _outputs(bat)
+    assert sc == bc and len(sr) == len(br) > 0
+    _same(sr, br, "rows")
+    assert sm.keys() == bm.keys() and len(sm) == 3 * 2  # 3 seeds × 2 models
+    for cell in sm:
+        for (name, step, a), (name_b, step_b, b) in zip(sm[cell], bm[cell]):
+            assert (name, step) == (name_b, step_b)
+            _same(a, b, f"{cell} {name} {step}")

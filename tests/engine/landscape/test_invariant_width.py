@@ -103,3 +103,21 @@ def test_basin_width_widens_the_grid_until_the_basin_closes() -> None:
     assert math.isclose(wide.width, 8 * full.width, rel_tol=2e-2)
     capped = basin_width(model, x, y, direction=small, points=201, span=0.25, max_span=1.0)
     assert capped.censored and capped.span == 1.0 and capped.width <= 2.0 + 1e-12
+
+
+def test_a_sharpness_table_from_before_the_width_columns_reads(tmp_path) -> None:
+    """Runs written before width_1d, width_delta (claim 6's measure) and width_span read
+    with those columns missing (docs/architecture.md's migrations), not as damaged; any
+    other missing column is still damage."""
+    import pytest
+
+    from engine.results.tables import SharpnessRow
+    from engine.run.validate import DamagedRun, read_csv_table
+
+    old = tmp_path / "sharpness.csv"
+    old.write_text("model,seed,hessian_top_eig,hessian_trace\n2L-ReLU,0,1.5,3.0\n")
+    rows = read_csv_table(old, SharpnessRow)
+    assert rows[0]["hessian_top_eig"] == "1.5" and "width_span" not in rows[0]
+    old.write_text("model,seed,hessian_trace\n2L-ReLU,0,3.0\n")
+    with pytest.raises(DamagedRun, match="hessian_top_eig"):
+        read_csv_table(old, SharpnessRow)

@@ -481,3 +481,20 @@ def test_a_centring_fraction_is_a_protocol_of_its_own() -> None:
     lines = checklist_lines(out)
     assert lines[0].split()[:5] == ["#", "data", "paper", "alpha-0.5", "centred"]
     assert all(len(ln) <= 80 for ln in lines)
+
+
+def test_shipped_commands_name_no_folder_of_the_machine(tmp_path) -> None:
+    """``results add`` writes the command as a reader types it in the repository: the
+    reproduction's folder as RUN, other absolute paths relative to the repository."""
+    from engine.reproduce.publish import portable_command
+
+    repo, run = tmp_path / "repo", tmp_path / "runs" / "r1"
+    data = tmp_path / "shared" / "data" / "mnist"
+    cmd = f"malleability reproduce --data-dir {data} --out {run} --quick --dataset=mnist"
+    got = portable_command(cmd, run, base=repo)
+    assert got == (
+        "malleability reproduce --data-dir ../shared/data/mnist --out RUN --quick --dataset=mnist"
+    )
+    assert portable_command(f"x --out={run}", run, base=repo) == "x --out=RUN"
+    assert portable_command("x --data-dir ../d", run, base=repo) == "x --data-dir ../d"
+    assert portable_command(None, run, base=repo) is None

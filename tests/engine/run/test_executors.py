@@ -161,7 +161,10 @@ def test_reproduce_passes_executor_options_to_every_sub_run() -> None:
     from engine.reproduce.plan import plan
     from malleability_tui.cli.headless import executor_changes
 
-    ex = executor_changes("ray", "head:6379", 4, 2, 0.5)
+    ex = executor_changes(
+        {"executor": "ray", "address": "head:6379", "max_parallel": 4, "cpus_per_cell": 2,
+         "gpus_per_cell": 0.5}
+    )  # fmt: skip
     parts = plan(("digits",), quick=True, overrides=ex)
     assert len(parts) > 1
     for p in parts:
@@ -173,7 +176,7 @@ def test_reproduce_passes_executor_options_to_every_sub_run() -> None:
             2,
             0.5,
         )
-    assert executor_changes(None, "h:1", None, None, None)["executor__kind"] == "ray"
+    assert executor_changes({"executor": None, "address": "h:1"})["executor__kind"] == "ray"
 
 
 @pytest.mark.parametrize("command", ["headless", "reproduce"])

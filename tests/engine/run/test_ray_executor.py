@@ -159,9 +159,9 @@ def test_cancel_mid_run_then_resume(tmp_path, local_rows) -> None:
     from malleability_tui.cli.headless import build_spec
 
     spec = build_spec(
-        dataset="digits", experiment="ntk", config=None, classes="3,8", n_train=60, n_test=20,
-        widths="8,32", seeds="0,1", epochs=4, device="cpu",
-        executor={"executor__kind": "ray", "executor__max_parallel": 1},  # one in flight (below)
+        dict(dataset="digits", experiment="ntk", classes="3,8", n_train=60, n_test=20,
+             widths="8,32", seeds="0,1", epochs=4, device="cpu",
+             executor="ray", max_parallel=1),  # one in flight (below)
     )  # fmt: skip
     out = tmp_path / "run"
     store = RunStore(out, spec)
