@@ -34,6 +34,7 @@ term locally a convex max). Pinned pairs have |z| at round-off.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ import torch
 from torch.func import grad, jacfwd, vmap
 
 from engine.influence.losses import pointwise_loss
+from engine.influence.pbrf import PBRFResult, _lbfgs, _Problem
 
 SIGMA_SLACK = 1e-9
 """How far outside [0, 1] a kink multiplier may sit (round-off) and still count inside."""
@@ -115,6 +117,8 @@ class _Point:
         self.k = h.a.shape[1]
         self.rm = self.m**0.5
         self.d1, self.d2 = _grads(loss)
+        # the squared error's w is linear in f: one Newton step from any w is exact
+        self.iters = 1 if loss == "mse" else 30
         self.f0 = h.out(h.z)
         self.g0 = self.d1(self.f0, h.t)
         self.wt = torch.full((self.n, 1), 1.0 / self.n, dtype=h.z.dtype)
@@ -133,7 +137,7 @@ class _Point:
         a_mat[pinned] = mu
         return a_mat
 
-    def solve(self, on, pinned, w, iters: int = 30) -> tuple[torch.Tensor, torch.Tensor]:
+    def solve(self, on, pinned, w) -> tuple[torch.Tensor, torch.Tensor]:
         """Newton on the fixed state's stationarity (w, μ): (w, μ)."""
         h, n, k, g = self.h, self.n, self.k, self.h.gram
         onf = on.to(g.dtype)
@@ -150,7 +154,7 @@ class _Point:
         zp = h.z[pj, pu]
         mu = torch.zeros(npin, dtype=g.dtype)
         eye = torch.eye(n * k, dtype=g.dtype)
-        for _ in range(iters):
+        for _ in range(self.iters):
             wf = w.reshape(-1)
             f = (fc - kf @ wf / self.lam + cfm @ mu).reshape(n, k)
             hw, hj = self.w_of(f)
@@ -255,26 +259,24 @@ def relu_head_pbrf(
     loss: str,
     epsilon: float | None = None,
     max_rounds: int = 50,
-    pin_start: float = 0.0,
+    start: torch.Tensor | None = None,
 ) -> ReluPBRF:
     """The PBRF of removing each of ``indices`` (module docstring), by active set.
 
-    The first state is θ*'s (on where z* > 0), with the fraction ``pin_start`` of the
-    pairs nearest a kink (smallest |z*|) pinned: two fractions are two paths to the
-    solution, whose agreement is the solve's noise floor.
+    The first state is θ*'s (on where z* > 0, nothing pinned); or, given ``start`` [k, n, m] (each
+    point's pre-activations at a warm start, e.g. L-BFGS's, ``polished_pbrf``), on where
+    those are > 0, nothing pinned. The PBRF of a ReLU network is not convex: other starts
+    can end at other (nearby) local minima, each meeting the criterion.
     """
     n = h.z.shape[0]
     eps = 1.0 / n if epsilon is None else float(epsilon)
     on0 = h.z > 0
     pin0 = torch.zeros_like(on0)
-    if pin_start > 0:
-        near = h.z.abs().reshape(-1).argsort()[: max(1, round(pin_start * h.z.numel()))]
-        pin0.view(-1)[near] = True
     base = pointwise_loss(h.out(h.zt), h.tt, loss)
     effects, gn, cv, st, rd, pn, mats = [], [], [], [], [], [], []
-    for i in indices:
+    for row, i in enumerate(indices):
         pt = _Point(h, int(i), lam, loss, eps)
-        sol = pt.run(on0 & ~pin0, pin0.clone(), max_rounds)
+        sol = pt.run(on0 if start is None else start[row] > 0, pin0.clone(), max_rounds)
         norm, convex = pt.stationarity(sol)
         zt = h.zt + h.cross @ sol.a_mat
         effects.append(pointwise_loss(h.out(zt), h.tt, loss) - base)
@@ -293,3 +295,60 @@ def relu_head_pbrf(
         torch.tensor(pn),
         mats,
     )
+
+
+def polished_pbrf(
+    prob: _Problem,
+    h: ReluHead,
+    *,
+    steps: int,
+    tol: float,
+    checkpoint: int | None = None,
+    max_rounds: int = 50,
+) -> PBRFResult:
+    """The PBRF of the span head (``engine.malleability.check._SpanHead``: rows of Θ = B
+    [k, m·r]) for every removed point at once: ``steps`` L-BFGS iterations from θ*
+    (``engine.influence.pbrf._lbfgs``, batched over the points), then the active set from
+    the state L-BFGS reached (``relu_head_pbrf(start=…)``), which lands on a kink-exact
+    local minimiser near it, a few rounds away.
+
+    ``grad_norm`` is the active set's relative generalised-gradient norm (module
+    docstring), set to inf for a point whose state did not settle, whose kinks are not
+    all convex, or whose objective ends above L-BFGS's by more than round-off (the
+    polish must not climb): ``converged`` is then False. With ``checkpoint`` (< steps):
+    ``early`` is the same polish from L-BFGS's iterate at ``checkpoint`` steps (one
+    L-BFGS run; two warm starts of the active set, whose agreement is its noise floor).
+    """
+    k, m = prob.idx.numel(), h.z.shape[1]
+    psi = prob.x[:, m:]
+    snap: list[tuple[torch.Tensor, int]] = []
+
+    def hook(ran: int, big: torch.Tensor, _gn: torch.Tensor) -> None:
+        if ran == checkpoint:
+            snap.append((big.clone(), ran))
+
+    with torch.no_grad():
+        big, _, ran = _lbfgs(prob, tol, steps, hook)
+
+        def polish(big: torch.Tensor, ran: int) -> PBRFResult:
+            z = h.z + torch.einsum("jr,kur->kju", psi, big.reshape(k, m, -1))
+            res = relu_head_pbrf(
+                h,
+                prob.idx.tolist(),
+                lam=prob.lam,
+                loss=prob.loss,
+                epsilon=prob.eps,
+                max_rounds=max_rounds,
+                start=z,
+            )
+            b = torch.stack([(a.T @ psi).reshape(-1) for a in res.a_mats])
+            before = prob.rows(big)
+            ok = res.stable & res.convex & (prob.rows(b) <= before + prob.slack(before))
+            gn = torch.where(ok, res.grad_norm, torch.inf)
+            return PBRFResult(res.effects, gn, ran, tol)
+
+        final = polish(big, ran)
+        if checkpoint is None:
+            return final
+        early = polish(*snap[0]) if snap else final
+    return dataclasses.replace(final, early=early)
