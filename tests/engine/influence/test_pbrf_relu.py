@@ -122,7 +122,7 @@ def test_active_set_polishes_a_long_lbfgs_to_a_clarke_stationary_point(loss):
 
 
 def test_active_set_finds_a_brute_force_piece_minimiser():
-    """Cross-check on a tiny head (n 3, width 3: 2⁹ activation patterns): on each pattern's
+    """Cross-check on a tiny head (n 3, width 2: 2⁶ activation patterns): on each pattern's
     piece (a polyhedron in B, on which relu is linear) the PBRF is convex, and SLSQP
     (scipy, no code shared with the solver) minimises it there; the active set's solution
     (from θ*'s state and polished after L-BFGS) must be one of those piece minimisers —
@@ -134,7 +134,7 @@ def test_active_set_finds_a_brute_force_piece_minimiser():
     from scipy.optimize import minimize
 
     g = torch.Generator().manual_seed(3)
-    n, d, m = 3, 5, 3
+    n, d, m = 3, 5, 2
     x = torch.randn(n, d, generator=g, dtype=DT)
     xt = torch.randn(4, d, generator=g, dtype=DT)
     y = torch.tensor([1.0, -1.0, 1.0], dtype=DT)
