@@ -2,8 +2,10 @@
 
 The truth (``influence_check.truth``): ``pbrf`` (default), the proximal Bregman response
 of the trained weights to down-weighting each removed point (``engine.influence.pbrf``,
-through ``engine.malleability.check.pbrf_truth``: L-BFGS, ``pbrf_steps``, C fixed; its
-noise floor, ``pbrf_more_steps``, the same with twice the steps); ``retrain``, retraining
+through ``engine.malleability.check.pbrf_truth``: ``pbrf_steps`` of L-BFGS, then for
+2L-ReLU and MLP-Attn the active set over the ReLU kinks to a Clarke-stationary point
+(``engine.influence.pbrf_relu``), C fixed; its noise floor, ``pbrf_more_steps``, the
+same after twice the L-BFGS steps); ``retrain``, retraining
 without the point (steps 3 below; floor ``retrain_other_order``); or ``both``, each row
 tagged with its ``truth`` and the PBRF also compared with retraining (estimator ``pbrf``
 against truth ``retrain``: do the truths agree?).
@@ -265,9 +267,10 @@ def _pbrf(
         yield Log(
             f"{MODEL_LABELS[tm.kind]}: the PBRF did not converge in {steps} steps (worst "
             f"relative gradient norm {float(runs[0].grad_norm.max()):.2g}, tolerance "
-            f"{ic.pbrf_tol:g}), so it is not claimed resolved (its floor, twice the "
-            "steps, measures the solver's drift; a ReLU network's PBRF minimiser sits on "
-            "kinks, where no gradient vanishes)",
+            f"{ic.pbrf_tol:g}; for 2L-ReLU and MLP-Attn: L-BFGS steps, then the active set "
+            "over the ReLU kinks, whose generalised gradient is the norm; inf: a point's "
+            "kink state did not settle or the polish climbed), so it is not claimed "
+            "resolved (its floor, twice the steps, measures the solver's drift)",
             "warning",
         )
     return [r.effects for r in runs], secs, info

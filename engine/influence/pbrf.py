@@ -23,7 +23,9 @@ and minimised deterministically, full batch, for every removed point at once (ro
 Θ [k, P]; the k problems are independent), by ``lbfgs`` (per-row L-BFGS with Armijo
 backtracking) or ``newton`` (Newton–CG on exact Hessian-vector products): two
 optimisers, so their agreement measures how well the truth is resolved. Each row stops
-when ‖∇F_i‖ ≤ ``tol`` · ‖∇F_i(θ*)‖ = tol · ε‖∇ℓ_i(θ*)‖.
+when ‖∇F_i‖ ≤ ``tol`` · ‖∇F_i(θ*)‖ = tol · ε‖∇ℓ_i(θ*)‖. A ReLU head's PBRF has its
+minimiser on kinks, where no gradient vanishes: ``engine.influence.pbrf_relu`` takes the
+L-BFGS iterate on from there to a Clarke-stationary point.
 """
 
 from __future__ import annotations

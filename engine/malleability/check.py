@@ -205,10 +205,17 @@ def pbrf_truth(
     checkpoint: int | None = None,
 ) -> tuple[PBRFResult, float]:
     """The PBRF true effects Δ [t, k] of removing each of ``indices`` from the trained
-    ``model`` (``engine.influence.pbrf``; C held fixed), on a float64 copy, in the span
-    of the training features where that is exact (``_SpanHead``): (the result, with its
-    convergence and, given ``checkpoint``, the shorter solve's; seconds)."""
-    from engine.influence.pbrf import pbrf_effects
+    ``model`` (``engine.influence.pbrf``; C held fixed), on a float64 copy: (the result,
+    with its convergence and, given ``checkpoint``, the shorter solve's; seconds).
+
+    In the span of the training features where that is exact (``_SpanHead``: 2L-ReLU,
+    MLP-Attn), ``max_steps`` L-BFGS steps then the active set over the ReLU kinks
+    (``engine.influence.pbrf_relu.polished_pbrf``: a Clarke-stationary point, the
+    ``tol`` its relative generalised-gradient norm; ``checkpoint`` the other warm start);
+    else L-BFGS alone (``pbrf_effects``), ``tol`` its relative gradient norm."""
+    from engine.influence.losses import encode_targets
+    from engine.influence.pbrf import _Problem, pbrf_effects
+    from engine.influence.pbrf_relu import ReluHead, polished_pbrf
 
     t0 = time.perf_counter()
     m64 = float64_copy(model, ds, transductive=transductive)
@@ -217,6 +224,15 @@ def pbrf_truth(
     xtr = ds.x_train_raw.to(dev, torch.float64)
     xte = ds.x_test_raw.to(dev, torch.float64)
     net, inp, inp_t = span_problem(m64, xtr, xte)
+    if isinstance(net, _SpanHead):
+        k_out = int(net.output.shape[1])
+        t = encode_targets(ds.y_train, k_out, dtype=torch.float64).to(dev)
+        tt = encode_targets(ds.y_test, k_out, dtype=torch.float64).to(dev)
+        idx = torch.as_tensor(indices, dtype=torch.long, device=dev)
+        prob = _Problem(net, inp, t, idx, l2, loss, 1.0 / inp.shape[0])
+        head = ReluHead.from_span(net.output, inp, inp_t, t, tt)
+        res = polished_pbrf(prob, head, steps=max_steps, tol=tol, checkpoint=checkpoint)
+        return res, time.perf_counter() - t0
     res = pbrf_effects(
         net,
         inp,

@@ -208,9 +208,9 @@ class InfluenceCheckSpec:
     truth: str = "pbrf"
     """Ground truth: pbrf (the proximal Bregman response, warm-started at the trained weights, C fixed; Bae et al. 2022), retrain (retraining from scratch without the point) or both."""
     pbrf_steps: int = 25
-    """Most L-BFGS iterations of the PBRF truth (its noise floor runs twice as many)."""
+    """Most L-BFGS iterations of the PBRF truth before the active set over the ReLU kinks (2L-ReLU, MLP-Attn; its noise floor starts it after twice as many)."""
     pbrf_tol: float = 1e-6
-    """The PBRF's stopping rule: each point's gradient norm at most this times its starting one."""
+    """The PBRF's convergence: each point's (generalised, at ReLU kinks) gradient norm at most this times its starting one."""
     noise_floor: bool = True
     """Also measure each truth's resolution: retraining with another batch order; the PBRF solved again with twice the steps (how well each agrees with its truth)."""
 

@@ -161,29 +161,38 @@ def test_a_checkpoint_is_the_shorter_solve_exactly(data, solver):
 
 
 def test_the_span_reduction_is_the_full_pbrf():
-    """``pbrf_truth`` solves in W* + B Qᵀ (Q a basis of the training features, n < d
-    here) what ``pbrf_effects`` solves in the full first layer: Q orthonormal, so the two
-    parametrisations give the same objective, gradients and L-BFGS iterates, and the same
-    effects after any number of steps, converged or not (a ReLU PBRF need not be)."""
+    """``span_problem`` (``pbrf_truth``'s parametrisation) solves in W* + B Qᵀ (Q a basis
+    of the training features, n < d here) what ``pbrf_effects`` solves in the full first
+    layer: Q orthonormal, so the two give the same objective, gradients and L-BFGS
+    iterates, and the same effects after any number of steps, converged or not (a ReLU
+    PBRF need not be); ``pbrf_truth`` then polishes those steps at the kinks to a
+    converged point (engine.influence.pbrf_relu)."""
     from engine.data import load_dataset
-    from engine.malleability.check import float64_copy, pbrf_truth
+    from engine.malleability.check import float64_copy, pbrf_truth, span_problem
 
     ds = load_dataset("digits", classes=(3, 8), n_train=30, n_test=10, seed=0)
     assert ds.x_train.shape[0] < ds.x_train.shape[1]  # the span is a real reduction
     net = TwoLayerNet(ds.x_train.shape[1], 16, sigma_w=1.0, seed=2, dtype=DT)
     idx, lam = [0, 7, 19], 0.01
-    span, _ = pbrf_truth(
-        net, ds, idx, l2=lam, transductive=False, solver="lbfgs", max_steps=6, tol=1e-12
+    m64 = float64_copy(net, ds, transductive=False)
+    head, inp, inp_t = span_problem(m64, ds.x_train_raw.to(DT), ds.x_test_raw.to(DT))
+    assert head is not m64  # the span head
+    span = pbrf_effects(
+        head, inp, ds.y_train, inp_t, ds.y_test, idx, lam=lam, max_steps=6, tol=1e-12
     )
     full = pbrf_effects(
-        float64_copy(net, ds, transductive=False),
-        ds.x_train_raw, ds.y_train, ds.x_test_raw, ds.y_test, idx,
+        m64, ds.x_train_raw, ds.y_train, ds.x_test_raw, ds.y_test, idx,
         lam=lam, max_steps=6, tol=1e-12,
     )  # fmt: skip
     assert span.steps == full.steps == 6
+    assert not span.converged
     scale = float(full.effects.abs().max())
     assert scale > 1e-6
     torch.testing.assert_close(span.effects, full.effects, rtol=1e-7, atol=1e-9 * scale)
+    truth, _ = pbrf_truth(
+        net, ds, idx, l2=lam, transductive=False, solver="lbfgs", max_steps=6, tol=1e-9
+    )
+    assert truth.converged, truth.grad_norm
 
 
 @pytest.mark.parametrize("kind", ["relu", "attn"])
