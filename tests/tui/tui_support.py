@@ -245,6 +245,8 @@ def canned_events(fail: str | None = None) -> list:
                     "width_delta": 0.1,
                     "width_censored": False,
                     "width_span": 1.0,
+                    "adaptive_sharpness": 0.0066 if label == "2L-ReLU" else 0.0057,
+                    "adaptive_rho": 0.5,
                     **GUARDS_OK,
                 },
                 cell=cell,
