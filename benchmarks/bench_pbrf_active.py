@@ -16,16 +16,12 @@ import argparse
 import time
 
 import torch
+from bench_pbrf_kinks import trained_span_cell
 from scipy.stats import spearmanr
 
-from engine.data import load_dataset
 from engine.influence.losses import encode_targets
 from engine.influence.pbrf import _Problem
 from engine.influence.pbrf_relu import ReluHead, polished_pbrf
-from engine.malleability.check import float64_copy, span_problem
-from engine.models import build_model
-from engine.run.spec import TrainSpec
-from engine.train import train
 
 
 def main() -> None:
@@ -36,19 +32,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    ds = load_dataset(
-        "mnist", root=a.data_dir, classes=(3, 8), n_train=200, n_test=100, seed=a.seed
-    )
-    cfg = TrainSpec()
-    model = build_model(a.kind, ds.x_train.to(torch.float32), 256, seed=a.seed)
-    gen = torch.Generator().manual_seed(a.seed)
-    x, y = ds.x_train_raw.to(torch.float32), ds.y_train.to(torch.float32)
-    for _ in train(model, x, y, cfg, generator=gen):
-        pass
-    m64 = float64_copy(model.eval(), ds, transductive=False)
-    net, inp, inp_t = span_problem(
-        m64, ds.x_train_raw.to(torch.float64), ds.x_test_raw.to(torch.float64)
-    )
+    ds, cfg, net, inp, inp_t = trained_span_cell(a.data_dir, a.kind, a.seed)
     idx = torch.randperm(200, generator=torch.Generator().manual_seed(a.seed))[: a.points]
     t = encode_targets(ds.y_train, 1, dtype=torch.float64)
     tt = encode_targets(ds.y_test, 1, dtype=torch.float64)

@@ -28,6 +28,24 @@ from engine.run.spec import TrainSpec
 from engine.train import train
 
 
+def trained_span_cell(data_dir: str, kind: str, seed: int) -> tuple:
+    """influence_check's cell on MNIST 3 vs 8 (n 200, n_test 100, width 256), trained with
+    the training defaults, as its float64 span problem: (data set, training spec, the span
+    head, its training inputs [n, ·], its test inputs)."""
+    ds = load_dataset("mnist", root=data_dir, classes=(3, 8), n_train=200, n_test=100, seed=seed)
+    cfg = TrainSpec()
+    model = build_model(kind, ds.x_train.to(torch.float32), 256, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    x, y = ds.x_train_raw.to(torch.float32), ds.y_train.to(torch.float32)
+    for _ in train(model, x, y, cfg, generator=gen):
+        pass
+    m64 = float64_copy(model.eval(), ds, transductive=False)
+    net, inp, inp_t = span_problem(
+        m64, ds.x_train_raw.to(torch.float64), ds.x_test_raw.to(torch.float64)
+    )
+    return ds, cfg, net, inp, inp_t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default="../shared/data/mnist")
@@ -36,19 +54,7 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    ds = load_dataset(
-        "mnist", root=a.data_dir, classes=(3, 8), n_train=200, n_test=100, seed=a.seed
-    )
-    cfg = TrainSpec()
-    model = build_model(a.kind, ds.x_train.to(torch.float32), 256, seed=a.seed)
-    gen = torch.Generator().manual_seed(a.seed)
-    x, y = ds.x_train_raw.to(torch.float32), ds.y_train.to(torch.float32)
-    for _ in train(model, x, y, cfg, generator=gen):
-        pass
-    m64 = float64_copy(model.eval(), ds, transductive=False)
-    net, inp, _ = span_problem(
-        m64, ds.x_train_raw.to(torch.float64), ds.x_test_raw.to(torch.float64)
-    )
+    ds, cfg, net, inp, _ = trained_span_cell(a.data_dir, a.kind, a.seed)
     idx = torch.randperm(200, generator=torch.Generator().manual_seed(a.seed))[: a.points]
     t = encode_targets(ds.y_train, 1, dtype=torch.float64)
     prob = pbrf._Problem(net, inp, t, idx, cfg.l2, "mse", 1 / inp.shape[0])

@@ -6,6 +6,18 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
+
+
+def _per_call(fn: Callable[[], object], seconds: float) -> float:
+    """Seconds per call of ``fn``, timed for about ``seconds`` after one warm-up call."""
+    fn()
+    t0 = time.perf_counter()
+    reps = 0
+    while time.perf_counter() - t0 < seconds:
+        fn()
+        reps += 1
+    return (time.perf_counter() - t0) / max(reps, 1)
 
 
 def probe_flops(seconds: float = 0.1) -> float:
@@ -14,13 +26,7 @@ def probe_flops(seconds: float = 0.1) -> float:
 
     a = torch.randn(512, 784)
     b = torch.randn(784, 1024)
-    a @ b  # warm-up
-    t0 = time.perf_counter()
-    reps = 0
-    while time.perf_counter() - t0 < seconds:
-        a @ b
-        reps += 1
-    return reps * 2 * 512 * 784 * 1024 / (time.perf_counter() - t0)
+    return 2 * 512 * 784 * 1024 / _per_call(lambda: a @ b, seconds)
 
 
 @functools.cache
@@ -39,13 +45,7 @@ def probe_stream_seconds(rows: int = 40, cols: int = 51_200, seconds: float = 0.
         a = torch.linalg.vecdot(s, q) * 1e-9
         q.addcmul_(a[:, None], y, value=-1.0)
 
-    once()  # warm-up
-    t0 = time.perf_counter()
-    reps = 0
-    while time.perf_counter() - t0 < seconds:
-        once()
-        reps += 1
-    return (time.perf_counter() - t0) / (reps * 5 * rows * cols)
+    return _per_call(once, seconds) / (5 * rows * cols)
 
 
 @functools.cache
@@ -101,13 +101,7 @@ def probe_update_seconds(optimizer: str = "adam", seconds: float = 0.05) -> floa
     grads = [torch.full_like(params[0], 1e-3)]
     cfg = TrainSpec(optimizer=optimizer, lr=1e-3, l2=1e-3)
     update = stepper(make_optimizer(params, cfg), params)
-    update(grads)  # warm-up
-    t0 = time.perf_counter()
-    reps = 0
-    while time.perf_counter() - t0 < seconds:
-        update(grads)
-        reps += 1
-    return (time.perf_counter() - t0) / (reps * params[0].numel())
+    return _per_call(lambda: update(grads), seconds) / params[0].numel()
 
 
 @functools.cache
@@ -132,11 +126,4 @@ def probe_shape_flops(b: int, d: int, m: int, seconds: float = 0.03) -> float:
         torch.bmm(h.transpose(1, 2), x)
         torch.bmm(h.transpose(1, 2), gk)
 
-    once()  # warm-up
-    t0 = time.perf_counter()
-    reps = 0
-    while time.perf_counter() - t0 < seconds:
-        once()
-        reps += 1
-    flops = 2.0 * b * m * (2 * d + 3 * k)
-    return reps * flops / (time.perf_counter() - t0)
+    return 2.0 * b * m * (2 * d + 3 * k) / _per_call(once, seconds)

@@ -3,6 +3,7 @@ numbers beside ours and the claims checklist (engine/reproduce/compare.py)."""
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -235,8 +236,8 @@ def reproduce(
                 f"invalid --out {str(path)!r}: a new or empty folder (or pass --resume to continue it)"
             )
         rate, step, stream = probe_flops(), probe_step_seconds(), probe_stream_seconds()
-        est = estimate_seconds(
-            [p.spec for p in parts],
+        priced = functools.partial(
+            estimate_seconds,
             flops_per_s=rate,
             step_s=step,
             fused_s=fused_probe,
@@ -244,6 +245,7 @@ def reproduce(
             update_s=probe_update_seconds,
             shape_rate=probe_shape_flops,
         )
+        est = priced([p.spec for p in parts])
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
         for p in parts:
@@ -276,15 +278,7 @@ def reproduce(
             shape_rate=probe_shape_flops,
         )
         floor = sum(ln.floor_s for ln in lines)
-        low = estimate_seconds(
-            [first_check(p.spec) for p in parts],
-            flops_per_s=rate,
-            step_s=step,
-            fused_s=fused_probe,
-            stream_s=stream,
-            update_s=probe_update_seconds,
-            shape_rate=probe_shape_flops,
-        )
+        low = priced([first_check(p.spec) for p in parts])
         fused = sum(ln.fused_steps for ln in lines)
         auto = sum(ln.steps for ln in lines) - fused
         fused_ms = 1e3 * fused_step_price([p.spec for p in parts])
