@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from engine.experiments.probes import (
     probe_flops,
@@ -76,24 +77,27 @@ ShapedFlops = tuple[tuple[Shape, float], ...]
 """Training FLOPs by their step's shape, sorted by shape."""
 
 
-def merge_shaped(a: ShapedFlops, b: ShapedFlops) -> ShapedFlops:
-    """The shaped FLOPs of ``a`` and ``b`` together."""
-    out: dict[Shape, float] = dict(a)
+K = TypeVar("K", int, Shape)
+
+
+def _merge(
+    a: tuple[tuple[K, float], ...], b: tuple[tuple[K, float], ...]
+) -> tuple[tuple[K, float], ...]:
+    """Two keyed counts together, summed per key, sorted by key."""
+    out: dict[K, float] = dict(a)
     for k, v in b:
         out[k] = out.get(k, 0.0) + v
     return tuple(sorted(out.items()))
 
+
+merge_shaped = _merge
+"""The shaped FLOPs of two pieces of work together."""
 
 FusedSteps = tuple[tuple[int, float], ...]
 """Fused steps by stack size: ((B, steps of B networks stacked), ...), sorted by B."""
 
-
-def merge_fused(a: FusedSteps, b: FusedSteps) -> FusedSteps:
-    """The fused steps of ``a`` and ``b`` together, by stack size."""
-    out: dict[int, float] = dict(a)
-    for k, v in b:
-        out[k] = out.get(k, 0.0) + v
-    return tuple(sorted(out.items()))
+merge_fused = _merge
+"""The fused steps of two pieces of work together, by stack size."""
 
 
 @dataclass(frozen=True)
