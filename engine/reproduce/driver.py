@@ -70,23 +70,27 @@ def reproduce_parts(
     runs: dict[str, dict[str, Any]] = {}
     curves: dict[str, Any] = {}
     t0 = time.perf_counter()
-    for part in parts:
-        sub = path / part.key
-        reason = available(part)
-        if reason:
-            on_missing(part, reason)
-            runs[part.key] = {"missing": reason}
-            continue
-        again = resume and (sub / "events.jsonl").exists()
-        before = train_curves(sub) if verify and again else {}
-        run_part(part, sub, again)
-        runs[part.key] = read_run(sub)
-        if verify:  # a resume compacts events.jsonl (the epoch curves go): read them first
-            curves[part.key] = train_curves(sub) or before
-    comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
-    if verify:
-        from engine.reproduce.verify import verify as continue_sample
+    try:
+        for part in parts:
+            sub = path / part.key
+            reason = available(part)
+            if reason:
+                on_missing(part, reason)
+                runs[part.key] = {"missing": reason}
+                continue
+            again = resume and (sub / "events.jsonl").exists()
+            before = train_curves(sub) if verify and again else {}
+            run_part(part, sub, again)
+            runs[part.key] = read_run(sub)
+            if verify:  # a resume compacts events.jsonl (the epoch curves go): read them first
+                curves[part.key] = train_curves(sub) or before
+        comparison = record.finish(path, meta, runs, parts, time.perf_counter() - t0)
+        if verify:
+            from engine.reproduce.verify import verify as continue_sample
 
-        check = continue_sample(path, parts, runs, comparison["checklist"], run_part, curves)
-        record.add_verify(path, meta, comparison, check)
+            check = continue_sample(path, parts, runs, comparison["checklist"], run_part, curves)
+            record.add_verify(path, meta, comparison, check)
+    except BaseException:  # Ctrl-C, SIGTERM, a failed part: the sitting's end is still recorded
+        record.interrupted(path, meta, time.perf_counter() - t0)
+        raise
     return meta, comparison

@@ -88,7 +88,13 @@ def _sittings(run: dict[str, Any]) -> str:
     if not earlier:
         return ""
     first = earlier[0].get("command") or "not recorded"
-    return f" over {len(earlier) + 1} sittings (the first: `{first}`)"
+    lost = sum(1 for st in earlier if st.get("seconds") is None)
+    unknown = (
+        f"; {lost} of them stopped without recording an end, so the total leaves out their time"
+        if lost
+        else ""
+    )
+    return f" over {len(earlier) + 1} sittings (the first: `{first}`{unknown})"
 
 
 def _section(folder: Path, root: Path) -> list[str]:

@@ -99,6 +99,17 @@ def finish(
     return comparison
 
 
+def interrupted(path: Path, meta: dict[str, Any], seconds: float) -> None:
+    """Record the end of a sitting that stopped early (Ctrl-C, SIGTERM, an error): its end
+    time, its wall time so far (parts and any continuation check) and load, so that a
+    ``--resume`` counts this sitting's time. ``summary.json`` is left as it was."""
+    meta.update(end_time=_now(), seconds=seconds, load_end=load_average(), interrupted=True)
+    try:
+        atomic_write(path / META, json.dumps(to_jsonable(meta), indent=2) + "\n")
+    except OSError:  # never hide the interrupt behind a failed write
+        pass
+
+
 def add_verify(
     path: Path, meta: dict[str, Any], comparison: dict[str, Any], check: dict[str, Any]
 ) -> None:
@@ -122,5 +133,14 @@ def _previous(path: Path) -> dict[str, Any] | None:
 
 def _sitting(meta: dict[str, Any]) -> dict[str, Any]:
     """What one earlier sitting of a reproduction recorded: its command, commit, times and load."""
-    keys = ("command", "commit", "start_time", "end_time", "seconds", "load_start", "load_end")
+    keys = (
+        "command",
+        "commit",
+        "start_time",
+        "end_time",
+        "seconds",
+        "load_start",
+        "load_end",
+        "interrupted",
+    )
     return {k: meta.get(k) for k in keys}

@@ -106,3 +106,14 @@ def test_results_add_refuses_what_is_not_a_reproduction(tmp_path: Path) -> None:
     res = runner.invoke(app, ["results", "add", str(tmp_path), "--into", str(tmp_path / "r")])
     assert res.exit_code == 2 and "reproduce.json" in res.output
     assert "Traceback" not in res.output
+
+
+def test_the_page_says_when_a_sitting_recorded_no_end() -> None:
+    """A sitting stopped before the end was recorded (before sittings recorded their
+    interrupt) leaves the total a lower bound, and the page says so."""
+    from engine.reproduce.page import _sittings
+
+    run = {"sittings": [{"command": "a", "seconds": None}, {"command": "b", "seconds": 9.0}]}
+    line = _sittings(run)
+    assert "over 3 sittings" in line and "1 of them stopped without recording an end" in line
+    assert "stopped" not in _sittings({"sittings": [{"command": "a", "seconds": 3.0}]})

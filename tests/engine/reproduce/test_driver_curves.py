@@ -44,3 +44,48 @@ def test_curves_are_read_only_to_verify(
     assert len(read) == (len(parts) if verify else 0)
     if verify:  # the curves reach the check, one entry a part
         assert checked and set(checked[0]) == {p.key for p in parts}
+
+
+def test_an_interrupted_sitting_records_its_end_and_the_resume_counts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sitting stopped by Ctrl-C or SIGTERM writes its end time and wall time into
+    reproduce.json before the interrupt goes on; the resumed sitting keeps it in
+    ``sittings`` and the published wall time adds it (it was lost before)."""
+    import json
+    import time
+
+    from engine.reproduce.publish import wall_seconds
+
+    parts = plan(("digits",), tables=(6,), quick=True)
+    monkeypatch.setattr(driver, "available", lambda part: None)
+    monkeypatch.setattr(runs, "read_run", lambda p: {"tables": {}})
+    monkeypatch.setattr(record, "compare", lambda *a: {"checklist": []})
+
+    def stop_at_second(part: Any, sub: Path, again: bool) -> None:
+        time.sleep(0.05)
+        if part is parts[-1]:
+            raise KeyboardInterrupt
+
+    kwargs: dict[str, Any] = dict(
+        on_missing=lambda part, why: None,
+        datasets=["digits"],
+        tables=[6],
+        quick=True,
+        estimated_seconds=1.0,
+    )
+    with pytest.raises(KeyboardInterrupt):
+        driver.reproduce_parts(tmp_path, parts, run_part=stop_at_second, resume=False, **kwargs)
+    first = json.loads((tmp_path / record.META).read_text())
+    assert first["interrupted"] is True and first["end_time"]
+    assert first["seconds"] >= 0.05 * len(parts)
+    assert not (tmp_path / record.SUMMARY).exists()
+
+    meta, _ = driver.reproduce_parts(
+        tmp_path, parts, run_part=lambda part, sub, again: None, resume=True, **kwargs
+    )
+    done = json.loads((tmp_path / record.META).read_text())
+    assert "interrupted" not in done
+    assert [s["seconds"] for s in done["sittings"]] == [first["seconds"]]
+    assert done["sittings"][0]["interrupted"] is True
+    assert wall_seconds(done) == pytest.approx(first["seconds"] + done["seconds"])
