@@ -17,7 +17,7 @@
 * ``throughput``: the training FLOP rate at large width (MNIST's shape: d 784, n 500,
   batch 128; the forward X̃Wᵀ and the weight gradient, 4·b·d·m a step) of the fused
   trainer (B = 1) and of the autograd one, against ``engine.experiments.estimate``'s
-  matmul probe measured in the same run: what ``estimate.OVERHEAD`` stands for.
+  matmul probe measured in the same run: what ``work.OVERHEAD`` stands for.
 * ``pgd``: adversarial training's perturbation (``engine.train.adversarial``, PGD of 10
   steps, ε 0.3) of one mini-batch of 32 (10 classes, d ``--d``, the quick preset's flip
   width 256, centred inputs), for 2L-ReLU and MLP-Attn: milliseconds with the closed-form
@@ -27,7 +27,7 @@
   with 3 networks stacked (``engine.train.adversarial.perturb_stacked``; 10-step PGD,
   batch 32, 10 classes, d ``--d``) per width, against the estimate's price of it: a
   stacked fused step (``probe_step_seconds("fused", 3)``) plus the pass's FLOPs at
-  ``estimate.ADV_OVERHEAD`` × the matmul probe's rate, both probes taken beside each
+  ``work.ADV_OVERHEAD`` × the matmul probe's rate, both probes taken beside each
   repeat; prints what multiple of the FLOP floor the FLOPs took.
 * ``floor``: where a fused step's time goes at large width (MNIST's shape: d 784, n 800,
   10 classes, Adam, L2; batch 32 and full batch; ``--big-widths``): seconds a step of
@@ -288,8 +288,9 @@ def pgd_part(d: int, repeat: int, width: int = 256, calls: int = 100) -> None:
 
 def advstack_part(widths: list[int], d: int, repeat: int, b: int = 3, k: int = 10) -> None:
     """A pass of stacked adversarial training (``b`` networks, ``k``-step PGD, batch 32,
-    10 classes) against the estimate's price of it (``estimate.ADV_OVERHEAD``)."""
-    from engine.experiments.estimate import ADV_OVERHEAD, probe_step_seconds
+    10 classes) against the estimate's price of it (``work.ADV_OVERHEAD``)."""
+    from engine.experiments.estimate import probe_step_seconds
+    from engine.experiments.work import ADV_OVERHEAD
     from engine.train.adversarial import make_perturb
 
     n, bs = 96, 32

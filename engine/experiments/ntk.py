@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine import results
-from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
+from engine.experiments.work import Plan, Work
 from engine.models import MODEL_LABELS
 from engine.ntk import (
     analytic_ntk_for,

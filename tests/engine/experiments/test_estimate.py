@@ -7,16 +7,8 @@ import math
 from typer.testing import CliRunner
 
 from engine.experiments.estimate import (
-    ADV_OVERHEAD,
-    BATCHED_OVERHEAD,
-    BATCHED_STEP,
     CONFIRM_SECONDS,
-    NOMINAL_UPDATE_S,
-    OVERHEAD,
     PER_RUN_SECONDS,
-    TRAIN_OVERHEAD,
-    Plan,
-    Work,
     breakdown,
     estimate_seconds,
     first_check,
@@ -26,6 +18,16 @@ from engine.experiments.estimate import (
     probe_shape_flops,
     probe_step_seconds,
     probe_update_seconds,
+)
+from engine.experiments.work import (
+    ADV_OVERHEAD,
+    BATCHED_OVERHEAD,
+    BATCHED_STEP,
+    NOMINAL_UPDATE_S,
+    OVERHEAD,
+    TRAIN_OVERHEAD,
+    Plan,
+    Work,
 )
 from engine.reproduce.presets import apply_quick
 from engine.run.spec import RunSpec
@@ -291,7 +293,7 @@ def test_reproduce_adv_recipe_reaches_the_plan(tmp_path):
 
 
 def test_influence_check_work_counts_retrainings_batched_or_not():
-    from engine.experiments.estimate import BATCHED_STEP
+    from engine.experiments.work import BATCHED_STEP
 
     spec = RunSpec(experiment="influence_check", seeds=(0, 1)).replace(
         train__epochs=5,
