@@ -49,6 +49,17 @@ networks, their statistics read) in separate steps: 2.5–3.4× at 1–41 tiny n
 B. Measured again (``bench_batched.py --parts overhead``, load 8–9): 2.24, 2.61, 2.59,
 3.15, 2.60 at B = 1, 2, 3, 8, 41: flat in B, so 3 seeds batched cost about what 3
 separate steps do; the gain of batching seeds is in the FLOP rate (``BATCHED_OVERHEAD``)."""
+AUTOGRAD_TWIN = 2.0
+"""A linearized twin's step through autograd (``engine.ntk.Linearized``: a forward and a
+JVP a pass) in its network's steps, FLOPs and fixed cost. Measured for the structured
+twin of 2L-ReLU (batch 32, d 64 and 784, m 16–4096): 1.34–2.20×, median 1.49 (table in
+docs/benchmarks-training.md#twins); kept at 2, the jvp twin of QKV-Attn not measured."""
+FUSED_TWIN = 1.0
+"""A linearized twin's fused step (``engine.train.fused``: its pattern x̃W₀ᵀ computed once
+for every point by ``chunk.Chunk``, so the step runs a network step's two [b, d] × [d, m]
+products) in its network's fused steps, FLOPs and fixed cost. Measured (the same
+shapes, alone and 3 stacked): 0.96–1.24×, median 1.08 (d 64: 1.16, d 784: 1.04), the
+rest the [b, m] gather of x̃W₀ᵀ and the mask (docs/benchmarks-training.md#twins)."""
 NOMINAL_STREAM_S = 1e-9
 NOMINAL_UPDATE_S = 1e-9
 """A 2-core CPU's stream and update probes (this project's CI class): ``Work.seconds``'
@@ -232,14 +243,18 @@ class Plan:
         widths: set[int] | tuple[int, ...],
         steps: float,
         fused_steps: float | None = None,
+        fused_per_width: float | None = None,
     ) -> Work:
         """Training at ``widths`` for every kind and seed: ``per_width`` × w FLOPs and
-        ``steps`` steps per network and width (``fused_steps`` for a fused kind, default
-        the same); the steps counted per (kind, width) group: the fused kinds' seeds
-        always stacked, the autograd kinds' as ``together`` says. Each network updates
-        its w·d first-layer weights (the output layer's w·K is ≤ 2 % of them at MNIST's
-        d) once an optimiser step (``fused_steps``, default ``steps``)."""
-        flops = sum(per_width * w for w in widths) * self.cells
+        ``steps`` steps per network and width (a fused kind's network: ``fused_per_width``
+        and ``fused_steps``, each default the same); the steps counted per (kind, width)
+        group: the fused kinds' seeds always stacked, the autograd kinds' as ``together``
+        says. Each network updates its w·d first-layer weights (the output layer's w·K is
+        ≤ 2 % of them at MNIST's d) once an optimiser step (``fused_steps``, default
+        ``steps``)."""
+        fpw = per_width if fused_per_width is None else fused_per_width
+        each = per_width * self.seeds * self.n_auto + fpw * self.seeds * self.n_fused
+        flops = sum(widths) * each
         fast = [w for w in widths if self.together(w)]
         small = sum(per_width * w for w in fast) * self.seeds * self.n_auto
         groups = BATCHED_STEP * self.chunks * len(fast) + self.seeds * (len(widths) - len(fast))
@@ -247,12 +262,12 @@ class Plan:
         fused: FusedSteps = ()
         if self.n_fused and widths:
             fused = ((self.per_stack, fs * self.stacks * len(widths) * self.n_fused),)
-        updates = (steps if fused_steps is None else fused_steps) * self.cells
-        updated = sum(w * self.d for w in widths) * updates
-        alone = {w: self.cells - (self.seeds * self.n_auto if w in fast else 0) for w in widths}
-        shaped = tuple(
-            sorted(((self.step_batch, self.d, w), per_width * w * c) for w, c in alone.items() if c)
-        )
+        updated = sum(w * self.d for w in widths) * fs * self.cells
+        # of the FLOPs, those of networks trained alone or fused-stacked, by their shape
+        alone = {
+            w: each - (per_width * self.seeds * self.n_auto if w in fast else 0) for w in widths
+        }
+        shaped = tuple(sorted(((self.step_batch, self.d, w), w * f) for w, f in alone.items() if f))
         return Work(
             flops, steps * groups * self.n_auto, small, fused, updated=updated, shaped=shaped
         )

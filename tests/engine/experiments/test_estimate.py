@@ -217,6 +217,15 @@ def test_fused_steps_are_stacked_per_kind_and_width():
     assert work["train"].fused == ((3, per * 2 * 2),)  # relu, attn: widths, stacks of 3
     # the twins: an autograd twin costs two steps, a fused one one
     assert work["ntk"].steps == 2 * per * 2 * 3 and work["ntk"].fused == ((3, per * 2 * 2),)
+    # and their FLOPs: a fused twin's step runs its network's two products (x̃W₀ᵀ is
+    # computed once, chunk.Chunk), an autograd twin's a forward and a JVP: twice them
+    big_n = 100 + spec.data.n_test
+    kernels = sum(2 * 2.0 * big_n**2 * (64 + w) + 2 * big_n**3 for w in (8, 64)) * 3 * 3
+    net = 4.0 * 100 * 64 * (8 + 64) * 3 * 3  # one kind's networks: n·d·Σm × epochs × seeds
+    assert math.isclose(work["ntk"].flops, kernels + (1 + 1 + 2) * net)
+    assert math.isclose(sum(v for _, v in work["ntk"].shaped), (1 + 1 + 2) * net)
+    auto_ntk = planned_work(spec.replace(train__engine="autograd"))["ntk"]
+    assert math.isclose(auto_ntk.flops, kernels + 3 * 2 * net)
     two = planned_work(spec.replace(train__batch_networks=2))["train"]
     assert two.fused == ((2, 2 * per * 2 * 2),)  # 3 seeds: two chunks (2 + 1) a group
     secs = work["train"].seconds(RATE, STEP, lambda b: 1e-4 * b)
