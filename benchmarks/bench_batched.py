@@ -31,7 +31,7 @@ absolute figures beside them.
   the same two matmuls of one network's step timed back to back.
 * ``overhead``: the fixed cost of one step on a network too small for its FLOPs to count
   (``estimate.probe_step_seconds``' shape: d 16, m 8, batch 16, n 64, Adam): a batched
-  step of B networks in separate steps, B = 1, 2, 3, 8, 41 (``estimate.BATCHED_STEP``).
+  step of B networks in separate steps, B = 1, 2, 3, 8, 41 (``work.BATCHED_STEP``).
 * ``chunks``: seconds per network-epoch of influence_check's shape (n 200, width 256, 2L-ReLU
   and MLP-Attn refit) for chunk sizes 1 … 128 (how ``BATCH_NETWORKS`` was chosen).
 """

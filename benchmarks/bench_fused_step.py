@@ -1,6 +1,6 @@
 """Benchmark: the closed-form (fused) training step against autograd, per network-step.
 
-    python benchmarks/bench_fused_step.py [--parts step,throughput,floor,adam,pgd,advstack] [--widths 16,64,256,1024]
+    python benchmarks/bench_fused_step.py [--parts step,throughput,floor,adam,pgd,advstack,twin] [--widths 16,64,256,1024]
                                           [--stacks 3,6] [--n 256] [--d 64] [--repeat 3]
                                           [--threads 2]
                                           [--device cpu|cuda]
@@ -17,7 +17,7 @@
 * ``throughput``: the training FLOP rate at large width (MNIST's shape: d 784, n 500,
   batch 128; the forward X̃Wᵀ and the weight gradient, 4·b·d·m a step) of the fused
   trainer (B = 1) and of the autograd one, against ``engine.experiments.estimate``'s
-  matmul probe measured in the same run: what ``estimate.OVERHEAD`` stands for.
+  matmul probe measured in the same run: what ``work.OVERHEAD`` stands for.
 * ``pgd``: adversarial training's perturbation (``engine.train.adversarial``, PGD of 10
   steps, ε 0.3) of one mini-batch of 32 (10 classes, d ``--d``, the quick preset's flip
   width 256, centred inputs), for 2L-ReLU and MLP-Attn: milliseconds with the closed-form
@@ -27,7 +27,7 @@
   with 3 networks stacked (``engine.train.adversarial.perturb_stacked``; 10-step PGD,
   batch 32, 10 classes, d ``--d``) per width, against the estimate's price of it: a
   stacked fused step (``probe_step_seconds("fused", 3)``) plus the pass's FLOPs at
-  ``estimate.ADV_OVERHEAD`` × the matmul probe's rate, both probes taken beside each
+  ``work.ADV_OVERHEAD`` × the matmul probe's rate, both probes taken beside each
   repeat; prints what multiple of the FLOP floor the FLOPs took.
 * ``floor``: where a fused step's time goes at large width (MNIST's shape: d 784, n 800,
   10 classes, Adam, L2; batch 32 and full batch; ``--big-widths``): seconds a step of
@@ -39,6 +39,14 @@
   update of the same parameters alone (fused Adam, ``fused.stepper``: memory-bound, no
   FLOPs counted). Prints the step's FLOP rate ÷ the probe, the step ÷ its matmul floor,
   and the share of the step the update takes.
+* ``twin``: a linearized twin's training step (``engine.ntk.Linearized``, structured, of
+  the same 2L-ReLU; fixed ±1 output layer as the run's default, 10 classes, CE, Adam,
+  L2) against its network's, per network-step, alone (B = 1) and ``--stacks``' first B
+  stacked, fused and (B = 1) autograd, for d ``--d`` and 784 at ``--big-widths`` and
+  ``--widths``, batch 32. Timed from the end of the first epoch to the end of the last
+  (setup and the twin's once-computed pattern x̃W₀ᵀ left out: a run amortises them over
+  its epochs), network and twin alternated, median of ``--repeat``, on ``--clock``. Prints the twin's
+  time ÷ its network's: what ``engine.experiments.ntk.ntk_work`` charges a twin.
 * ``adam``: one update of fused Adam on a [3, 1024, 64] stack (the kernel both paths run,
   called as the fused step calls it, ``engine.train.fused.stepper``): µs and ns a parameter.
 """
@@ -51,6 +59,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -288,8 +297,9 @@ def pgd_part(d: int, repeat: int, width: int = 256, calls: int = 100) -> None:
 
 def advstack_part(widths: list[int], d: int, repeat: int, b: int = 3, k: int = 10) -> None:
     """A pass of stacked adversarial training (``b`` networks, ``k``-step PGD, batch 32,
-    10 classes) against the estimate's price of it (``estimate.ADV_OVERHEAD``)."""
-    from engine.experiments.estimate import ADV_OVERHEAD, probe_step_seconds
+    10 classes) against the estimate's price of it (``work.ADV_OVERHEAD``)."""
+    from engine.experiments.estimate import probe_step_seconds
+    from engine.experiments.work import ADV_OVERHEAD
     from engine.train.adversarial import make_perturb
 
     n, bs = 96, 32
@@ -328,6 +338,74 @@ def advstack_part(widths: list[int], d: int, repeat: int, b: int = 3, k: int = 1
         )
 
 
+def _per_step(
+    make: Callable[[int], torch.nn.Module],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainSpec,
+    b: int,
+    clock: Callable[[], float],
+) -> float:
+    """Seconds per network-step of ``b`` networks ``make(seed)`` (``train`` alone when b is 1,
+    else ``train_batched``), from the first epoch's end to the last's."""
+    nets = [make(s).to(DEVICE) for s in range(b)]
+    if b == 1:
+        it: Any = train(nets[0], x, y, cfg, generator=torch.Generator().manual_seed(1))
+    else:
+        gens = [torch.Generator().manual_seed(s) for s in range(b)]
+        it = train_batched(nets, x, y, cfg, generators=gens)
+    marks = []
+    for _ in it:
+        _sync()
+        marks.append(clock())
+    steps = (len(marks) - 1) * -(-x.shape[0] // cfg.batch_size)
+    return (marks[-1] - marks[0]) / (steps * b)
+
+
+def twin_part(
+    widths: list[int], ds: list[int], stack: int, repeat: int, clock_kind: str, n: int = 256
+) -> None:
+    """A linearized twin's step against its network's (``ntk_work``'s price of a twin)."""
+    from engine.ntk.linearized import Linearized
+
+    bs, k = 32, 10
+    clock = _clock(clock_kind)
+    print(
+        f"twin ÷ network, per network-step (2L-ReLU, n {n}, batch {bs}, {k} classes, Adam, "
+        f"clock {clock_kind})"
+    )
+    print(f"{'d':>4} {'m':>5} {'path':>9} {'network ms':>10} {'twin ms':>8} {'twin/net':>8}")
+    for d in ds:
+        g = torch.Generator().manual_seed(0)
+        x = torch.rand(n, d, generator=g).to(DEVICE)
+        y = torch.randint(0, k, (n,), generator=g).to(DEVICE)
+        for m in widths:
+            # ≥ 1 GFLOP a run, at least 3 epochs timed, at most 300 steps
+            steps = min(300, max(3 * -(-n // bs), int(1e9 / (4.0 * bs * d * m))))
+            epochs = 1 + -(-steps // -(-n // bs))
+
+            def net(s: int, m: int = m, d: int = d) -> torch.nn.Module:
+                return TwoLayerNet(d, m, k, seed=s)
+
+            def twin(s: int, m: int = m, d: int = d) -> torch.nn.Module:
+                return Linearized(TwoLayerNet(d, m, k, seed=s))
+
+            for path, b in (("fused", 1), ("fused", stack), ("autograd", 1)):
+                cfg = _cfg(path, bs, epochs)
+                _per_step(twin, x, y, cfg, b, clock)  # warm-up
+                rows = [
+                    (_per_step(net, x, y, cfg, b, clock), _per_step(twin, x, y, cfg, b, clock))
+                    for _ in range(repeat)
+                ]
+                tn, tt = (statistics.median(r[i] for r in rows) for i in range(2))
+                ratios = sorted(t / n_ for n_, t in rows)
+                print(
+                    f"{d:>4} {m:>5} {f'{path} B={b}':>9} {tn * 1e3:>10.3f} {tt * 1e3:>8.3f} "
+                    f"{statistics.median(ratios):>8.2f} ({ratios[0]:.2f}–{ratios[-1]:.2f})",
+                    flush=True,
+                )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="step,throughput")
@@ -357,6 +435,10 @@ def main() -> None:
         adam_part(args.repeat)
     if "pgd" in parts:
         pgd_part(args.d, args.repeat)
+    if "twin" in parts:
+        widths = sorted({int(w) for w in f"{args.widths},{args.big_widths}".split(",")})
+        stack = int(args.stacks.split(",")[0])
+        twin_part(widths, sorted({args.d, 784}), stack, args.repeat, args.clock)
     if "advstack" in parts:
         advstack_part([int(w) for w in args.widths.split(",")], args.d, args.repeat)
 

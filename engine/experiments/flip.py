@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from engine.experiments.estimate import Plan, Work
 from engine.experiments.flip_summary import summarize
 from engine.experiments.registry import register
+from engine.experiments.work import Plan, Work
 from engine.models import MODEL_LABELS
 from engine.results import MARK
 from engine.results.tables import FlipRateRow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from engine.experiments.estimate import (
+from engine.experiments.work import (
     BATCHED_STEP,
     FusedSteps,
     Plan,

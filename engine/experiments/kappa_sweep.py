@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
-from engine.experiments.estimate import Plan, Work
 from engine.experiments.flip import flip_cell, flip_cell_id
 from engine.experiments.ntk import ntk_cell
 from engine.experiments.registry import register
+from engine.experiments.work import Plan, Work
 from engine.models import MODEL_LABELS
 from engine.results import MARK
 from engine.results import kappa as kr

@@ -49,8 +49,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
+from engine.experiments.work import Plan, Work
 from engine.landscape import (
     ADAPTIVE_STEPS,
     adaptive_sharpness,

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine import results
-from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
+from engine.experiments.work import AUTOGRAD_TWIN, FUSED_TWIN, Plan, Work
 from engine.models import MODEL_LABELS
 from engine.ntk import (
     analytic_ntk_for,
@@ -70,18 +70,19 @@ TARGETS = "binary: ±1 targets; multiclass: one-hot targets vs the network's log
 
 def ntk_work(p: Plan) -> Work:
     """The cells' training (shared with ``train``), two eNTKs 2·N²·(d + m) and Θ∞'s
-    solves 2·N³ per cell (N = n_train + n_test), and the linearized twin of every cell:
-    f₀ + J·Δθ costs a forward and a JVP a pass, about twice a training step of the
-    network in FLOPs and fixed cost (fused: the fixed cost of a step; its FLOPs are now
-    those of one network step, the pattern x̃W₀ᵀ being computed once for every point by
-    ``chunk.Chunk``, so this counts them twice: an upper side, kept because the
-    ``--scale`` presets' floors were chosen on it, ``tests/engine/reproduce/test_scale.py``)."""
+    solves 2·N³ per cell (N = n_train + n_test), and the linearized twin of every cell
+    for the path it trains on: through autograd (a forward and a JVP a pass) each twin
+    step counts ``AUTOGRAD_TWIN`` network steps, FLOPs and fixed cost; fused (2L-ReLU's
+    and MLP-Attn's structured twins) one network step, FLOPs and fixed cost
+    (``FUSED_TWIN``); x̃W₀ᵀ, computed once a twin (1/(2·epochs) of the twin's training
+    FLOPs), is not counted."""
     widths = p.spec.model.widths
     w = p.training(widths)
     kernels = sum(2 * 2.0 * p.big_n**2 * (p.d + m) + 2 * p.big_n**3 for m in widths)
     w += Work(kernels * p.cells)
-    steps = float(p.ep * p.batches)
-    return w + p.seeded(2 * 4.0 * p.n * p.d * p.ep, widths, 2.0 * steps, steps)
+    steps, flops = float(p.ep * p.batches), 4.0 * p.n * p.d * p.ep  # a network's, ÷ m
+    auto, fused = AUTOGRAD_TWIN, FUSED_TWIN
+    return w + p.seeded(auto * flops, widths, auto * steps, fused * steps, fused * flops)
 
 
 @register(

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 ExperimentFn = Callable[["RunContext"], Iterator["Event"]]
 Estimate = Callable[[Any], Any]
-"""``engine.experiments.estimate.Estimate`` (Plan → Work), named loosely here: the
+"""``engine.experiments.work.Estimate`` (Plan → Work), named loosely here: the
 estimate module reads the registry, so the registry does not import it back."""
 
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
+from engine.experiments.work import Plan, Work
 from engine.results.tables import AlignmentRow, EigenvalueRow, NtkSpectrumRow, SpectrumRow
 from engine.run.events import (
     Artifact,

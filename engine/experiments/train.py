@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
+from engine.experiments.work import Plan, Work
 from engine.models import MODEL_LABELS
 from engine.results import (
     MARK,

@@ -37,8 +37,8 @@ import torch
 
 from engine.data.dataset import Dataset
 from engine.errors import DivergedError
-from engine.experiments.estimate import Plan, Work
 from engine.experiments.registry import register
+from engine.experiments.work import Plan, Work
 from engine.models import MODEL_LABELS
 from engine.results import constant_loss, loglog_slope
 from engine.results.tables import TrainabilityRow

@@ -302,13 +302,18 @@ at the idle 2-core matmul probe (``IDLE_FLOPS``, 3e11 FLOP/s) times ``FUSED_OVER
 paper's PGD adversarial training (40 steps) Table 4's part alone was 1977 s of a 3053 s
 floor on MNIST at n_train 500 (61 min at 1.2×); ``flip.adv_steps`` 10 (PGD still, α by
 the same rule) brings it to 531 s (its effect on claim 4, measured on digits:
-docs/claims.md#claim-4-steps). Then MNIST and Fashion-MNIST at n_train 800 floor at
+docs/claims.md#claim-4-steps). Then MNIST and Fashion-MNIST at n_train 800 floored at
 ≈ 43 min (≈ 51 min at 1.2×), CIFAR-10 (d = 3072, four times MNIST's arithmetic a step)
 at n_train 200 at 42 min (50 min; 250 would be 63), digits at n_train 1000 in about
-3 minutes. The widths' 4096 and the epoch cap are what the floor scales with: a cell
-that converges early costs less, so the floor is an upper bound. Each of these floors is
-recomputed by ``pytest tests/engine/reproduce/test_scale.py``; ``scale_departures`` says
-before the run where the scale departs (until converged; the shorter PGD training)."""
+3 minutes. Those floors counted each fused linearized twin's FLOPs twice; counted once
+(``engine.experiments.work.FUSED_TWIN``), every floor is lower and the sizes are
+unchanged: MNIST at n_train 500 2712 s with PGD-40 (54 min at 1.2×; Table 4's part
+unchanged), MNIST and Fashion-MNIST ≈ 34 min (≈ 41 at 1.2×), CIFAR-10 33 min (40; 250
+would be 50), digits ≈ 2.7 min. The widths' 4096 and the epoch cap are what the floor
+scales with: a cell that converges early costs less, so the floor is an upper bound.
+The current floors (and Table 4's 1977 − 531 s) are recomputed by ``pytest
+tests/engine/reproduce/test_scale.py``; ``scale_departures`` says before the run where
+the scale departs (until converged; the shorter PGD training)."""
 
 DATA_SIZES: dict[str, tuple[int, int]] = {
     "mnist": (800, 200),

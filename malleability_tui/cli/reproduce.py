@@ -142,9 +142,7 @@ def reproduce(
 ) -> None:
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
     from engine.experiments.estimate import (
-        OVERHEAD,
         PER_RUN_SECONDS,
-        TRAIN_OVERHEAD,
         breakdown,
         estimate_seconds,
         first_check,
@@ -156,6 +154,7 @@ def reproduce(
         probe_stream_seconds,
         probe_update_seconds,
     )
+    from engine.experiments.work import OVERHEAD, TRAIN_OVERHEAD
     from engine.reproduce.driver import reproduce_parts
     from engine.reproduce.plan import plan
     from engine.reproduce.presets import known_failure, quick_departures, scale_departures

@@ -7,16 +7,8 @@ import math
 from typer.testing import CliRunner
 
 from engine.experiments.estimate import (
-    ADV_OVERHEAD,
-    BATCHED_OVERHEAD,
-    BATCHED_STEP,
     CONFIRM_SECONDS,
-    NOMINAL_UPDATE_S,
-    OVERHEAD,
     PER_RUN_SECONDS,
-    TRAIN_OVERHEAD,
-    Plan,
-    Work,
     breakdown,
     estimate_seconds,
     first_check,
@@ -26,6 +18,16 @@ from engine.experiments.estimate import (
     probe_shape_flops,
     probe_step_seconds,
     probe_update_seconds,
+)
+from engine.experiments.work import (
+    ADV_OVERHEAD,
+    BATCHED_OVERHEAD,
+    BATCHED_STEP,
+    NOMINAL_UPDATE_S,
+    OVERHEAD,
+    TRAIN_OVERHEAD,
+    Plan,
+    Work,
 )
 from engine.reproduce.presets import apply_quick
 from engine.run.spec import RunSpec
@@ -215,6 +217,15 @@ def test_fused_steps_are_stacked_per_kind_and_width():
     assert work["train"].fused == ((3, per * 2 * 2),)  # relu, attn: widths, stacks of 3
     # the twins: an autograd twin costs two steps, a fused one one
     assert work["ntk"].steps == 2 * per * 2 * 3 and work["ntk"].fused == ((3, per * 2 * 2),)
+    # and their FLOPs: a fused twin's step runs its network's two products (x̃W₀ᵀ is
+    # computed once, chunk.Chunk), an autograd twin's a forward and a JVP: twice them
+    big_n = 100 + spec.data.n_test
+    kernels = sum(2 * 2.0 * big_n**2 * (64 + w) + 2 * big_n**3 for w in (8, 64)) * 3 * 3
+    net = 4.0 * 100 * 64 * (8 + 64) * 3 * 3  # one kind's networks: n·d·Σm × epochs × seeds
+    assert math.isclose(work["ntk"].flops, kernels + (1 + 1 + 2) * net)
+    assert math.isclose(sum(v for _, v in work["ntk"].shaped), (1 + 1 + 2) * net)
+    auto_ntk = planned_work(spec.replace(train__engine="autograd"))["ntk"]
+    assert math.isclose(auto_ntk.flops, kernels + 3 * 2 * net)
     two = planned_work(spec.replace(train__batch_networks=2))["train"]
     assert two.fused == ((2, 2 * per * 2 * 2),)  # 3 seeds: two chunks (2 + 1) a group
     secs = work["train"].seconds(RATE, STEP, lambda b: 1e-4 * b)
@@ -291,7 +302,7 @@ def test_reproduce_adv_recipe_reaches_the_plan(tmp_path):
 
 
 def test_influence_check_work_counts_retrainings_batched_or_not():
-    from engine.experiments.estimate import BATCHED_STEP
+    from engine.experiments.work import BATCHED_STEP
 
     spec = RunSpec(experiment="influence_check", seeds=(0, 1)).replace(
         train__epochs=5,

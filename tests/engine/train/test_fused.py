@@ -152,9 +152,9 @@ def test_float_targets_need_one_output() -> None:
 def test_the_estimate_prices_as_fused_exactly_the_kinds_the_fused_planner_accepts(
     train_output: bool,
 ) -> None:
-    """``estimate.FUSED_KINDS`` restates, without building a model, what ``fused.plan``
+    """``work.FUSED_KINDS`` restates, without building a model, what ``fused.plan``
     decides from one: the two must name the same kinds or the dry-run prices the wrong path."""
-    from engine.experiments.estimate import FUSED_KINDS
+    from engine.experiments.work import FUSED_KINDS
     from engine.kinds import MODEL_KINDS
     from engine.models import build_model
     from engine.train import fused
