@@ -114,8 +114,11 @@ def add_verify(
     path: Path, meta: dict[str, Any], comparison: dict[str, Any], check: dict[str, Any]
 ) -> None:
     """Record the continuation check (``engine.reproduce.verify``): ``verify`` in
-    ``reproduce.json``, the checklist items' ``verify`` in ``summary.json``."""
+    ``reproduce.json`` (with the sitting's end time and load, now after the check), the
+    checklist items' ``verify`` in ``summary.json``."""
     meta["verify"] = check
+    # the sitting ends after the check: its end time and load (``seconds`` stays the parts')
+    meta.update(end_time=_now(), load_end=load_average())
     atomic_write(path / META, json.dumps(to_jsonable(meta), indent=2) + "\n")
     summary = json.loads((path / SUMMARY).read_text())
     summary["checklist"] = comparison["checklist"]

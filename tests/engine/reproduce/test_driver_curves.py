@@ -89,3 +89,24 @@ def test_an_interrupted_sitting_records_its_end_and_the_resume_counts_it(
     assert [s["seconds"] for s in done["sittings"]] == [first["seconds"]]
     assert done["sittings"][0]["interrupted"] is True
     assert wall_seconds(done) == pytest.approx(first["seconds"] + done["seconds"])
+
+
+def test_the_continuation_check_moves_the_sittings_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sitting's end time and load are those after ``--verify``'s check, not those of
+    the parts before it (the results page prints the sitting as start to end)."""
+    import json
+
+    parts = plan(("digits",), tables=(6,), quick=True)
+    clock = iter(["t0", "t1", "t2"])
+    monkeypatch.setattr(record, "_now", lambda: next(clock))
+    monkeypatch.setattr(record, "compare", lambda *a: {"checklist": []})
+    meta = record.start(
+        tmp_path, parts, datasets=["digits"], tables=[6], quick=True, estimated_seconds=1.0
+    )
+    comparison = record.finish(tmp_path, meta, {}, parts, 5.0)
+    assert json.loads((tmp_path / record.META).read_text())["end_time"] == "t1"
+    record.add_verify(tmp_path, meta, comparison, {"seconds": 7.0})
+    done = json.loads((tmp_path / record.META).read_text())
+    assert (done["start_time"], done["end_time"], done["seconds"]) == ("t0", "t2", 5.0)
