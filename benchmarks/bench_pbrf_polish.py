@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--data-dir", default="../shared/data/mnist")
     ap.add_argument("--kind", default="relu", choices=("relu", "attn"))
     ap.add_argument("--steps", default="10,25")
+    ap.add_argument("--threads-only", action="store_true", help="only the thread A/B")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache", default="")
     a = ap.parse_args()
@@ -56,7 +57,7 @@ def main() -> None:
     head = pr.ReluHead.from_span(net.output, inp, inp_t, t, tt)  # type: ignore[arg-type]
     prob = _Problem(net, inp, t, idx, cfg.l2, "mse", 1 / inp.shape[0])
     truths = {}
-    for s in (int(v) for v in a.steps.split(",")):
+    for s in () if a.threads_only else (int(v) for v in a.steps.split(",")):
         t0 = _clock()
         r = pr.polished_pbrf(prob, head, steps=2 * s, tol=1e-6, checkpoint=s)
         assert r.early is not None

@@ -8,7 +8,9 @@ through ``engine.malleability.check.pbrf_truth``: ``pbrf_steps`` of L-BFGS, then
 same after twice the L-BFGS steps); ``retrain``, retraining
 without the point (steps 3 below; floor ``retrain_other_order``); or ``both``, each row
 tagged with its ``truth`` and the PBRF also compared with retraining (estimator ``pbrf``
-against truth ``retrain``: do the truths agree?).
+against truth ``retrain``: do the truths agree?). The PBRF statistics use only the points
+whose solve met ``pbrf_tol`` (``engine.experiments.influence_check_pbrf``; the others are
+named on every row, ``dropped``).
 
 The flip protocol trusts an estimator of "what removing training point i does to the test
 loss". This experiment measures that quantity directly on a small subset

@@ -39,9 +39,12 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
     Resolved: the truth's noise floor (``NOISES``: retraining with another batch order,
     the PBRF with twice the steps) agrees with it, ρ > 0 at p < 0.05, in every seed
     (``noise_floor``); otherwise the ranking of the estimators is not a result
-    ("inconclusive"). Without the noise floor the resolution is "not measured". A PBRF
-    whose solve missed ``pbrf_tol`` in any seed (rows' ``truth_converged``) is never
-    "resolved" (None, ``converged`` False): its floor then measures the solver's drift.
+    ("inconclusive"). Without the noise floor the resolution is "not measured". The PBRF
+    rows compare only the points whose solve met ``pbrf_tol`` (the others counted in
+    ``n_dropped``, named in ``dropped``, and counted in the headline per seed); a seed
+    with fewer than ``pbrf_min_points`` of them (rows' ``truth_converged`` False) is not
+    judged (its rows leave the table while another seed is) and the model is never
+    "resolved" (None, ``converged`` False); ``seeds`` gives each seed's resolution.
     """
     from engine import results
 
