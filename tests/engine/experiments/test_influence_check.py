@@ -148,6 +148,8 @@ def test_bad_options_are_config_errors():
         InfluenceCheckSpec(ridges=("half",))
     with pytest.raises(ConfigError, match="influence_check.truth"):
         InfluenceCheckSpec(truth="scratch")
+    with pytest.raises(ConfigError, match="influence_check.pbrf_min_points"):
+        InfluenceCheckSpec(pbrf_min_points=2)
     with pytest.raises(ConfigError, match="influence_check.pbrf_steps"):
         InfluenceCheckSpec(pbrf_steps=0)
 
