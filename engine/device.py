@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 
 from engine.errors import ConfigError
@@ -36,3 +39,19 @@ def flush_denormals(device: torch.device) -> None:
     tool reports. CUDA kernels are unaffected and left as they are."""
     if device.type == "cpu":
         torch.set_flush_denormal(True)
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """At most ``n`` torch CPU threads inside the block (the count is restored after):
+    for work made of small dense ops, where a second thread mostly waits for the first
+    (docs/benchmarks.md#influence-check-pbrf)."""
+    before = torch.get_num_threads()
+    if before <= n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -8,7 +8,9 @@ through ``engine.malleability.check.pbrf_truth``: ``pbrf_steps`` of L-BFGS, then
 same after twice the L-BFGS steps); ``retrain``, retraining
 without the point (steps 3 below; floor ``retrain_other_order``); or ``both``, each row
 tagged with its ``truth`` and the PBRF also compared with retraining (estimator ``pbrf``
-against truth ``retrain``: do the truths agree?).
+against truth ``retrain``: do the truths agree?). The PBRF statistics use only the points
+whose solve met ``pbrf_tol`` (``engine.experiments.influence_check_pbrf``; the others are
+named on every row, ``dropped``).
 
 The flip protocol trusts an estimator of "what removing training point i does to the test
 loss". This experiment measures that quantity directly on a small subset
@@ -53,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine.experiments.influence_check_cost import influence_check_work
+from engine.experiments.influence_check_pbrf import judged_columns, pbrf_cell_truth
 from engine.experiments.influence_check_summary import (
     ESTIMATOR_LABELS,
     NOISES,
@@ -62,7 +65,6 @@ from engine.experiments.registry import register
 from engine.malleability.check import (
     gradient_estimates,
     kernel_estimates,
-    pbrf_truth,
     ridge_key,
 )
 from engine.models import MODEL_LABELS
@@ -173,8 +175,10 @@ def _cell(
     truths: dict[str, list[torch.Tensor]] = {}
     t_truth: dict[str, float] = {}
     pbrf_info: dict[str, Any] = {}
+    pb = None
     if ic.truth in ("pbrf", "both"):
-        truths["pbrf"], t_truth["pbrf"], pbrf_info = yield from _pbrf(ctx, tm, ds, indices, cell)
+        pb = yield from pbrf_cell_truth(ctx, tm, ds, indices, cell)
+        truths["pbrf"], t_truth["pbrf"], pbrf_info = pb.effects, pb.seconds, pb.info
     if ic.truth in ("retrain", "both"):
         t0 = time.perf_counter()
         truths["retrain"] = yield from _retrain(ctx, tm, kind, width, seed, indices, cell)
@@ -196,9 +200,19 @@ def _cell(
             n_points=a.n_points,
             seconds=round(secs, 4),
             truth=truth,
-            truth_converged=pbrf_info.get("converged") if truth == "pbrf" else None,
+            truth_converged=pb.enough if pb is not None and truth == "pbrf" else None,
+            n_dropped=int((~pb.keep).sum())
+            if pb is not None and "pbrf" in (truth, estimator)
+            else None,
+            dropped=pb.dropped(indices) if pb is not None and "pbrf" in (truth, estimator) else "",
             **tm.guards(),
         )
+
+    def judged(est: torch.Tensor, truth: torch.Tensor, name: str) -> Any:
+        # a PBRF point whose solve missed pbrf_tol never enters a statistic
+        if pb is not None and name == "pbrf":
+            est, truth = judged_columns(pb.keep, est, truth)
+        return agreement(est, truth)
 
     rows: list[InfluenceCheckRow] = []
     scores: dict[str, list[float]] = {}
@@ -208,13 +222,13 @@ def _cell(
         scores[name] = point_scores(truth).tolist()
         for key, est in estimates.items():
             method, _ = key
-            rows.append(row(method, ridges[key], agreement(est, truth), seconds[key], name))
+            rows.append(row(method, ridges[key], judged(est, truth, name), seconds[key], name))
         if floor:
             secs = t_truth[name] / (1 + len(floor))
-            rows.append(row(NOISES[name], "", agreement(floor[0], truth), secs, name))
+            rows.append(row(NOISES[name], "", judged(floor[0], truth, name), secs, name))
             scores[NOISES[name]] = point_scores(floor[0]).tolist()
     if len(truths) == 2:  # the PBRF as an estimator of retraining: do the truths agree?
-        a = agreement(truths["pbrf"][0], truths["retrain"][0])
+        a = judged(truths["pbrf"][0], truths["retrain"][0], "pbrf")
         rows.append(row("pbrf", "", a, t_truth["pbrf"], "retrain"))
     yield Artifact(
         "influence_check_scores",
@@ -233,47 +247,6 @@ def _cell(
     for r in rows:
         yield TableRow.of(r, cell=cell)
     return [r.to_row() for r in rows]
-
-
-def _pbrf(
-    ctx: RunContext, tm: TrainedModel, ds: Dataset, indices: list[int], cell: str
-) -> Generator[Event, None, tuple[list[torch.Tensor], float, dict[str, Any]]]:
-    """The PBRF truth [t, k] (``engine.malleability.check.pbrf_truth``: L-BFGS,
-    ``pbrf_steps``, C fixed) and, with the noise floor, the same solved with twice the
-    steps: one solve of twice the steps, the truth its checkpoint at ``pbrf_steps`` (the
-    same numbers as a solve of its own); their seconds and convergence (the worst row's
-    relative gradient norm). An unconverged truth is said (a warning) and marked on its
-    rows (``truth_converged``): the summary then never calls it resolved."""
-    sp, ic = ctx.spec, ctx.spec.influence_check
-    steps = ic.pbrf_steps
-    ctx.check_cancel()
-    yield Progress("cell", 0, 1, f"PBRF ({steps} steps) for {len(indices)} points", cell=cell)
-    res, secs = pbrf_truth(
-        tm.model,
-        ds,
-        indices,
-        l2=sp.train.l2,
-        transductive=sp.data.transductive,
-        solver="lbfgs",
-        max_steps=2 * steps if ic.noise_floor else steps,
-        tol=ic.pbrf_tol,
-        checkpoint=steps if ic.noise_floor else None,
-    )
-    runs = [res] if res.early is None else [res.early, res]
-    info: dict[str, Any] = {"seconds": secs, "converged": runs[0].converged}
-    for budget, r in zip((steps, 2 * steps), runs):
-        info[f"{budget}_steps"] = {"grad_norm": float(r.grad_norm.max()), "steps": r.steps}
-    if not runs[0].converged:
-        yield Log(
-            f"{MODEL_LABELS[tm.kind]}: the PBRF did not converge in {steps} steps (worst "
-            f"relative gradient norm {float(runs[0].grad_norm.max()):.2g}, tolerance "
-            f"{ic.pbrf_tol:g}; for 2L-ReLU and MLP-Attn: L-BFGS steps, then the active set "
-            "over the ReLU kinks, whose generalised gradient is the norm; inf: a point's "
-            "kink state did not settle or the polish climbed), so it is not claimed "
-            "resolved (its floor, twice the steps, measures the solver's drift)",
-            "warning",
-        )
-    return [r.effects for r in runs], secs, info
 
 
 def _retrain(

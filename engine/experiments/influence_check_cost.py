@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 
 LBFGS_HISTORY = 20
 """The PBRF's L-BFGS history (``engine.influence.pbrf._lbfgs``), for its estimate."""
+POLISH_ROUNDS = 6
+"""Active-set rounds a point takes from L-BFGS's iterate (3–8 measured on MNIST 3 vs 8,
+docs/benchmarks.md#influence-check-pbrf), for the estimate."""
+PINNED_FRACTION = 0.005
+"""Of the n·m (training point, unit) pairs, those pinned at a kink (226–269 of 51,200
+measured, docs/benchmarks.md#influence-check-pbrf): each adds an unknown to the polish."""
 
 
 def pbrf_work(ic: InfluenceCheckSpec, d: int) -> Work:
@@ -31,8 +37,10 @@ def pbrf_work(ic: InfluenceCheckSpec, d: int) -> Work:
     in float64 (counted twice); and the two-loop recursion, which streams its history
     (up to ``LBFGS_HISTORY`` pairs of [k, P] float64) through memory twice a step, 5
     element passes a pair and loop, plus about 10 for the step's own updates:
-    ``Work.streamed``, priced by ``probe_stream_seconds``. At the defaults (k 40, P
-    51 200, 50 steps) the stream dominates."""
+    ``Work.streamed``, priced by ``probe_stream_seconds``. Then (2L-ReLU, MLP-Attn) the
+    active set over the ReLU kinks, once for the truth and once for the floor: per point
+    ``POLISH_ROUNDS`` dense LU solves of size N = n + ``PINNED_FRACTION``·n·m (one output),
+    (2/3)·N³ FLOPs each in float64 (counted twice), and a step's overhead a round."""
     steps = ic.pbrf_steps * (2 if ic.noise_floor else 1) * (ic.truth != "retrain")
     n, m = ic.n_train, ic.width
     r = min(n, d)
@@ -41,7 +49,11 @@ def pbrf_work(ic: InfluenceCheckSpec, d: int) -> Work:
     flops = 2 * 10.0 * k * n * r * m * steps
     pairs = sum(min(i, LBFGS_HISTORY) for i in range(steps))
     streamed = k * m * r * (10.0 * pairs + 10.0 * steps)
-    return Work(flops, 3.0 * steps, 0.0, (), streamed)
+    polishes = (2 if ic.noise_floor else 1) * (ic.truth != "retrain")
+    size = n + PINNED_FRACTION * n * m
+    rounds = k * polishes * POLISH_ROUNDS
+    flops += 2 * (2.0 / 3.0) * size**3 * rounds
+    return Work(flops, 3.0 * steps + rounds, 0.0, (), streamed)
 
 
 def influence_check_work(p: Plan) -> Work:

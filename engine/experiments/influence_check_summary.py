@@ -39,9 +39,12 @@ def summarize(rows: list[dict[str, Any]], dataset: str) -> dict[str, Any]:
     Resolved: the truth's noise floor (``NOISES``: retraining with another batch order,
     the PBRF with twice the steps) agrees with it, ρ > 0 at p < 0.05, in every seed
     (``noise_floor``); otherwise the ranking of the estimators is not a result
-    ("inconclusive"). Without the noise floor the resolution is "not measured". A PBRF
-    whose solve missed ``pbrf_tol`` in any seed (rows' ``truth_converged``) is never
-    "resolved" (None, ``converged`` False): its floor then measures the solver's drift.
+    ("inconclusive"). Without the noise floor the resolution is "not measured". The PBRF
+    rows compare only the points whose solve met ``pbrf_tol`` (the others counted in
+    ``n_dropped``, named in ``dropped``, and counted in the headline per seed); a seed
+    with fewer than ``pbrf_min_points`` of them (rows' ``truth_converged`` False) is not
+    judged (its rows leave the table while another seed is) and the model is never
+    "resolved" (None, ``converged`` False); ``seeds`` gives each seed's resolution.
     """
     from engine import results
 
@@ -96,6 +99,15 @@ def _judge(
     from engine import results
 
     noise_key = NOISES.get(truth, NOISE)
+    # a PBRF seed with fewer than pbrf_min_points converged points (``truth_converged``
+    # False) is not judged: its statistics leave the table while another seed is judged
+    loose = {r.seed for rs in ests.values() for r in rs if r.truth_converged is False}
+    known = any(r.truth_converged is not None for rs in ests.values() for r in rs)
+    counts = _converged_counts(ests) if truth == "pbrf" else {}
+    per_seed = _seed_resolution(ests, noise_key, loose)
+    if loose and any(r.seed not in loose for rs in ests.values() for r in rs):
+        ests = {k: [r for r in rs if r.seed not in loose] for k, rs in ests.items()}
+        ests = {k: rs for k, rs in ests.items() if rs}
     table: list[dict[str, Any]] = []
     for (est, ridge), rs in ests.items():
         rho = mean_std(r.spearman for r in rs)
@@ -122,16 +134,14 @@ def _judge(
     cands.sort(key=lambda t: (t["spearman"], t["sign_agreement"]), reverse=True)
     noise = next((t for t in table if t["estimator"] == noise_key), None)
     resolved = None if noise is None else noise["significant_seeds"] == noise["seeds"]
-    # a PBRF solve that missed its tolerance (``truth_converged``): its floor (twice the
-    # steps) agreeing measures the solver's drift, not the truth's accuracy, so
-    # "resolved" is not claimed either way
-    loose = {r.seed for rs in ests.values() for r in rs if r.truth_converged is False}
-    known = any(r.truth_converged is not None for rs in ests.values() for r in rs)
+    # a seed whose PBRF converged on too few points: its floor (twice the steps) agreeing
+    # would measure the solver's drift, not the truth's accuracy, so "resolved" is not
+    # claimed for the model either way
     converged = (not loose) if known else None
     if loose:
         resolved = None
     best = cands[0] if cands and resolved is not False else None
-    seeds = {str(r.seed) for rs in ests.values() for r in rs}
+    seeds = {str(s) for s in per_seed}
     note = results.guard_note(failed, model, len(seeds))
     label = TRUTH_LABELS.get(truth, truth)
     floor = ESTIMATOR_LABELS[noise_key]
@@ -144,7 +154,12 @@ def _judge(
         "noise_floor": noise,
         "resolved": resolved,
         "converged": converged,
+        "seeds": {str(k): v for k, v in per_seed.items()},
+        "converged_points": {
+            str(k): {"kept": a, "of": b, "dropped": d} for k, (a, b, d) in counts.items()
+        },
     }
+    count = _count_text(counts)
     out["guards"] = note
     if resolved is False:
         assert noise is not None
@@ -153,7 +168,7 @@ def _judge(
                 f"{model}: INCONCLUSIVE against {label}: it does not resolve one point's "
                 f"effect ({floor} agrees at ρ {noise['spearman']:.2f}, significant in "
                 f"{noise['significant_seeds']} of {noise['seeds']} seeds), so no estimator "
-                f"can be judged; estimators: {listing}",
+                f"can be judged; estimators: {listing}{count}",
                 note,
             )
         )
@@ -169,17 +184,65 @@ def _judge(
     )
     if len(cands) > 1:
         line += "; then " + listing.split("; ", 1)[1]
+    judged = [str(s) for s, v in per_seed.items() if s not in loose]
     line += (
-        f"; {label} DID NOT CONVERGE (pbrf_tol missed in {len(loose)} of {len(seeds)} "
-        "seeds): not claimed resolved"
-        + (f" ({floor} agrees at ρ {noise['spearman']:.2f}: the solver's drift)" if noise else "")
+        f"; {label} DID NOT CONVERGE on enough points in {len(loose)} of {len(seeds)} "
+        "seeds (influence_check.pbrf_min_points): not claimed resolved"
+        + (f"; judged on seed {', '.join(judged)} only" if judged else "")
+        + (f" ({floor} agrees at ρ {noise['spearman']:.2f})" if noise else "")
         if loose
         else "; ground truth not checked for resolution (influence_check.noise_floor = false)"
         if noise is None
         else f"; {label} resolved: {floor} agrees at ρ {noise['spearman']:.2f}"
     )
-    headline.append(results.marked(line, note))
+    headline.append(results.marked(line + count, note))
+    drops = [f"seed {k}: {d}" for k, (_, _, d) in counts.items() if d]
+    if drops:
+        headline.append(
+            f"{model}: points left out of every PBRF statistic (their solve missed "
+            f"pbrf_tol): {'; '.join(drops)}"
+        )
     return out
+
+
+def _converged_counts(
+    ests: dict[tuple[str, str], list[InfluenceCheckRow]],
+) -> dict[Any, tuple[int, int, str]]:
+    """Per seed of a PBRF truth: (points in its statistics, points removed, the dropped
+    ones with their reasons), read from its rows (``n_points``, ``n_dropped``,
+    ``dropped``); {} for retraining or rows written before the columns existed."""
+    out: dict[Any, tuple[int, int, str]] = {}
+    for rs in ests.values():
+        for r in rs:
+            if r.n_dropped is not None and r.n_points is not None and r.seed not in out:
+                out[r.seed] = (r.n_points, r.n_points + r.n_dropped, r.dropped)
+    return dict(sorted(out.items(), key=lambda kv: str(kv[0])))
+
+
+def _seed_resolution(
+    ests: dict[tuple[str, str], list[InfluenceCheckRow]], noise_key: str, loose: set[Any]
+) -> dict[Any, bool | None]:
+    """Per seed: resolved (its floor agrees, ρ > 0 at p < 0.05, on enough converged
+    points), False (it does not), None (too few converged points, or no floor)."""
+    seeds = sorted({r.seed for rs in ests.values() for r in rs}, key=str)
+    floor = {r.seed: r for (est, _), rs in ests.items() if est == noise_key for r in rs}
+    out: dict[Any, bool | None] = {}
+    for seed in seeds:
+        r = floor.get(seed)
+        out[seed] = (
+            None if seed in loose or r is None else bool(r.spearman_p < 0.05 and r.spearman > 0)
+        )
+    return out
+
+
+def _count_text(counts: dict[Any, tuple[int, int, str]]) -> str:
+    """ "; PBRF truth on 118/120 points converged (seed 0 40/40, …)" ("" without counts)."""
+    if not counts:
+        return ""
+    kept = sum(a for a, _, _ in counts.values())
+    total = sum(b for _, b, _ in counts.values())
+    each = ", ".join(f"seed {k} {a}/{b}" for k, (a, b, _) in counts.items())
+    return f"; PBRF truth on {kept}/{total} points converged ({each})"
 
 
 def _name(t: dict[str, Any]) -> str:

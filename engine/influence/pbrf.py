@@ -59,11 +59,29 @@ class PBRFResult:
     early: PBRFResult | None = None
     """With ``checkpoint``: the result after that many iterations, exactly what a solve
     with ``max_steps = checkpoint`` gives (the iterations are deterministic)."""
+    failures: tuple[str, ...] = ()
+    """Per point, why its solve was refused other than by its gradient norm (the ReLU
+    active set, ``engine.influence.pbrf_relu``: state not settled, a non-convex kink, the
+    polish climbed; those rows carry norm inf), "" where it was not; () when none can be."""
 
     @property
     def converged(self) -> bool:
         """Every row reached the relative gradient tolerance."""
-        return bool((self.grad_norm <= self.tol).all())
+        return bool(self.point_converged.all())
+
+    @property
+    def point_converged(self) -> torch.Tensor:
+        """[k] bool: the rows whose solve reached the relative gradient tolerance (the only
+        ones a statistic of the PBRF truth may use, docs/protocol.md#influence)."""
+        return self.grad_norm <= self.tol
+
+    def reasons(self) -> list[str]:
+        """Per point, "" where it converged, else why not (one short phrase)."""
+        out = []
+        for row, (gn, ok) in enumerate(zip(self.grad_norm.tolist(), self.point_converged)):
+            why = self.failures[row] if row < len(self.failures) else ""
+            out.append("" if bool(ok) else why or f"gradient norm {gn:.1e} > tol {self.tol:g}")
+        return out
 
 
 class _Problem:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import torch
 from torch.func import grad, jacfwd, vmap
 
+from engine.device import torch_threads
 from engine.influence.losses import pointwise_loss
 from engine.influence.pbrf import PBRFResult, _lbfgs, _Problem
 
@@ -276,7 +277,10 @@ def relu_head_pbrf(
     effects, gn, cv, st, rd, pn, mats = [], [], [], [], [], [], []
     for row, i in enumerate(indices):
         pt = _Point(h, int(i), lam, loss, eps)
-        sol = pt.run(on0 if start is None else start[row] > 0, pin0.clone(), max_rounds)
+        # its systems are small ([n·K + pinned]²): a second thread only spins, 3-10× the
+        # CPU under load (docs/benchmarks.md#influence-check-pbrf)
+        with torch_threads(1):
+            sol = pt.run(on0 if start is None else start[row] > 0, pin0.clone(), max_rounds)
         norm, convex = pt.stationarity(sol)
         zt = h.zt + h.cross @ sol.a_mat
         effects.append(pointwise_loss(h.out(zt), h.tt, loss) - base)
@@ -343,9 +347,20 @@ def polished_pbrf(
             )
             b = torch.stack([(a.T @ psi).reshape(-1) for a in res.a_mats])
             before = prob.rows(big)
-            ok = res.stable & res.convex & (prob.rows(b) <= before + prob.slack(before))
+            kept = prob.rows(b) <= before + prob.slack(before)
+            ok = res.stable & res.convex & kept
             gn = torch.where(ok, res.grad_norm, torch.inf)
-            return PBRFResult(res.effects, gn, ran, tol)
+            why = tuple(
+                ""
+                if fine
+                else f"kink state did not settle in {max_rounds} rounds"
+                if not st
+                else "a pinned kink is not convex"
+                if not cv
+                else "the polish ended above L-BFGS's objective"
+                for fine, st, cv in zip(ok.tolist(), res.stable.tolist(), res.convex.tolist())
+            )
+            return PBRFResult(res.effects, gn, ran, tol, failures=why)
 
         final = polish(big, ran)
         if checkpoint is None:

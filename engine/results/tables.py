@@ -232,8 +232,14 @@ class InfluenceCheckRow(Row):
     """The ground truth compared with: pbrf or retrain (rows written before the column
     existed read as empty and compared with retraining)."""
     truth_converged: bool | None = None
-    """Rows against the PBRF: whether its solve met ``influence_check.pbrf_tol`` at
-    ``pbrf_steps`` (None: retraining, or rows written before the column existed)."""
+    """Rows against the PBRF: whether at least ``influence_check.pbrf_min_points`` of the
+    removed points' solves met ``pbrf_tol`` (those points alone are compared, ``n_points``;
+    None: retraining, or rows written before the column existed)."""
+    n_dropped: int | None = None
+    """Rows against the PBRF: removed points left out of the statistic because their
+    solve (the truth's or its floor's) missed ``pbrf_tol`` (None: retraining)."""
+    dropped: str = ""
+    """Those points, "index: reason" joined by "; " (docs/protocol.md#influence)."""
 
 
 @dataclass(frozen=True)

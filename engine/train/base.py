@@ -18,6 +18,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
+from engine.device import torch_threads
 from engine.errors import ConfigError
 
 Perturb = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -114,15 +115,11 @@ process holds a core."""
 def step_threads(model: nn.Module, batch: int, device: torch.device) -> Iterator[None]:
     """One torch thread while a CPU model whose step is under ``SMALL_STEP_MACS`` trains."""
     macs = batch * sum(p.numel() for p in model.parameters() if p.requires_grad)
-    before = torch.get_num_threads()
-    if device.type != "cpu" or before <= 1 or macs >= SMALL_STEP_MACS:
+    if device.type != "cpu" or macs >= SMALL_STEP_MACS:
         yield
         return
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         yield
-    finally:
-        torch.set_num_threads(before)
 
 
 INIT_EXTREME = 1e3

@@ -211,6 +211,8 @@ class InfluenceCheckSpec:
     """Most L-BFGS iterations of the PBRF truth before the active set over the ReLU kinks (2L-ReLU, MLP-Attn; its noise floor starts it after twice as many)."""
     pbrf_tol: float = 1e-6
     """The PBRF's convergence: each point's (generalised, at ReLU kinks) gradient norm at most this times its starting one."""
+    pbrf_min_points: int = 30
+    """The fewest removed points whose PBRF solve met ``pbrf_tol`` for a seed's PBRF truth to be judged: the statistics use those points only, and below this count the seed is not resolved; a run removing fewer points needs all of them (ours, chosen by the width of the agreement's interval at that count, docs/protocol.md#influence)."""
     noise_floor: bool = True
     """Also measure each truth's resolution: retraining with another batch order; the PBRF solved again with twice the steps (how well each agrees with its truth)."""
 
@@ -279,6 +281,12 @@ class InfluenceCheckSpec:
             "influence_check.pbrf_tol",
             self.pbrf_tol,
             "a positive number",
+        )
+        _check(
+            _pos_int(self.pbrf_min_points) and self.pbrf_min_points >= 3,
+            "influence_check.pbrf_min_points",
+            self.pbrf_min_points,
+            "an integer ≥ 3 (a rank correlation needs three)",
         )
         _check(
             self.context in INFLUENCE_CONTEXTS,

@@ -73,7 +73,10 @@ def test_rows_cover_every_estimator_and_model(tmp_path):
     assert ("gradient_cg", "pbrf") in truths and ("gradient_cg", "retrain") in truths
     assert ("pbrf_more_steps", "pbrf") in truths and ("pbrf", "retrain") in truths
     for r in rows:
-        assert r["n_points"] == 6 and r["n_train"] == 30
+        # against the PBRF only the points whose solve met pbrf_tol are compared
+        pbrf_row = "pbrf" in (r["truth"], r["estimator"])
+        assert (r["n_dropped"] is not None) == pbrf_row
+        assert r["n_points"] + (r["n_dropped"] or 0) == 6 and r["n_train"] == 30
         assert isinstance(r["converged"], bool) and isinstance(r["above_chance"], bool)
         assert -1 <= r["spearman"] <= 1 or r["spearman"] != r["spearman"]
         assert 0 <= r["sign_agreement"] <= 1
@@ -85,11 +88,18 @@ def test_rows_cover_every_estimator_and_model(tmp_path):
     assert len(set(art[0].data["indices"])) == 6  # the random points are not the top ones
     summ = [e for e in events if isinstance(e, Summary) and e.section == "influence_check"][0]
     heads = summ.data["headline"]
-    assert len(heads) == 6  # per model: against the PBRF, against retraining, the truths
+    # per model: against the PBRF, against retraining, the truths; and the points dropped
+    drops = sum(
+        h.startswith(("2L-ReLU: points left out", "MLP-Attn: points left out")) for h in heads
+    )
+    assert len(heads) == 6 + drops
     against_pbrf = [h for h in heads if "closest to the PBRF" in h or "against the PBRF" in h]
     assert len(against_pbrf) == 2
     assert sum("the two truths" in h for h in heads) == 2
-    assert all("closest to" in h or "INCONCLUSIVE" in h or "truths" in h for h in heads)
+    assert all(
+        "closest to" in h or "INCONCLUSIVE" in h or "truths" in h or "points left out" in h
+        for h in heads
+    )
 
 
 def test_exact_gradient_has_no_parameter_cap_on_the_two_layer_heads(tmp_path):
@@ -140,6 +150,8 @@ def test_bad_options_are_config_errors():
         InfluenceCheckSpec(ridges=("half",))
     with pytest.raises(ConfigError, match="influence_check.truth"):
         InfluenceCheckSpec(truth="scratch")
+    with pytest.raises(ConfigError, match="influence_check.pbrf_min_points"):
+        InfluenceCheckSpec(pbrf_min_points=2)
     with pytest.raises(ConfigError, match="influence_check.pbrf_steps"):
         InfluenceCheckSpec(pbrf_steps=0)
 
