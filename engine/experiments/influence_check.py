@@ -203,7 +203,7 @@ def _cell(
             truth_converged=pb.enough if pb is not None and truth == "pbrf" else None,
             n_dropped=int((~pb.keep).sum())
             if pb is not None and "pbrf" in (truth, estimator)
-            else None,
+            else 0,  # retraining leaves no point out (an integer column is never empty)
             dropped=pb.dropped(indices) if pb is not None and "pbrf" in (truth, estimator) else "",
             **tm.guards(),
         )

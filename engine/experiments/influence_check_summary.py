@@ -214,7 +214,8 @@ def _converged_counts(
     out: dict[Any, tuple[int, int, str]] = {}
     for rs in ests.values():
         for r in rs:
-            if r.n_dropped is not None and r.n_points is not None and r.seed not in out:
+            pbrf = "pbrf" in (r.truth, r.estimator)
+            if pbrf and r.n_dropped is not None and r.n_points is not None and r.seed not in out:
                 out[r.seed] = (r.n_points, r.n_points + r.n_dropped, r.dropped)
     return dict(sorted(out.items(), key=lambda kv: str(kv[0])))
 

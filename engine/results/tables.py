@@ -83,7 +83,16 @@ def parse_cell(kind: type, v: Any) -> Any:
 
 
 ADDED_LATER = frozenset(
-    {"epochs_run", "width_1d", "width_delta", "width_span", "adaptive_sharpness", "adaptive_rho"}
+    {
+        "epochs_run",
+        "width_1d",
+        "width_delta",
+        "width_span",
+        "adaptive_sharpness",
+        "adaptive_rho",
+        "n_dropped",
+        "dropped",
+    }
 )
 """Columns added after runs were first written: a run from before them lacks them and is
 read with the row type's default (None), not reported as damaged."""
@@ -235,9 +244,10 @@ class InfluenceCheckRow(Row):
     """Rows against the PBRF: whether at least ``influence_check.pbrf_min_points`` of the
     removed points' solves met ``pbrf_tol`` (those points alone are compared, ``n_points``;
     None: retraining, or rows written before the column existed)."""
-    n_dropped: int | None = None
+    n_dropped: int | None = 0
     """Rows against the PBRF: removed points left out of the statistic because their
-    solve (the truth's or its floor's) missed ``pbrf_tol`` (None: retraining)."""
+    solve (the truth's or its floor's) missed ``pbrf_tol`` (0 against retraining, which
+    leaves none out; None: rows written before the column existed)."""
     dropped: str = ""
     """Those points, "index: reason" joined by "; " (docs/protocol.md#influence)."""
 
