@@ -61,7 +61,15 @@ def _passes(r: dict) -> bool:
 
 
 def _failure(r: dict) -> str:
-    return " and ".join(what for col, what in GUARDS if flag(r.get(col)) is False)
+    """Which guard a cell failed, with its measured train loss where the row has one
+    ("not converged at train loss 0.617"): where a protocol cannot train a model, the
+    verdict shows how far training got."""
+    why = " and ".join(what for col, what in GUARDS if flag(r.get(col)) is False)
+    try:
+        loss = float(r.get("train_loss", ""))
+    except (TypeError, ValueError):
+        return why
+    return f"{why} at train loss {loss:.3g}" if math.isfinite(loss) else why
 
 
 def _cell(r: dict) -> str:

@@ -498,3 +498,23 @@ def test_shipped_commands_name_no_folder_of_the_machine(tmp_path) -> None:
     assert portable_command(f"x --out={run}", run, base=repo) == "x --out=RUN"
     assert portable_command("x --data-dir ../d", run, base=repo) == "x --data-dir ../d"
     assert portable_command(None, run, base=repo) is None
+
+
+def test_an_excluded_cell_shows_how_far_it_trained() -> None:
+    """A cell left out for failing a guard is named with its measured train loss, so a
+    verdict that could not be decided says how far training got (and a row without the
+    column reads as before)."""
+    from engine.reproduce.claims import on_trained
+
+    rows = [
+        {"model": "MLP-Attn", "width": 16, "seed": 0, "train_loss": "0.6169",
+         "converged": "False", "above_chance": "True"},
+        {"model": "MLP-Attn", "width": 16, "seed": 1, "converged": "False"},
+        {"model": "MLP-Attn", "width": 16, "seed": 2, "train_loss": "0.1",
+         "converged": "True", "above_chance": "True"},
+    ]  # fmt: skip
+    _, excluded, _, _ = on_trained(rows, lambda r: r["width"])
+    assert excluded == [
+        "MLP-Attn m=16 seed=0: not converged at train loss 0.617",
+        "MLP-Attn m=16 seed=1: not converged",
+    ]
