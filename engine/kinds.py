@@ -33,6 +33,11 @@ TrainEngine = Literal["fused", "autograd"]
 model has one (2L-ReLU, MLP-Attn, their twins), else autograd; or autograd everywhere."""
 TRAIN_ENGINES: tuple[TrainEngine, ...] = get_args(TrainEngine)
 
+FUSED_KINDS = ("relu", "attn")
+"""The model kinds with the fused step (``engine.train.fused.plan`` accepts them; QKV-Attn
+trains its attention): one two-layer head on fixed features, so the run's trainer
+stacks both kinds of one width in one step (``engine.run.training``)."""
+
 Ranking = Literal["abs_signed_mean", "abs_mean", "signed_mean", "per_test"]
 """How the top 10 % most influential training points are ranked (``engine.malleability.ranking``)."""
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from engine.kinds import FUSED_KINDS
 from engine.run.spec import RunSpec
 
 OVERHEAD = 1.3
@@ -167,10 +168,6 @@ def fused_kinds(spec: RunSpec) -> set[str]:
     if spec.train.engine != "fused":
         return set()
     return {k for k in spec.model.kinds if k in FUSED_KINDS}
-
-
-FUSED_KINDS = ("relu", "attn")
-"""The kinds ``engine.train.fused.plan`` accepts (QKV-Attn trains its attention)."""
 
 
 def stack_chunks(nets: int, batch_networks: int) -> tuple[int, int]:

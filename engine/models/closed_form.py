@@ -76,16 +76,51 @@ def normalize_backward(
 
 
 @dataclass(frozen=True)
-class StackedHead:
-    """B same-shaped networks of one closed-form kind, stacked: ``w`` [B, m, d'],
-    ``a`` [B, m, K], ``shift`` [B, 1, d] or None (data.center's μ), ``context`` C
-    [B, d, d] (MLP-Attn) or None (2L-ReLU), ``normalize``: 2L-ReLU scales x to unit rows."""
+class FeatureMap:
+    """The feature map of networks ``lo``..``hi`` - 1 of a ``StackedHead``: ``shift``
+    [k, 1, d] or None (data.center's μ), ``context`` C [k, d, d] (MLP-Attn) or None
+    (2L-ReLU), ``normalize``: 2L-ReLU scales x to unit rows."""
 
-    w: torch.Tensor
-    a: torch.Tensor
+    lo: int
+    hi: int
     shift: torch.Tensor | None
     context: torch.Tensor | None
     normalize: bool
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        """x [k, n, d] → (x̃ [k, n, d'], what ``backward`` reads)."""
+        v = x if self.shift is None else x - self.shift
+        if self.context is not None:  # MLP-Attn: x̂ = v/‖v‖, t = x̂C, x̃ = t/‖t‖
+            xh, n1, nc1 = _normalize(v)
+            xt, n2, nc2 = _normalize(torch.bmm(xh, self.context))
+            return xt, (xt, n2, nc2, xh, n1, nc1)
+        if self.normalize:
+            xt, n2, nc2 = _normalize(v)
+            return xt, (xt, n2, nc2)
+        return v, ()
+
+    def backward(self, gx: torch.Tensor, saved: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """∂L/∂x [k, n, d] from ∂L/∂x̃ [k, n, d'] (``forward``'s ``saved``)."""
+        if not saved:
+            return gx
+        gx = normalize_backward(saved[0], saved[1], saved[2], gx)
+        if self.context is not None:
+            ct = self.context.transpose(1, 2)
+            gx = normalize_backward(saved[3], saved[4], saved[5], torch.bmm(gx, ct))
+        return gx
+
+
+@dataclass(frozen=True)
+class StackedHead:
+    """B same-shaped networks of the closed-form kinds, stacked: ``w`` [B, m, d'],
+    ``a`` [B, m, K], and ``maps``: the feature maps of consecutive runs of networks
+    (``FeatureMap``; one run when all are of one kind, 2L-ReLU and MLP-Attn of one
+    width stacked together have one each), so each network's input gradient goes
+    through its own feature map while the head's products run over all B."""
+
+    w: torch.Tensor
+    a: torch.Tensor
+    maps: tuple[FeatureMap, ...]
 
 
 def _parts(model: nn.Module) -> tuple[TwoLayerNet, torch.Tensor | None, torch.Tensor | None] | None:
@@ -104,29 +139,37 @@ def has_closed_form(model: nn.Module) -> bool:
     return _parts(model) is not None
 
 
+def _st(ts: list[torch.Tensor]) -> torch.Tensor:
+    """``ts`` stacked (one: a view, without a copy)."""
+    return ts[0].detach().unsqueeze(0) if len(ts) == 1 else torch.stack(ts).detach()
+
+
 def stack(models: Sequence[nn.Module]) -> StackedHead | None:
-    """The current weights of ``models`` (one closed-form kind and shape) stacked, or None
-    when one of them has no closed form. B = 1 stacks by views, without a copy."""
+    """The current weights of ``models`` (closed-form networks of one head shape: 2L-ReLU,
+    MLP-Attn or both) stacked, or None when one of them has no closed form. Consecutive
+    networks with the same kind of feature map share a ``FeatureMap``. B = 1 stacks by
+    views, without a copy."""
     parts = [_parts(m) for m in models]
     if not parts or any(p is None for p in parts):
         return None
-    heads = [p[0] for p in parts if p is not None]
-    shifts = [p[1] for p in parts if p is not None]
-    ctxs = [p[2] for p in parts if p is not None]
+    full = [p for p in parts if p is not None]
 
-    def st(ts: list[torch.Tensor]) -> torch.Tensor:
-        return ts[0].detach().unsqueeze(0) if len(ts) == 1 else torch.stack(ts).detach()
+    def sig(p: tuple[TwoLayerNet, torch.Tensor | None, torch.Tensor | None]) -> tuple[bool, ...]:
+        return (p[1] is None, p[2] is None, bool(p[0].normalize_input))
 
-    shift = None
-    if shifts[0] is not None:
-        shift = st([s for s in shifts if s is not None]).unsqueeze(1)  # [B, 1, d]
-    ctx = None if ctxs[0] is None else st([c for c in ctxs if c is not None])
+    maps: list[FeatureMap] = []
+    lo = 0
+    for hi in range(1, len(full) + 1):
+        if hi < len(full) and sig(full[hi]) == sig(full[lo]):
+            continue
+        run = full[lo:hi]
+        shift = None if run[0][1] is None else _st([p[1] for p in run if p[1] is not None])
+        ctx = None if run[0][2] is None else _st([p[2] for p in run if p[2] is not None])
+        norm = bool(run[0][0].normalize_input)
+        maps.append(FeatureMap(lo, hi, None if shift is None else shift.unsqueeze(1), ctx, norm))
+        lo = hi
     return StackedHead(
-        st([h.weight for h in heads]),
-        st([h.output for h in heads]),
-        shift,
-        ctx,
-        bool(heads[0].normalize_input),
+        _st([p[0].weight for p in full]), _st([p[0].output for p in full]), tuple(maps)
     )
 
 
@@ -141,7 +184,9 @@ def input_grad(
 class InputGrad:
     """``input_grad`` of fixed stacked networks, its transposes and scale taken once:
     called with x [B, n, d], y [B, n] → (∇ₓ Σᵢ Lᵢ [B, n, d], L [B, n]). An attack's steps
-    call it at the same weights (the tensors are the model's, so in-place updates show)."""
+    call it at the same weights (the tensors are the model's, so in-place updates show).
+    Each run of networks (``StackedHead.maps``) goes through its own feature map; the
+    head's four products run once over all B."""
 
     def __init__(self, net: StackedHead) -> None:
         self.net = net
@@ -149,27 +194,23 @@ class InputGrad:
         self.wt = net.w.transpose(1, 2)  # [B, d', m]
         self.a = net.a * scale  # out = ReLU(z) a / √m
         self.at = self.a.transpose(1, 2)  # [B, K, m]
-        self.ct = None if net.context is None else net.context.transpose(1, 2)
 
     @torch.no_grad()
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         net = self.net
-        v = x if net.shift is None else x - net.shift
-        if net.context is not None:  # MLP-Attn: x̂ = v/‖v‖, t = x̂C, x̃ = t/‖t‖
-            xh, n1, nc1 = _normalize(v)
-            t = torch.bmm(xh, net.context)
+        if len(net.maps) == 1:
+            xt, saved = net.maps[0].forward(x)
+            runs = [(net.maps[0], saved)]
         else:
-            t = v
-        norm_last = net.context is not None or net.normalize
-        xt, n2, nc2 = _normalize(t) if norm_last else (t, t, t)
+            outs = [(fm, fm.forward(x[fm.lo : fm.hi])) for fm in net.maps]
+            xt = torch.cat([f[0] for _, f in outs])
+            runs = [(fm, f[1]) for fm, f in outs]
         h = torch.relu(torch.bmm(xt, self.wt))  # [B, n, m]
         g, loss = example_loss_grad(torch.bmm(h, self.a), y)  # ∂L/∂out [B, n, K], L [B, n]
         gx = torch.bmm(mask(torch.bmm(g, self.at), h), net.w)  # ∂L/∂x̃
-        if norm_last:
-            gx = normalize_backward(xt, n2, nc2, gx)
-        if self.ct is not None:
-            gx = normalize_backward(xh, n1, nc1, torch.bmm(gx, self.ct))
-        return gx, loss
+        if len(runs) == 1:
+            return runs[0][0].backward(gx, runs[0][1]), loss
+        return torch.cat([fm.backward(gx[fm.lo : fm.hi], sv) for fm, sv in runs]), loss
 
 
 def model_input_grad(

@@ -5,8 +5,9 @@
 adversarial flag, d_k), the plan of which cells train together (``plan_batches``:
 the seeds of a (kind, width) stacked in one ``engine.train.batched`` call, with the fused
 step of ``engine.train.fused`` where the model has one, else where ``worth_batching``
-says so), the events those cells stream (the first seed's live, the others' replayed in
-their own cells), the kernel-drift probes, and, through ``engine.run.twins``, the
+says so; on the fused step the seeds of 2L-ReLU and MLP-Attn of one width share one
+stack, ``stack_kinds``), the events those cells stream (the first network's live, the
+others' replayed in their own cells), the kernel-drift probes, and, through ``engine.run.twins``, the
 linearized twins (the drift probes themselves: ``engine.run.drift``). The context keeps the spec, device, data, resume state, cancel flag
 and notes, and hands its ``train_model``, ``train_linearized``, ``new_model``,
 ``plan_batches`` and ``planned`` through to this class (docs/architecture.md).
@@ -94,8 +95,10 @@ class Trainer:
         (``Cell.batch``; ``run_cells`` passes them): ``planned(group)`` lists a group's
         members in plan order. ``train_model`` reads the groups (kind, width), members
         the seeds: with ``train.batch_networks`` > 1, the first call of a (kind, width)
-        trains every planned seed of it not yet trained in one ``train_batched`` call,
-        and each later seed's call replays its own events and returns its model.
+        trains every planned seed of it not yet trained in one ``train_batched`` call
+        (on the fused step with the planned seeds of the other closed-form kind of that
+        width, ``stack_kinds``), and each later network's call replays its own events
+        and returns its model.
         Replaces the previous plan."""
         groups: dict[Any, list[Any]] = {}
         for group, member in batches:
@@ -124,7 +127,8 @@ class Trainer:
         ``d_k`` (QKV-Attn only) overrides ``spec.qkv.d_k`` (the d_k sweep).
         Yields per-epoch ``Metric`` (train_loss, train_accuracy, kernel_drift) and
         ``Progress('cell')`` events; returns the ``TrainedModel``. Seeds planned together
-        (``plan_batches``) train side by side in ``engine.train.batched`` where its
+        (``plan_batches``; on the fused step 2L-ReLU's and MLP-Attn's of one width
+        together, ``stack_kinds``) train side by side in ``engine.train.batched`` where its
         ``worth_batching`` says so (always for the fused step; autograd: never on a CPU,
         measured no faster there), each exactly
         as alone (own init, batch order, stop, drift probe, divergence); adversarial
@@ -141,17 +145,34 @@ class Trainer:
                 raise DivergedError(error)
         if key in self._trained:
             return self._trained[key]
-        together = [seed]
+        together = [(kind, seed)]
         if dataset is None and d_k is None and self.ctx.spec.train.batch_networks > 1:
-            for s in self.planned(train_group(kind, width, adversarial)):
-                k = self._model_key(self.ctx.dataset(seed=s), kind, width, s, adversarial, dk)
-                if s != seed and k not in self._trained and k not in self._pending:
-                    together.append(s)
+            for k2 in self.stack_kinds(kind):
+                for s in self.planned(train_group(k2, width, adversarial)):
+                    k = self._model_key(self.ctx.dataset(seed=s), k2, width, s, adversarial, dk)
+                    if (
+                        (k2, s) != (kind, seed)
+                        and k not in self._trained
+                        and k not in self._pending
+                    ):
+                        together.append((k2, s))
         if len(together) > 1:
-            return (yield from self._train_together(kind, width, together, dk, adversarial))
+            return (yield from self._train_together(width, together, dk, adversarial))
         job = self._job(kind, width, seed, ds, adversarial, dk, d_k is not None)
         yield from self._train_one(job)
         return self._finish(job, time.perf_counter() - job.t0)
+
+    def stack_kinds(self, kind: str) -> tuple[str, ...]:
+        """The kinds whose planned networks of one width may share ``kind``'s stack,
+        ``kind`` first: on the fused step both closed-form kinds (2L-ReLU and MLP-Attn are
+        one head on fixed features, each network through its own feature map:
+        ``engine.train.batched.stackable``); else ``kind`` alone."""
+        from engine.kinds import FUSED_KINDS
+        from engine.train import fused
+
+        if kind not in FUSED_KINDS or fused.engine_of(self.ctx.spec.train) != "fused":
+            return (kind,)
+        return (kind, *(k for k in FUSED_KINDS if k != kind))
 
     @staticmethod
     def _model_key(
@@ -248,21 +269,26 @@ class Trainer:
         )
 
     def _train_together(
-        self, kind: str, width: int, seeds: list[int], dk: int | None, adversarial: bool = False
+        self, width: int, members: list[tuple[str, int]], dk: int | None, adversarial: bool = False
     ) -> Generator[Event, None, TrainedModel]:
-        """The networks of ``kind`` at ``width`` for ``seeds`` (same shape, each on its
-        own seed's subset) in one ``train_batched`` call; the first seed's events stream
-        live, the others' wait in ``_pending`` for their own cell (with the error of a
-        network that diverged, raised there as the separate path raises it).
+        """The networks of ``members`` ((kind, seed) pairs at ``width``: the seeds of a kind,
+        and on the fused step those of the other closed-form kind too, ``stack_kinds``;
+        each on its own seed's subset) in one ``train_batched`` call; the first one's
+        events stream live, the others' wait in ``_pending`` for their own cell (with the
+        error of a network that diverged, raised there as the separate path raises it).
         ``adversarial``: each network attacks its own batches (its own ``_perturb``),
         stacked on the fused step only (elsewhere one at a time)."""
         from engine.train import fused
-        from engine.train.batched import train_batched, worth_batching
+        from engine.train.batched import stackable, train_batched, worth_batching
         from engine.train.until import stop_now
 
         sp = self.ctx.spec
-        first = self._job(kind, width, seeds[0], self.ctx.dataset(seed=seeds[0]), adversarial, dk)
-        sizes = {self.ctx.dataset(seed=s).x_train_raw.shape for s in seeds}
+
+        def job(kind: str, seed: int) -> _Job:
+            return self._job(kind, width, seed, self.ctx.dataset(seed=seed), adversarial, dk)
+
+        first = job(*members[0])
+        sizes = {self.ctx.dataset(seed=s).x_train_raw.shape for _, s in members}
         apart = adversarial and (
             fused.engine_of(sp.train) != "fused" or fused.plan(first.model) is None
         )
@@ -275,13 +301,9 @@ class Trainer:
             # step without the closed form: one at a time
             yield from self._train_one(first)
             return self._finish(first, time.perf_counter() - first.t0)
-        jobs = [
-            first,
-            *(
-                self._job(kind, width, s, self.ctx.dataset(seed=s), adversarial, dk)
-                for s in seeds[1:]
-            ),
-        ]
+        jobs = [first, *(job(k, s) for k, s in members[1:])]
+        if not stackable([j.model for j in jobs], sp.train):  # kinds that cannot share a step
+            jobs = [j for j in jobs if j.kind == first.kind]
         t0 = time.perf_counter()
         out: list[list[Event]] = [[j.start()] for j in jobs]
         yield from out[0]
@@ -294,7 +316,7 @@ class Trainer:
             torch.stack([j.x for j in jobs]),
             torch.stack([j.y for j in jobs]),
             cfg,
-            generators=[torch.Generator().manual_seed(batch_seed(s, width)) for s in seeds],
+            generators=[torch.Generator().manual_seed(batch_seed(j.seed, width)) for j in jobs],
             stop=lambda b, losses: stop_now(sp.train, losses, jobs[b].baseline),
             should_stop=self.ctx.cancelled,
             batch_networks=sp.train.batch_networks,

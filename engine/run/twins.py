@@ -1,7 +1,8 @@
 """The linearized twins of a run's networks (``engine.ntk.Linearized``), trained as the
-networks were: same loss, optimiser, L2, epochs and batch order; the twins of seeds whose
-networks trained together train together (``engine.train.batched``, the fused step where
-the network has one). Part of the run's trainer (``engine.run.training``)."""
+networks were: same loss, optimiser, L2, epochs and batch order; the twins of networks
+that trained together (the seeds of a kind; on the fused step both closed-form kinds of
+one width) train together (``engine.train.batched``, the fused step where the network
+has one). Part of the run's trainer (``engine.run.training``)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ class TwinTrainer:
         weights) with the run's loss, optimiser, L2, ``tm``'s epochs and batch order;
         ``yield from`` it. Cached per trained model; returns the twin in eval mode.
 
-        The twins of the seeds whose networks trained together (``plan_batches``) train
-        together too (``engine.train.batched``, each its own epochs, data and batch order);
+        The twins of the networks that trained together (``plan_batches``,
+        ``Trainer.stack_kinds``) train together too (``engine.train.batched``, each its own epochs, data and batch order);
         each later seed's call replays its own events."""
         from engine.ntk.linearized import Linearized
         from engine.train import train
@@ -70,36 +71,41 @@ class TwinTrainer:
         return cell, f"twin {tm.kind} m={tm.width} seed={tm.seed}"
 
     def _twin_group(self, tm: TrainedModel) -> list[TrainedModel]:
-        """The other planned seeds' trained models of ``tm``'s (kind, width) whose twins are
-        not trained yet (none when ``tm`` is not the planned model of its seed, or its
-        steps are bound by their fixed cost: ``engine.train.batched.worth_batching``)."""
+        """The other planned networks of ``tm``'s width whose twins are not trained yet:
+        its kind's seeds, and on the fused step the other closed-form kind's
+        (``Trainer.stack_kinds``), ``tm``'s kind first (none when ``tm`` is not the
+        planned model of its seed, or its steps are bound by their fixed cost:
+        ``engine.train.batched.worth_batching``)."""
         from engine.train.batched import worth_batching
 
         if self.tr.ctx.spec.train.batch_networks <= 1:
             return []
         dk = self.tr.ctx.spec.qkv.d_k or None if tm.kind == "qkv" else None
-        seeds = self.tr.planned((tm.kind, tm.width))
 
-        def planned(s: int) -> TrainedModel | None:
+        def planned(kind: str, s: int) -> TrainedModel | None:
             ds = self.tr.ctx.dataset(seed=s)
-            return self.tr._trained.get(self.tr._model_key(ds, tm.kind, tm.width, s, False, dk))
+            return self.tr._trained.get(self.tr._model_key(ds, kind, tm.width, s, False, dk))
 
-        if tm.seed not in seeds or planned(tm.seed) is not tm:
+        if (
+            tm.seed not in self.tr.planned((tm.kind, tm.width))
+            or planned(tm.kind, tm.seed) is not tm
+        ):
             return []
         if not worth_batching(
             tm.model, self.tr._step_batch(tm.dataset.n_train), self.tr.ctx.spec.train
         ):
             return []
         out = []
-        for s in seeds:
-            other = planned(s)
-            if s == tm.seed or other is None:
-                continue
-            if other.dataset.x_train_raw.shape != tm.dataset.x_train_raw.shape:
-                continue  # unequal subsets: trained apart
-            k = (id(other), "linearized")
-            if k not in self._twins and k not in self.tr._pending:
-                out.append(other)
+        for kind in self.tr.stack_kinds(tm.kind):
+            for s in self.tr.planned((kind, tm.width)):
+                other = planned(kind, s)
+                if other is None or other is tm:
+                    continue
+                if other.dataset.x_train_raw.shape != tm.dataset.x_train_raw.shape:
+                    continue  # unequal subsets: trained apart
+                k = (id(other), "linearized")
+                if k not in self._twins and k not in self.tr._pending:
+                    out.append(other)
         return out
 
     def _train_twins(self, tms: list[TrainedModel]) -> Generator[Event, None, nn.Module]:

@@ -87,6 +87,31 @@ def worth_batching(model: nn.Module, batch: int, cfg: Any = None) -> bool:
     return macs >= (CPU_MIN_STEP_MACS if cpu else MIN_STEP_MACS)
 
 
+def _class(model: nn.Module) -> tuple[type, type]:
+    """A network's class (a linearized twin's: with its network's)."""
+    return type(model), type(getattr(model, "base", None))
+
+
+def stackable(models: Sequence[nn.Module], cfg: Any = None) -> bool:
+    """Whether ``models`` can share one stacked step: networks of one class and parameter
+    shapes; or, on the fused step (``cfg``: as ``worth_batching``), closed-form networks
+    whose fused plans agree (``engine.train.fused.FusedPlan``: the same trained roles,
+    twin or not, width and outputs) and trained shapes, whatever their feature map:
+    2L-ReLU and MLP-Attn of one width, or their twins, each through its own features."""
+    shapes = [[tuple(p.shape) for p in m.parameters()] for m in models]
+    if len({_class(m) for m in models}) == 1:
+        return all(s == shapes[0] for s in shapes)
+    if fused.engine_of(cfg) != "fused":
+        return False
+    trained = [[tuple(p.shape) for p in m.parameters() if p.requires_grad] for m in models]
+    plans = [fused.plan(m) for m in models]
+    sigs = {
+        None if p is None else (tuple(sorted(p.roles.items())), p.linear, p.width, p.n_out)
+        for p in plans
+    }
+    return None not in sigs and len(sigs) == 1 and all(t == trained[0] for t in trained)
+
+
 def chunk_size(models: Sequence[nn.Module], n: int, bs: int, batch_networks: int) -> int:
     """Networks per chunk: at most ``batch_networks`` and within ``MEMORY_BUDGET``."""
     if batch_networks < 1:
@@ -171,9 +196,13 @@ def train_batched(
             raise ConfigError(
                 "exclude", e, f"an index in 0..{n - 1} (the training set has {n} points)"
             )
-    shapes = [(type(m), [tuple(p.shape) for p in m.parameters()]) for m in nets]
-    if any(s != shapes[0] for s in shapes):
-        raise ConfigError("models", "mixed", "networks of one class and one parameter shape")
+    if not stackable(nets, cfg):
+        raise ConfigError(
+            "models",
+            "mixed",
+            "networks of one class and one parameter shape (on the fused step: "
+            "closed-form networks of one head shape)",
+        )
     bs = n if cfg.optimizer == "gd" else min(cfg.batch_size, n)
     size = chunk_size(nets, n, bs, batch_networks)
     size = -(-len(nets) // -(-len(nets) // size))  # even chunks: 82 at 64 → 41 + 41

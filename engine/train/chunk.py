@@ -92,10 +92,12 @@ class Chunk:
         scope = head if fast else m0
         prefix = _prefix(m0, scope) if fast else ""
         self.names = [k for k, p in scope.named_parameters() if p.requires_grad]
-        scopes = [getattr_path(m, prefix) for m in nets] if fast else nets
+        # each network's own head (2L-ReLU's is the model, MLP-Attn's its ``mlp``: the
+        # fused step stacks both kinds, ``batched.stackable``)
+        self.prefixes = [_prefix(m, m.head) if fast else "" for m in nets]  # type: ignore[arg-type]
+        scopes = [getattr_path(m, q) for m, q in zip(nets, self.prefixes)] if fast else nets
         states = [dict(s.named_parameters()) | dict(s.named_buffers()) for s in scopes]
         self.params = {k: torch.stack([s[k].detach() for s in states]).clone() for k in self.names}
-        self.prefix = prefix
         self.module: nn.Module = _Features(m0) if fast else m0
         self.key = "net." + prefix if fast else ""
         fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
@@ -322,7 +324,7 @@ class Chunk:
     @torch.no_grad()
     def _write_back(self, b: int) -> None:
         """Copy network b's stacked weights into its own module."""
-        scope = getattr_path(self.nets[b], self.prefix) if self.fast else self.nets[b]
+        scope = getattr_path(self.nets[b], self.prefixes[b]) if self.fast else self.nets[b]
         own = dict(scope.named_parameters())
         for k in self.names:
             own[k].copy_(self.params[k][b])
@@ -364,6 +366,7 @@ class Chunk:
                 self.x = self.x.index_select(0, sel)
         self.excl = self.excl.index_select(0, sel)
         self.nets = [self.nets[b] for b in keep]
+        self.prefixes = [self.prefixes[b] for b in keep]
         if self.perturbs is not None:
             self.perturbs = [self.perturbs[b] for b in keep]
         self.gens = [self.gens[b] for b in keep]

@@ -117,7 +117,8 @@ def test_seeds_trained_together_give_the_separate_rows(monkeypatch, experiment, 
     """ntk (drift probes, twins, QKV on the generic path; 6 epochs), train and ntk until
     converged (each network and twin its own stop): every row, artifact and per-epoch metric equals
     the separate path's; and the seeds did train together, one call of 3 networks per
-    (kind, width). QKV-Attn is left out of the until-converged runs (cap 80 epochs, so that the 10 % + 20 % stop rule lets the networks stop at different epochs): there Adam amplifies its
+    (kind, width), 2L-ReLU's and MLP-Attn's of one width in one call of 6 (the fused step
+    stacks both kinds, ``Trainer.stack_kinds``). QKV-Attn is left out of the until-converged runs (cap 80 epochs, so that the 10 % + 20 % stop rule lets the networks stop at different epochs): there Adam amplifies its
     ~1e-16 rounding (bmm vs mm) to 3e-8 by epoch 19 at m = 8 (its loss near 0.015), and a
     1e-13 change of its initial weights moves the loss by 4 % (lr 1e-2): chaos, not a
     difference between the paths."""
@@ -125,8 +126,11 @@ def test_seeds_trained_together_give_the_separate_rows(monkeypatch, experiment, 
     calls = _calls(monkeypatch)
     bat = _events(_spec(experiment, **train).replace(model__kinds=kinds))
     assert not [e for e in sep + bat if isinstance(e, Failed)]
-    # each (kind, width) over seeds 0, 1, 2; in ntk their linearized twins too
-    assert calls == [3] * 2 * len(kinds) * (2 if experiment == "ntk" else 1)
+    # each width's 2L-ReLU and MLP-Attn over seeds 0, 1, 2 together, then QKV-Attn's
+    # (kind, width) apart; in ntk their linearized twins too
+    twins = 2 if experiment == "ntk" else 1
+    closed = sum(k in ("relu", "attn") for k in kinds)
+    assert calls == [3 * closed] * 2 * twins + [3] * 2 * (len(kinds) - closed) * twins
     (sr, sm, sc), (br, bm, bc) = _outputs(sep), _outputs(bat)
     assert sc == bc and len(sr) == len(br) > 0
     _same(sr, br, "rows")
@@ -206,9 +210,9 @@ def test_small_steps_train_one_at_a_time(monkeypatch):
 
 
 def test_advtrain_seeds_trained_together_give_the_separate_rows(monkeypatch):
-    """advtrain: the seeds of each model train adversarially in one stacked call (each
-    its own subset, PGD random starts and stop); its flip rates and training curves are
-    the separate path's."""
+    """advtrain: the seeds of both models train adversarially in one stacked call (each
+    its own subset, feature map, PGD random starts and stop); its flip rates and training
+    curves are the separate path's."""
     from engine.run.spec import FlipSpec
 
     flip = FlipSpec(width=8, pgd_steps=2, mim_steps=2, adv_steps=2, attacks=("fgsm",))
@@ -217,7 +221,7 @@ def test_advtrain_seeds_trained_together_give_the_separate_rows(monkeypatch):
     calls = _calls(monkeypatch, force=False)
     bat = _events(spec)
     assert not [e for e in sep + bat if isinstance(e, Failed)]
-    assert calls == [3, 3]
+    assert calls == [6]  # 3 seeds × 2 models, one stack
     (sr, sm, sc), (br, bm, bc) = _outputs(sep), _outputs(bat)
     assert sc == bc and len(sr) == len(br) > 0
     _same(sr, br, "rows")
@@ -226,3 +230,28 @@ def test_advtrain_seeds_trained_together_give_the_separate_rows(monkeypatch):
         for (name, step, a), (name_b, step_b, b) in zip(sm[cell], bm[cell]):
             assert (name, step) == (name_b, step_b)
             _same(a, b, f"{cell} {name} {step}")
+
+
+def test_one_seed_trains_both_closed_form_kinds_in_one_stack(monkeypatch):
+    """One seed (``reproduce --quick``): 2L-ReLU and MLP-Attn of each width train in one
+    fused stack of 2 (each its own stop under ``until = converged``), their twins too;
+    rows and per-epoch metrics are the separate path's; QKV-Attn and the autograd engine
+    train apart."""
+    train = {"until": "converged", "max_epochs": 40, "check_every": 4, "lr": 1e-2}
+    spec = _spec("ntk", **train).replace(seeds=(0,), model__widths=(8,))
+    sep = _events(spec.replace(train__batch_networks=1))
+    calls = _calls(monkeypatch, force=False)
+    bat = _events(spec)
+    assert calls == [2, 2]  # the networks, then their twins; QKV-Attn alone
+    assert not [e for e in sep + bat if isinstance(e, Failed)]
+    (sr, sm, sc), (br, bm, bc) = _outputs(sep), _outputs(bat)
+    assert sc == bc and len(sr) == len(br) > 0
+    _same(sr, br, "rows")
+    assert sm.keys() == bm.keys()
+    for cell in sm:
+        assert [(n, s) for n, s, _ in sm[cell]] == [(n, s) for n, s, _ in bm[cell]], cell
+        for (name, step, a), (_, _, b) in zip(sm[cell], bm[cell]):
+            _same(a, b, f"{cell} {name} {step}")
+    calls.clear()
+    assert not [e for e in _events(spec.replace(train__engine="autograd")) if isinstance(e, Failed)]
+    assert calls == []
