@@ -190,12 +190,12 @@ class Plan:
     an epoch), attack steps and evaluation passes, each with the loop's fixed cost.
 
     Steps of the fused kinds (``fused_kinds``: 2L-ReLU and MLP-Attn under
-    ``train.engine = "fused"``) are ``Work.fused``: the seeds of one (kind, width), and
-    their twins, always stacked (``RunContext.plan_batches``), one stacked step a chunk of
-    seeds. For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
+    ``train.engine = "fused"``) are ``Work.fused``: the seeds of both kinds at one width,
+    and their twins, always stacked (``RunContext.plan_batches``, ``Trainer.stack_kinds``),
+    one stacked step a chunk of those networks (``stacks`` of ``per_stack``). For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
     the seeds train side by side where ``worth_batching`` says so: their FLOPs are
     ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds. Adversarial
-    training of a fused kind stacks its seeds, attacks included (``adversarial``: a
+    training of the fused kinds stacks their seeds, attacks included (``adversarial``: a
     stacked fused step a pass, its FLOPs at ``ADV_OVERHEAD``); the attacks of flip, and
     every autograd kind's adversarial passes, run one network at a time.
     """
@@ -227,7 +227,9 @@ class Plan:
         self.least = CPU_MIN_STEP_MACS if cpu else MIN_STEP_MACS
         self.n_fused = len(fused_kinds(spec))
         self.n_auto = self.kinds - self.n_fused
-        self.stacks, self.per_stack = stack_chunks(self.seeds, tr.batch_networks)
+        # the fused kinds' networks of one width (every seed of both kinds) in one stack
+        nets = max(1, self.seeds * self.n_fused)  # no fused kind: never read
+        self.stacks, self.per_stack = stack_chunks(nets, tr.batch_networks)
 
     def together(self, w: int) -> bool:
         """Whether the seeds of width ``w`` train side by side (autograd kinds)."""
@@ -246,7 +248,8 @@ class Plan:
         ``steps`` steps per network and width (a fused kind's network: ``fused_per_width``
         and ``fused_steps``, each default the same); the steps counted per (kind, width)
         group: the fused kinds' seeds always stacked, the autograd kinds' as ``together``
-        says. Each network updates its w·d first-layer weights (the output layer's w·K is
+        says (the fused kinds' networks of a width: ``stacks`` steps of ``per_stack``
+        networks a step). Each network updates its w·d first-layer weights (the output layer's w·K is
         ≤ 2 % of them at MNIST's d) once an optimiser step (``fused_steps``, default
         ``steps``)."""
         fpw = per_width if fused_per_width is None else fused_per_width
@@ -258,7 +261,7 @@ class Plan:
         fs = steps if fused_steps is None else fused_steps
         fused: FusedSteps = ()
         if self.n_fused and widths:
-            fused = ((self.per_stack, fs * self.stacks * len(widths) * self.n_fused),)
+            fused = ((self.per_stack, fs * self.stacks * len(widths)),)
         updated = sum(w * self.d for w in widths) * fs * self.cells
         # of the FLOPs, those of networks trained alone or fused-stacked, by their shape
         alone = {
@@ -296,14 +299,14 @@ class Plan:
     def adversarial(self, flops: float, steps: float, k: int) -> Work:
         """Adversarial training: ``flops`` per network for every kind and seed, ``steps``
         training steps per network, each after ``k`` attack steps on the network's own
-        mini-batch. A fused kind's seeds train stacked (``RunContext._train_together``),
-        their attacks too (``engine.train.adversarial.perturb_stacked``): 1 + k stacked
-        steps a chunk of seeds; an autograd kind's 1 + k passes are autograd steps, one
+        mini-batch. The fused kinds' seeds train stacked, both kinds in one stack
+        (``RunContext._train_together``), their attacks too
+        (``engine.train.adversarial.perturb_stacked``): 1 + k stacked steps a chunk; an autograd kind's 1 + k passes are autograd steps, one
         network at a time. The FLOPs at ``ADV_OVERHEAD``; each training step updates the
         flip width's m·d first-layer weights of every network (``Work.updated``)."""
         fused: FusedSteps = ()
         if self.n_fused:
-            fused = ((self.per_stack, steps * (1 + k) * self.stacks * self.n_fused),)
+            fused = ((self.per_stack, steps * (1 + k) * self.stacks),)
         total = flops * self.cells
         updated = self.spec.flip.width * self.d * steps * self.cells
         return Work(

@@ -201,9 +201,10 @@ def test_the_update_probe_prices_a_parameter_and_is_counted_per_step():
     assert adv.updated == spec.flip.width * p.d * p.ep * p.batches * p.cells
 
 
-def test_fused_steps_are_stacked_per_kind_and_width():
-    """2L-ReLU and MLP-Attn (fused): one stacked step of the seeds' chunk per (kind, width);
-    QKV-Attn: an autograd step per seed; priced by ``fused_s(B)`` and ``step_s``."""
+def test_fused_steps_are_stacked_per_width():
+    """2L-ReLU and MLP-Attn (fused): one stacked step of a chunk of both kinds' seeds per
+    width (``Trainer.stack_kinds``); QKV-Attn: an autograd step per seed; priced by
+    ``fused_s(B)`` and ``step_s``."""
     spec = RunSpec(experiment="train,ntk", seeds=(0, 1, 2), device="cpu").replace(
         data__n_train=100,
         model__kinds=("relu", "attn", "qkv"),
@@ -214,9 +215,9 @@ def test_fused_steps_are_stacked_per_kind_and_width():
     per = 3 * 4  # epochs × ⌈100/32⌉ batches
     work = planned_work(spec)
     assert work["train"].steps == per * 2 * 3  # qkv: widths × seeds
-    assert work["train"].fused == ((3, per * 2 * 2),)  # relu, attn: widths, stacks of 3
+    assert work["train"].fused == ((6, per * 2),)  # widths, stacks of 3 seeds × relu, attn
     # the twins: an autograd twin costs two steps, a fused one one
-    assert work["ntk"].steps == 2 * per * 2 * 3 and work["ntk"].fused == ((3, per * 2 * 2),)
+    assert work["ntk"].steps == 2 * per * 2 * 3 and work["ntk"].fused == ((6, per * 2),)
     # and their FLOPs: a fused twin's step runs its network's two products (x̃W₀ᵀ is
     # computed once, chunk.Chunk), an autograd twin's a forward and a JVP: twice them
     big_n = 100 + spec.data.n_test
@@ -227,13 +228,15 @@ def test_fused_steps_are_stacked_per_kind_and_width():
     auto_ntk = planned_work(spec.replace(train__engine="autograd"))["ntk"]
     assert math.isclose(auto_ntk.flops, kernels + 3 * 2 * net)
     two = planned_work(spec.replace(train__batch_networks=2))["train"]
-    assert two.fused == ((2, 2 * per * 2 * 2),)  # 3 seeds: two chunks (2 + 1) a group
+    assert two.fused == ((2, 3 * per * 2),)  # 6 networks: three chunks of 2 a width
+    one = planned_work(spec.replace(seeds=(0,)))["train"]  # --quick: one seed
+    assert one.fused == ((2, per * 2),)  # relu and attn of a width, one stack of 2
     secs = work["train"].seconds(RATE, STEP, lambda b: 1e-4 * b)
     assert math.isclose(
         secs,
         OVERHEAD * work["train"].flops / RATE
         + STEP * per * 6
-        + 3e-4 * per * 4
+        + 6e-4 * per * 2
         + NOMINAL_UPDATE_S * work["train"].updated,
     )
     auto = planned_work(spec.replace(train__engine="autograd"))["train"]
@@ -259,9 +262,9 @@ def test_adversarial_steps_of_fused_kinds_are_fused_steps_of_one_network():
     adv = 2 * 2 * (1 + 3)  # epochs × batches × (step + PGD steps)
     work = planned_work(spec)
     assert work["advtrain"].steps == (adv + attack) * 2  # qkv × seeds
-    # relu, attn: adversarial training's passes with both seeds stacked, the attacks
-    # one network at a time; the adversarial FLOPs are all the training's
-    assert work["advtrain"].fused == ((1, attack * 2 * 2), (2, adv * 2))
+    # relu, attn: adversarial training's passes with both seeds of both kinds stacked,
+    # the attacks one network at a time; the adversarial FLOPs are all the training's
+    assert work["advtrain"].fused == ((1, attack * 2 * 2), (4, adv))
     adv_flops = 6.0 * 64 * 64 * spec.flip.width * 2 * (1 + 3) * 3 * 2  # n·d·m·epochs·passes·cells
     assert work["advtrain"].adversarial == adv_flops
     auto = planned_work(spec.replace(train__engine="autograd"))
