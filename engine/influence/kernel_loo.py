@@ -74,13 +74,21 @@ def _cholesky(a: torch.Tensor, lam: float) -> torch.Tensor:
 
 
 def _tri_inverse(chol: torch.Tensor, eye: torch.Tensor) -> torch.Tensor:
-    """L⁻¹ of a lower-triangular L [n, n]: LAPACK trtri on CPU (n³/3 flops, ~3× faster than
-    a triangular solve against I), the triangular solve elsewhere."""
+    """L⁻¹ of a lower-triangular L [n, n]: LAPACK trtri on CPU (n³/3 flops), the triangular
+    solve elsewhere.
+
+    trtri runs on one BLAS thread. With its default two threads on a 2-core machine whose
+    other core is busy, OpenBLAS's threads wait on each other: n 228 took 70–140 ms a call
+    against 1.1–1.8 ms on one thread, n 1000 320–700 ms against 18–34 ms, and one thread
+    also beat torch's triangular solve against I (1.6–32 ms at n 228); measured by
+    ``benchmarks/bench_tri_inverse.py`` (docs/benchmarks.md#triangular-inverse)."""
     if chol.device.type == "cpu" and chol.dtype in (torch.float64, torch.float32):
         from scipy.linalg import lapack
+        from threadpoolctl import threadpool_limits
 
         trtri = lapack.dtrtri if chol.dtype == torch.float64 else lapack.strtri
-        inv, info = trtri(chol.detach().numpy(), lower=1)
+        with threadpool_limits(limits=1, user_api="blas"):
+            inv, info = trtri(chol.detach().numpy(), lower=1)
         if info == 0:
             return torch.tril(torch.from_numpy(inv))
     return torch.linalg.solve_triangular(chol, eye, upper=False)

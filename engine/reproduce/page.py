@@ -21,8 +21,10 @@ Each verdict below was decided by `malleability reproduce` with the rules of
 set and protocol (paper: the paper's preprocessing; centred: per-pixel centring, not in
 the paper), the command, commit and wall time of the run, the cells each verdict rests
 on, and the continuation check (`reproduce --verify`: a sample of converged cells
-trained to twice their epochs; [user guide](../guide.md)). The rows behind every verdict
-are the CSV files linked from each section.
+trained to twice their epochs; [user guide](../guide.md)). A verdict that the
+continuation check overturns is shown with the verdict it reached ("does not hold, → holds
+at ×2 epochs"): it depends on where training stopped, so it is not settled. The rows behind
+every verdict are the CSV files linked from each section.
 """
 
 
@@ -45,6 +47,25 @@ def _short(verdict: str) -> str:
 def _key(item: dict[str, Any]) -> str:
     sweep = item.get("sweep") or ""
     return f"{item['claim']}" + (f" ({sweep})" if sweep else "")
+
+
+def _changed(item: dict[str, Any]) -> str | None:
+    """The verdict the continuation check reached when it differs from the item's, else
+    None: a verdict that twice the epochs overturns rests on where training stopped."""
+    v = item.get("verify") or {}
+    if v.get("moved") is None or v.get("before") == v.get("after"):
+        return None
+    return str(v.get("after"))
+
+
+def _headline(item: dict[str, Any]) -> str:
+    """The verdict for the summary table, with the continuation's verdict beside it when
+    twice the epochs changed it (``does not hold, → holds at ×2 epochs``)."""
+    after = _changed(item)
+    short = _short(item["verdict"])
+    if after is None:
+        return short
+    return f"{short}, → {_short(after)} at ×{(item.get('verify') or {}).get('epochs_x', 2)} epochs"
 
 
 def _cells(item: dict[str, Any]) -> str:
@@ -73,7 +94,10 @@ def _verify(v: Any) -> str:
         )
     if v.get("moved") is None:
         return f"×{v.get('epochs_x', 2)} epochs: {v.get('note', 'no cell to continue')}"
-    what = "moved" if v["moved"] else "stable"
+    if v.get("before") != v.get("after"):
+        what = "verdict changed"
+    else:
+        what = "verdict kept, numbers moved beyond their intervals" if v["moved"] else "stable"
     nums = "; ".join(
         f"{n} {b:.3g} [{lo:.3g}, {hi:.3g}] → {a:.3g}" for n, (b, lo, hi, a) in v["numbers"].items()
     )
@@ -154,7 +178,7 @@ def page(root: Path) -> str:
     out += ["## Verdicts", "", "| claim | " + " | ".join(heads) + " |"]
     out += ["|---" * (len(heads) + 1) + "|"]
     for k in keys:
-        cols = [next((_short(i["verdict"]) for i in c if _key(i) == k), "") for c in checks]
+        cols = [next((_headline(i) for i in c if _key(i) == k), "") for c in checks]
         out.append(f"| {_esc(k)} | " + " | ".join(_esc(v) for v in cols) + " |")
     out += [""]
     for f in found:

@@ -117,3 +117,36 @@ def test_the_page_says_when_a_sitting_recorded_no_end() -> None:
     line = _sittings(run)
     assert "over 3 sittings" in line and "1 of them stopped without recording an end" in line
     assert "stopped" not in _sittings({"sittings": [{"command": "a", "seconds": 3.0}]})
+
+
+def test_a_verdict_the_continuation_overturns_is_flagged_in_the_summary() -> None:
+    """The summary table shows the continuation's verdict beside one it changed, and the
+    section's column says which of verdict and numbers moved."""
+    from engine.reproduce.page import _headline, _verify
+
+    base = {"claim": 1, "verdict": "does not hold: ρ -0.98"}
+    nums = {"MLP-Attn m=1024": [0.02, 0.016, 0.024, 0.043]}
+    changed = {
+        **base,
+        "verify": {
+            "epochs_x": 2,
+            "before": "does not hold",
+            "after": "holds",
+            "moved": True,
+            "numbers": nums,
+        },
+    }
+    kept = {
+        **base,
+        "verify": {
+            "epochs_x": 2,
+            "before": "does not hold",
+            "after": "does not hold",
+            "moved": True,
+            "numbers": nums,
+        },
+    }
+    assert _headline(changed) == "does not hold, → holds at ×2 epochs"
+    assert _headline(kept) == _headline(base) == "does not hold"
+    assert _verify(changed["verify"]).startswith("verdict changed: does not hold → holds")
+    assert _verify(kept["verify"]).startswith("verdict kept, numbers moved beyond")

@@ -99,3 +99,24 @@ def test_triangular_inverse_matches_the_solve(dtype):
     ref = torch.linalg.solve_triangular(chol, eye, upper=False)
     tol = 1e-12 if dtype == DT else 1e-5
     torch.testing.assert_close(_tri_inverse(chol, eye), ref, atol=tol, rtol=tol)
+
+
+def test_triangular_inverse_runs_lapack_on_one_blas_thread(monkeypatch):
+    """Two OpenBLAS threads on a busy 2-core machine made trtri 40-70x slower than one
+    (docs/benchmarks.md#triangular-inverse): the call must run under a one-thread limit."""
+    from scipy.linalg import lapack
+    from threadpoolctl import threadpool_info
+
+    from engine.influence.kernel_loo import _tri_inverse
+
+    seen: list[list[int]] = []
+    real = lapack.dtrtri
+
+    def spy(a, lower=0):
+        seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])
+        return real(a, lower=lower)
+
+    monkeypatch.setattr(lapack, "dtrtri", spy)
+    chol = torch.linalg.cholesky(torch.eye(5, dtype=DT) * 2.0)
+    _tri_inverse(chol, torch.eye(5, dtype=DT))
+    assert seen and all(n == 1 for n in seen[0])
