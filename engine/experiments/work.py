@@ -192,7 +192,8 @@ class Plan:
     Steps of the fused kinds (``fused_kinds``: 2L-ReLU and MLP-Attn under
     ``train.engine = "fused"``) are ``Work.fused``: the seeds of both kinds at one width,
     and their twins, always stacked (``RunContext.plan_batches``, ``Trainer.stack_kinds``),
-    one stacked step a chunk of those networks (``stacks`` of ``per_stack``). For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
+    one stacked step a chunk of those networks (``stacks`` of ``per_stack``;
+    docs/benchmarks-training.md#kinds-stacked). For the autograd kinds, with ``train.batch_networks`` > 1 and several seeds,
     the seeds train side by side where ``worth_batching`` says so: their FLOPs are
     ``Work.batched`` and their steps ``BATCHED_STEP`` per chunk of seeds. Adversarial
     training of the fused kinds stacks their seeds, attacks included (``adversarial``: a

@@ -166,7 +166,8 @@ class Trainer:
         """The kinds whose planned networks of one width may share ``kind``'s stack,
         ``kind`` first: on the fused step both closed-form kinds (2L-ReLU and MLP-Attn are
         one head on fixed features, each network through its own feature map:
-        ``engine.train.batched.stackable``); else ``kind`` alone."""
+        ``engine.train.batched.stackable``; docs/benchmarks-training.md#kinds-stacked);
+        else ``kind`` alone."""
         from engine.kinds import FUSED_KINDS
         from engine.train import fused
 

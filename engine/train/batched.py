@@ -156,7 +156,8 @@ def train_batched(
     ``Cancelled``). A network whose loss is not finite, or whose epoch mean exceeds
     ``DIVERGE_FACTOR`` × max(its first batch loss, 1), raises ``DivergedError`` naming it
     (``raise_diverged``), or else stops and is reported in ``BatchedEpoch.diverged``.
-    The models must share a class and parameter shapes.
+    The models must share a class and parameter shapes, or, on the fused step, be
+    closed-form networks of one head shape (``stackable``: 2L-ReLU with MLP-Attn).
 
     ``sync(b, epoch)`` True: network b's current weights are written into its model before
     that epoch's ``BatchedEpoch`` is yielded (a probe that reads the model mid-training,
