@@ -196,6 +196,7 @@ def test_active_set_finds_a_brute_force_piece_minimiser():
         assert close and min(close) <= 1e-5 * np.abs(b).max(), (f, best, close[:3])
 
 
+@pytest.mark.slow  # 1500 backtracking gradient steps: ~2.5 min on a loaded 2-core machine
 def test_active_set_is_monotone_and_not_above_gradient_descent():
     """The rounds keep a point only when F falls (engine.influence.pbrf_relu's module
     docstring): from θ* the solution is below F(θ*), and no higher (to round-off) than
