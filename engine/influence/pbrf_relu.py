@@ -21,8 +21,27 @@ Then the state is updated from the solution: a free pair whose z changed sign is
 a pinned pair is released when the objective descends leaving its kink: with the kink
 multiplier σ = −λ√m μ / c (c = aᵤ·w_j the active side's slope) the slope to the on
 side is c(1 − σ), to the off side cσ, both ≥ 0 exactly at a minimum there (c > 0, σ in
-[0, 1]); it leaves by the steeper. Repeat until the state is stable; if a state comes
-back (a cycle), from then on only the worst violation changes per round.
+[0, 1]); it leaves by the steeper. Repeat until the state is stable.
+
+Every pair changing at once (a block round) need not converge: F is not convex across
+kinks, and where the features are nearly dependent (MNIST's MLP-Attn: G of numerical
+rank 122 of 200) the multipliers of a unit pinned on many points run to 10³–10⁶, so
+hundreds of pairs are pinned and released again each round, a state that oscillates
+without ever repeating (docs/benchmarks.md#influence-check-pbrf). The block rounds are
+tried first (``run_block``: on a well-conditioned head they settle in a few rounds); a
+point whose state has not settled in ``BLOCK_ROUNDS`` starts over from the warm start
+with monotone rounds (``run``), where each round's solution is a candidate and F is the
+merit: a point is kept only when F falls strictly
+below the last kept one (the best of the steps 1, ½, …, 2⁻¹⁰ towards the candidate,
+``descent``). A full step keeps the candidate and its state updates as above; a partial
+one keeps a point inside the kinks, whose own sign pattern is the next state; where no
+step falls, the next state is the kept point's own piece, on which F is a convex
+quadratic, and if its candidate too finds no step, the round steps to the first pair
+that reaches its kink on the way (F falls there; the classical primal active set) and
+pins it. From a kept point that is its piece's minimiser after such a round, one pair
+(the worst) changes, not all. F strictly falls from kept point to kept point and each
+state's minimiser is unique, so no state's minimiser is kept twice: no cycle, and the
+solution is never above the start (L-BFGS's iterate in ``polished_pbrf``).
 
 The criterion (checked a posteriori, ``stationarity``): with every pinned pair's σ
 clipped to [0, 1], the generalised gradient (R + λA)Ψ, R_ju = ∂(data)/∂z_uj (σ times the
@@ -44,6 +63,15 @@ from torch.func import grad, jacfwd, vmap
 from engine.device import torch_threads
 from engine.influence.losses import pointwise_loss
 from engine.influence.pbrf import PBRFResult, _lbfgs, _Problem
+
+BLOCK_ROUNDS = 50
+"""Block rounds (``_Point.run_block``) before a point's solve falls back to the monotone
+rounds (``_Point.run``)."""
+
+MAX_ROUNDS = 400
+"""Rounds per point before the state is called unsettled (a cost cap: rounds are monotone
+in F; on MNIST 3 vs 8 MLP-Attn seed 1 the points that settled took 3–278,
+docs/benchmarks.md#influence-check-pbrf)."""
 
 SIGMA_SLACK = 1e-9
 """How far outside [0, 1] a kink multiplier may sit (round-off) and still count inside."""
@@ -113,7 +141,7 @@ class _Point:
     """The system of one removed point i (module docstring)."""
 
     def __init__(self, h: ReluHead, i: int, lam: float, loss: str, eps: float) -> None:
-        self.h, self.i, self.lam, self.eps = h, i, lam, eps
+        self.h, self.i, self.lam, self.eps, self.loss = h, i, lam, eps, loss
         self.n, self.m = h.z.shape
         self.k = h.a.shape[1]
         self.rm = self.m**0.5
@@ -122,6 +150,7 @@ class _Point:
         self.iters = 1 if loss == "mse" else 30
         self.f0 = h.out(h.z)
         self.g0 = self.d1(self.f0, h.t)
+        self.l0 = pointwise_loss(self.f0, h.t, loss)
         self.wt = torch.full((self.n, 1), 1.0 / self.n, dtype=h.z.dtype)
         self.wt[i] -= eps  # the weight of each point's loss in the data term
 
@@ -180,10 +209,29 @@ class _Point:
         s = torch.where(pinned, -self.lam * self.rm * a_mat / torch.where(c == 0, 1.0, c), 0.0)
         return s, c
 
-    def run(self, on: torch.Tensor, pinned: torch.Tensor, max_rounds: int) -> _Solve:
-        """The active-set rounds from the state (on, pinned): every violated pair changes
-        at once, until the state comes back (a cycle); from then on only the worst one
-        per round (violation measured in z for a free pair, in σ for a pinned one)."""
+    def data(self, f: torch.Tensor) -> torch.Tensor:
+        """F_i's data terms at the outputs f [n, K] (``_Problem.rows``' closed form for the
+        squared error): F_i = data + (λ/2)‖B‖²."""
+        h = self.h
+        if self.loss == "mse":
+            d = ((f - self.f0) ** 2).sum(-1)
+        else:
+            d = pointwise_loss(f, h.t, self.loss) - self.l0 - ((f - self.f0) * self.g0).sum(-1)
+        return d.mean() - self.eps * pointwise_loss(f[self.i], h.t[self.i], self.loss)
+
+    def value(self, a_mat: torch.Tensor) -> torch.Tensor:
+        """F_i at A [n, m] (B = AᵀΨ, so ‖B‖² = Σᵤ Aᵤᵀ G Aᵤ): the merit of ``run``."""
+        h = self.h
+        prox = torch.einsum("ju,jl,lu->", a_mat, h.gram, a_mat)
+        return self.data(h.out(h.z + h.gram @ a_mat)) + 0.5 * self.lam * prox
+
+    def run_block(self, on: torch.Tensor, pinned: torch.Tensor, max_rounds: int) -> _Solve:
+        """The block rounds, tried first: every violated pair changes at once, until the
+        state comes back (a cycle); from then on only the worst one per round (violation
+        measured in z for a free pair, in σ for a pinned one). On a well-conditioned head
+        they settle in a few rounds (4–5 on the tests' heads, where ``run`` takes 24–195);
+        where they do not (MNIST's MLP-Attn seed 1: 37 of 40 points), ``run`` starts over
+        from the warm start (``relu_head_pbrf``)."""
         w = torch.zeros(self.n, self.k, dtype=self.h.z.dtype)
         seen: set[bytes] = set()
         single = False
@@ -220,6 +268,95 @@ class _Point:
                 single = True
             seen.add(key)
         return _Solve(a_mat, pinned, on, s, rounds, False)
+
+    def run(
+        self, on: torch.Tensor, pinned: torch.Tensor, max_rounds: int, a0: torch.Tensor
+    ) -> _Solve:
+        """The active-set rounds from the state (on, pinned) and the point A0 [n, m] it
+        was read from, each kept point strictly below the last in F (module docstring)."""
+        h = self.h
+        w = torch.zeros(self.n, self.k, dtype=h.z.dtype)
+        kept, fk = a0, self.value(a0)
+        kp = pinned  # the pairs at their kink at the kept point (z = 0 to round-off)
+        own_piece = False  # the state is the kept point's own piece (its sign pattern)
+        s = torch.zeros_like(h.z)
+        zscale = float(h.z.abs().median())
+        for rounds in range(1, max_rounds + 1):
+            w, mu = self.solve(on, pinned, w)
+            a_mat = self.a_of(w, mu, on, pinned)
+            z0 = h.z + h.gram @ kept
+            z1 = h.z + h.gram @ a_mat
+            t = self.descent(kept, a_mat, z0, z1, fk)
+            if t == 0.0 and own_piece:
+                # no halving lowered F (the candidate lies beyond kinks F climbs over):
+                # F is this piece's convex quadratic up to the first pair that reaches
+                # its kink, and falls there (strictly, unless the kept point minimises
+                # the piece); stop there and pin that pair
+                leave = ~pinned & (on != (z1 > 0)) & (z1 != 0)
+                # (≥ 0: a pair at its kink to round-off stops the step there)
+                tt = torch.where(leave, (z0 / (z0 - z1)).clamp_min(0), torch.inf)
+                t = min(float(tt.min()), 1.0)
+                hit = leave & (tt <= t)
+                # a pinned pair carries on = False (``solve`` counts it through μ)
+                pinned, on = pinned | hit, on & ~hit
+                kp = pinned
+            if t == 0.0:
+                # the block round climbed at every step length (F is not convex across
+                # kinks: pairs changed together can undo each other, and the state then
+                # oscillates without repeating): back to the kept point's own piece
+                pinned, on = kp, (z0 > 0) & ~kp
+                own_piece = True
+                continue
+            if t < 1.0:
+                kept = kept + t * (a_mat - kept)
+                fk = self.value(kept)
+                # at zero at both ends: still pinned; every other pair has its sign
+                kp = kp & pinned
+                pinned, on = kp, ((h.z + h.gram @ kept) > 0) & ~kp
+                own_piece = True
+                continue
+            kept, fk, kp = a_mat, self.value(a_mat), pinned  # the state's minimiser
+            s, c = self.sigma(w, a_mat, pinned)
+            crossed = ~pinned & (on != (z1 > 0)) & (z1 != 0)
+            # the objective's slope leaving the kink to the on side, c(1 − σ), and to the
+            # off side, cσ (both ≥ 0: a minimum there); it leaves by the steeper descent
+            right, left = c * (1 - s), c * s
+            tiny = SIGMA_SLACK * c.abs()
+            up = pinned & (right < -tiny) & (right <= left)
+            down = pinned & (left < -tiny) & (left < right)
+            change = crossed | up | down
+            if not bool(change.any()):
+                return _Solve(a_mat, pinned, on, s, rounds, True)
+            if own_piece:  # a block round climbed since the last: one pair (the worst)
+                badness = torch.where(
+                    crossed,
+                    z1.abs() / zscale,
+                    -torch.minimum(right, left) / c.abs().clamp_min(1e-300),
+                )
+                one = torch.zeros_like(change)
+                one.view(-1)[int(torch.where(change, badness, -1.0).reshape(-1).argmax())] = True
+                crossed, up, down = crossed & one, up & one, down & one
+            on = (on | up) & ~down & ~crossed
+            pinned = (pinned | crossed) & ~up & ~down
+            own_piece = False
+        return _Solve(kept, pinned, on, s, rounds, False)
+
+    def descent(self, a0, a1, z0, z1, f0: torch.Tensor, halvings: int = 10) -> float:
+        """The step t in {1, ½, …, 2⁻ʰᵃˡᵛⁱⁿᵍˢ} from A0 towards A1 [n, m] (z0, z1 their
+        pre-activations [n, m]) with the lowest F, if that is strictly below f0; else 0.0.
+        On the segment z is linear in t and ‖B‖² quadratic: no product with G per trial."""
+        h = self.h
+        da = a1 - a0
+        gd = h.gram @ da
+        q0 = (a0 * (h.gram @ a0)).sum()
+        q1, q2 = 2 * (a0 * gd).sum(), (da * gd).sum()
+        t, t_best, best = 1.0, 0.0, f0
+        for _ in range(halvings + 1):
+            val = self.data(h.out(z0 + t * (z1 - z0))) + 0.5 * self.lam * (q0 + t * q1 + t * t * q2)
+            if bool(val < best):
+                best, t_best = val, t
+            t /= 2
+        return t_best
 
     def stationarity(self, sol: _Solve) -> tuple[float, bool]:
         """(‖generalised gradient‖ / ‖∇F_i(θ*)‖, every pinned kink convex) at the solution,
@@ -259,28 +396,40 @@ def relu_head_pbrf(
     lam: float,
     loss: str,
     epsilon: float | None = None,
-    max_rounds: int = 50,
+    max_rounds: int = MAX_ROUNDS,
     start: torch.Tensor | None = None,
 ) -> ReluPBRF:
     """The PBRF of removing each of ``indices`` (module docstring), by active set.
 
-    The first state is θ*'s (on where z* > 0, nothing pinned); or, given ``start`` [k, n, m] (each
-    point's pre-activations at a warm start, e.g. L-BFGS's, ``polished_pbrf``), on where
-    those are > 0, nothing pinned. The PBRF of a ReLU network is not convex: other starts
+    The start is θ* (A = 0); or, given ``start`` [k, n, m] (each point's pre-activations
+    at a warm start, e.g. L-BFGS's, ``polished_pbrf``), the A with z* + GA = start (least
+    squares); the first state is the start's sign pattern, nothing pinned, and every kept
+    point is below the start in F. The PBRF of a ReLU network is not convex: other starts
     can end at other (nearby) local minima, each meeting the criterion.
     """
     n = h.z.shape[0]
     eps = 1.0 / n if epsilon is None else float(epsilon)
-    on0 = h.z > 0
-    pin0 = torch.zeros_like(on0)
+    pin0 = torch.zeros_like(h.z, dtype=torch.bool)
     base = pointwise_loss(h.out(h.zt), h.tt, loss)
+    a0s = torch.zeros(len(indices), *h.z.shape, dtype=h.z.dtype)
+    if start is not None:  # the start's A (z = z* + G A; least squares: G may be singular)
+        dz = (start - h.z).permute(1, 0, 2).reshape(n, -1)
+        sol0 = torch.linalg.lstsq(h.gram, dz, driver="gelsd").solution
+        a0s = sol0.reshape(n, len(indices), -1).permute(1, 0, 2)
     effects, gn, cv, st, rd, pn, mats = [], [], [], [], [], [], []
     for row, i in enumerate(indices):
         pt = _Point(h, int(i), lam, loss, eps)
+        a0 = a0s[row].contiguous()
         # its systems are small ([n·K + pinned]²): a second thread only spins, 3-10× the
         # CPU under load (docs/benchmarks.md#influence-check-pbrf)
         with torch_threads(1):
-            sol = pt.run(on0 if start is None else start[row] > 0, pin0.clone(), max_rounds)
+            on0 = (h.z + h.gram @ a0) > 0
+            budget = min(BLOCK_ROUNDS, max_rounds)  # max_rounds caps both kinds together
+            sol = pt.run_block(on0, pin0.clone(), budget)
+            if not sol.stable and max_rounds > budget:
+                # an oscillating state: the monotone rounds, from the start
+                mono = pt.run(on0, pin0.clone(), max_rounds - budget, a0)
+                sol = dataclasses.replace(mono, rounds=sol.rounds + mono.rounds)
         norm, convex = pt.stationarity(sol)
         zt = h.zt + h.cross @ sol.a_mat
         effects.append(pointwise_loss(h.out(zt), h.tt, loss) - base)
@@ -308,7 +457,7 @@ def polished_pbrf(
     steps: int,
     tol: float,
     checkpoint: int | None = None,
-    max_rounds: int = 50,
+    max_rounds: int = MAX_ROUNDS,
 ) -> PBRFResult:
     """The PBRF of the span head (``engine.malleability.check._SpanHead``: rows of Θ = B
     [k, m·r]) for every removed point at once: ``steps`` L-BFGS iterations from θ*

@@ -194,3 +194,25 @@ def test_active_set_finds_a_brute_force_piece_minimiser():
         # it is a piece minimiser found by brute force: same objective, same B
         close = [np.abs(v - b).max() for fv, v in minima if abs(fv - f) <= 1e-9 * abs(f)]
         assert close and min(close) <= 1e-5 * np.abs(b).max(), (f, best, close[:3])
+
+
+@pytest.mark.slow  # 1500 backtracking gradient steps: ~2.5 min on a loaded 2-core machine
+def test_active_set_is_monotone_and_not_above_gradient_descent():
+    """The rounds keep a point only when F falls (engine.influence.pbrf_relu's module
+    docstring): from θ* the solution is below F(θ*), and no higher (to round-off) than
+    plain float64 gradient descent (Armijo backtracking, no shared code with the rounds)
+    on the same PBRF objective from the same start, after 1500 steps."""
+    head, inp, _, t, _, rh = _setup("mse")
+    prob = pbrf._Problem(head, inp, t, torch.tensor(IDX), LAM, "mse", 1 / inp.shape[0])
+    res = relu_head_pbrf(rh, IDX, lam=LAM, loss="mse", epsilon=EPS)
+    assert bool(res.stable.all()) and float(res.grad_norm.max()) <= 1e-9
+    f_active = prob.rows(_rows_b(res, head, inp))
+    big = prob.theta.expand(len(IDX), -1).clone()
+    f_start, g = prob.value_grad(big)
+    assert bool((f_active < f_start).all())
+    val, active = f_start, torch.ones(len(IDX), dtype=torch.bool)
+    for _ in range(1500):
+        val, g = prob.value_grad(big)
+        big, _ = pbrf._backtrack(prob, big, -g, val, -(g * g).sum(1), active)
+    f_gd = prob.rows(big)
+    assert bool((f_active <= f_gd + prob.slack(f_gd)).all()), (f_active - f_gd).tolist()
