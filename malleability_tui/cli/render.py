@@ -127,17 +127,46 @@ def _caption_name(col: str, cols: Sequence[str]) -> str:
     return "min_epochs" if col == "epochs" and "epochs_run" in cols else col
 
 
-def table_caption(
-    name: str, rows: list[dict[str, Any]], *, max_rows: int = MAX_ROWS, encoding: str = "utf-8"
-) -> str:
-    """The columns with one value in every row (``dataset=digits, seed=0, …``) and the
-    rows left out, as ``table_parts`` puts them under its last part."""
+def _layout(
+    rows: list[dict[str, Any]], max_rows: int, width: int, keys: Sequence[str], encoding: str
+) -> tuple[dict[str, list[str]], dict[str, str], list[str], list[str], list[str], list[str]]:
+    """(cell text, headers, constant columns, key columns, value columns, value columns
+    too wide to sit beside the keys in ``width``: free text such as a PBRF row's ``dropped``
+    reasons, which rich would fit by cutting the key columns' names)."""
     cols = list(rows[0]) if rows else []
+    shown = rows[:max_rows]
+    text = {c: [encodable(number(r.get(c)), encoding) for r in shown] for c in cols}
+    heads = {c: encodable(header(c), encoding) for c in cols}
     const = [c for c in cols if len(rows) > 1 and len({number(r.get(c)) for r in rows}) == 1]
+    cols = [c for c in cols if c not in const]
+    key_cols = [c for c in cols if c in keys]
+    base = 1 + sum(_width(heads[k], text[k]) + 3 for k in key_cols)
+    values = [c for c in cols if c not in key_cols]
+    wide = [c for c in values if base + _width(heads[c], text[c]) + 3 > width]
+    return text, heads, const, key_cols, [c for c in values if c not in wide], wide
+
+
+def table_caption(
+    name: str,
+    rows: list[dict[str, Any]],
+    *,
+    max_rows: int = MAX_ROWS,
+    encoding: str = "utf-8",
+    width: int = WIDTH,
+    keys: Sequence[str] = KEY_COLUMNS,
+) -> str:
+    """The columns with one value in every row (``dataset=digits, seed=0, …``), the
+    columns too wide for ``width`` and the rows left out, as ``table_parts`` puts them
+    under its last part."""
+    cols = list(rows[0]) if rows else []
+    _, _, const, _, _, wide = _layout(rows, max_rows, width, keys, encoding)
     caption = ", ".join(f"{_caption_name(c, cols)}={number(rows[0].get(c))}" for c in const)
+    notes = []
+    if wide:
+        notes.append(f"{', '.join(wide)}: wider than {width} columns, in {name}.csv")
     if len(rows) > max_rows:
-        more = f"… {len(rows) - max_rows} more rows in {name}.csv"
-        caption = f"{caption}; {more}" if caption else more
+        notes.append(f"… {len(rows) - max_rows} more rows in {name}.csv")
+    caption = "; ".join([caption, *notes] if caption else notes)
     return encodable(caption, encoding)
 
 
@@ -161,16 +190,14 @@ def table_parts(
     def spell(s: str) -> str:
         return encodable(s, encoding)
 
-    cols = list(rows[0]) if rows else []
     shown = rows[:max_rows]
-    text = {c: [spell(number(r.get(c))) for r in shown] for c in cols}
-    heads = {c: spell(header(c)) for c in cols}
-    const = [c for c in cols if len(rows) > 1 and len({number(r.get(c)) for r in rows}) == 1]
-    cols = [c for c in cols if c not in const]
-    under = table_caption(name, rows, max_rows=max_rows, encoding=encoding) if caption else ""
-    widths = {c: _width(heads[c], text[c]) for c in cols}
-    key_cols = [c for c in cols if c in keys]
-    values = [c for c in cols if c not in key_cols]
+    text, heads, _, key_cols, values, _ = _layout(rows, max_rows, width, keys, encoding)
+    under = (
+        table_caption(name, rows, max_rows=max_rows, encoding=encoding, width=width, keys=keys)
+        if caption
+        else ""
+    )
+    widths = {c: _width(heads[c], text[c]) for c in key_cols + values}
     packs = _packs(key_cols, values, widths, width)
     tables = []
     for i, pack in enumerate(packs):
@@ -197,7 +224,7 @@ def print_table(console: Console, name: str, rows: list[dict[str, Any]]) -> None
     width = min(WIDTH, console.width)
     for t in table_parts(name, rows, width=width, encoding=console.encoding, caption=False):
         console.print(t)
-    if under := table_caption(name, rows, encoding=console.encoding):
+    if under := table_caption(name, rows, encoding=console.encoding, width=width):
         from rich.text import Text
 
         console.print(Text(under, style="italic"), width=width, highlight=False)
