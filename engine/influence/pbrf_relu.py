@@ -225,6 +225,27 @@ class _Point:
         prox = torch.einsum("ju,jl,lu->", a_mat, h.gram, a_mat)
         return self.data(h.out(h.z + h.gram @ a_mat)) + 0.5 * self.lam * prox
 
+    def violations(
+        self,
+        w: torch.Tensor,
+        a_mat: torch.Tensor,
+        on: torch.Tensor,
+        pinned: torch.Tensor,
+        z: torch.Tensor,
+    ) -> tuple[torch.Tensor, ...]:
+        """The pairs the state (on, pinned) gets wrong at its solution (A, z [n, m]):
+        (σ, c, crossed, up, down, right, left) with ``crossed`` the free pairs whose z
+        changed sign, ``up``/``down`` the pinned ones that leave their kink to the on/off
+        side, and right = c(1 − σ), left = cσ the objective's slopes leaving the kink to
+        either side (both ≥ 0 at a minimum there; a pair leaves by the steeper descent)."""
+        s, c = self.sigma(w, a_mat, pinned)
+        crossed = ~pinned & (on != (z > 0)) & (z != 0)
+        right, left = c * (1 - s), c * s
+        tiny = SIGMA_SLACK * c.abs()
+        up = pinned & (right < -tiny) & (right <= left)
+        down = pinned & (left < -tiny) & (left < right)
+        return s, c, crossed, up, down, right, left
+
     def run_block(self, on: torch.Tensor, pinned: torch.Tensor, max_rounds: int) -> _Solve:
         """The block rounds, tried first: every violated pair changes at once, until the
         state comes back (a cycle); from then on only the worst one per round (violation
@@ -240,14 +261,7 @@ class _Point:
             w, mu = self.solve(on, pinned, w)
             a_mat = self.a_of(w, mu, on, pinned)
             z = self.h.z + self.h.gram @ a_mat
-            s, c = self.sigma(w, a_mat, pinned)
-            crossed = ~pinned & (on != (z > 0)) & (z != 0)
-            # the objective's slope leaving the kink to the on side, c(1 − σ), and to the
-            # off side, cσ (both ≥ 0: a minimum there); it leaves by the steeper descent
-            right, left = c * (1 - s), c * s
-            tiny = SIGMA_SLACK * c.abs()
-            up = pinned & (right < -tiny) & (right <= left)
-            down = pinned & (left < -tiny) & (left < right)
+            s, c, crossed, up, down, right, left = self.violations(w, a_mat, on, pinned, z)
             change = crossed | up | down
             if not bool(change.any()):
                 return _Solve(a_mat, pinned, on, s, rounds, True)
@@ -316,14 +330,7 @@ class _Point:
                 own_piece = True
                 continue
             kept, fk, kp = a_mat, self.value(a_mat), pinned  # the state's minimiser
-            s, c = self.sigma(w, a_mat, pinned)
-            crossed = ~pinned & (on != (z1 > 0)) & (z1 != 0)
-            # the objective's slope leaving the kink to the on side, c(1 − σ), and to the
-            # off side, cσ (both ≥ 0: a minimum there); it leaves by the steeper descent
-            right, left = c * (1 - s), c * s
-            tiny = SIGMA_SLACK * c.abs()
-            up = pinned & (right < -tiny) & (right <= left)
-            down = pinned & (left < -tiny) & (left < right)
+            s, c, crossed, up, down, right, left = self.violations(w, a_mat, on, pinned, z1)
             change = crossed | up | down
             if not bool(change.any()):
                 return _Solve(a_mat, pinned, on, s, rounds, True)
