@@ -51,9 +51,9 @@ import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from engine.results.guards import TOL, WINDOW, converged, convergence
+from engine.results.guards import MIN_DROP, TOL, WINDOW, converged, convergence, windows
 from engine.run.runs import train_curves
-from engine.train.until import may_stop
+from engine.train.until import NEVER_LEFT, STOP_WINDOW, may_stop, stuck
 
 Rule = Callable[[Sequence[float], float | None, list[int]], bool]
 """(losses so far, baseline, the check epochs so far) -> stop here."""
@@ -109,6 +109,23 @@ def _may_stop(losses: Sequence[float], base: float | None, checks: list[int]) ->
     return may_stop(losses, base)
 
 
+def _stuck_min_drop(losses: Sequence[float], base: float | None) -> bool:
+    """Stuck, the trend read against ``MIN_DROP``·ref instead of the noise bound."""
+    got = windows(losses, STOP_WINDOW)
+    if convergence(losses, baseline=base).reason != NEVER_LEFT or got is None:
+        return False
+    ref = losses[0] if base is None else min(losses[0], base)
+    return got[0] - got[1] <= MIN_DROP * abs(ref)
+
+
+def _or_stuck(stuck_rule: Callable[[Sequence[float], float | None], bool]) -> Rule:
+    def rule(losses: Sequence[float], base: float | None, checks: list[int]) -> bool:
+        """The rule now, or stopped as stuck at its start."""
+        return may_stop(losses, base) or stuck_rule(losses, base)
+
+    return rule
+
+
 RULES: dict[str, Rule] = {
     "once": _once,
     "2 chk": _k_checks(2),
@@ -117,11 +134,17 @@ RULES: dict[str, Rule] = {
     ">=50 ep": _min_epochs(50),
     "20 %": _window(0.2),
     "10+20%": _may_stop,
+    "+stuck": _or_stuck(stuck),
+    "+stuck1%": _or_stuck(_stuck_min_drop),
 }
 """The guard at one check (the rule before), at 2 and 3 consecutive checks, with the
 window's decrease at its upper 2·SE bound, also with windows of at least 50 epochs, on a
 20 % window alone, and on both the
-10 % and the 20 % window (``engine.train.until.may_stop``, the rule now)."""
+10 % and the 20 % window (``engine.train.until.may_stop``), and that or stopped as stuck at
+its start (``engine.train.until.stuck``: never left its initial loss, no trend on the 20 %
+window beyond the noise bound; or, "+stuck1%", beyond ``MIN_DROP``·ref): the rule now is
+"+stuck" (``engine.train.until.stop_reason``)."""
+STUCK_RULES = ("+stuck", "+stuck1%")
 
 
 CRAWL = 0.03
@@ -164,10 +187,13 @@ def stop_epoch(rule: Rule, losses: list[float], base: float | None, first: int) 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("runs", nargs="+", help="run directories; RUN@200: first check at 200")
+    ap.add_argument("--stuck", action="store_true", help="only the rules that bear on stuck")
     a = ap.parse_args()
-    print(f"{'cell':<11}{'E':>5}{'L_cap':>6}" + "".join(f"{n:>8}" for n in RULES))
-    gaps: dict[str, list[float]] = {n: [] for n in RULES}
-    extra: dict[str, list[int]] = {n: [0, 0] for n in RULES}  # [crawl cells, the others]
+    rules = {n: r for n, r in RULES.items() if not a.stuck or n in ("once", "10+20%", *STUCK_RULES)}
+    print(f"{'cell':<14}{'E':>5}{'L_cap':>6}" + "".join(f"{n:>9}" for n in rules))
+    gaps: dict[str, list[float]] = {n: [] for n in rules}
+    extra: dict[str, list[int]] = {n: [0, 0] for n in rules}  # [crawl cells, the others]
+    wrong: dict[str, list[str]] = {n: [] for n in STUCK_RULES}
     for arg in a.runs:
         path, _, at = arg.partition("@")
         run, first = Path(path), int(at or 100)
@@ -178,26 +204,33 @@ def main() -> None:
             l1, lcap = h[0], last_window(h)
             ref = stop_epoch(_once, h, base, first) or len(h)
             crawl = (last_window(h[:ref]) - lcap) / (l1 - lcap) > CRAWL
+            # a cell that leaves its start by the end of its history: never stuck
+            leaves = convergence(h, baseline=base).reason != NEVER_LEFT
             cols = []
-            for n, rule in RULES.items():
+            for n, rule in rules.items():
                 e = stop_epoch(rule, h, base, first)
                 extra[n][0 if crawl else 1] += (e or len(h)) - ref
                 if e is None:
-                    cols.append(f"{'-':>8}")
+                    cols.append(f"{'-':>9}")
                     continue
+                as_stuck = n in STUCK_RULES and not may_stop(h[:e], base)
+                if as_stuck and leaves:
+                    wrong[n].append(f"{run.name}:{kind} {width} {seed}")
                 g = (last_window(h[:e]) - lcap) / (l1 - lcap)
                 gaps[n].append(g)
-                cols.append(f"{e:>4}{100 * g:>3.0f}%")
-            name = f"{kind} {width} {seed}"
-            print(f"{name:<11}{len(h):>5}{lcap:>6.3f}" + "".join(cols))
-    print(f"over all cells ({CRAWL:.0%}: the gap that marks a crawl under 'once'):")
+                cols.append(f"{e:>4}{'S' if as_stuck else ''}{100 * g:>3.0f}%".rjust(9))
+            name = f"{kind} {width} {seed}" + (" adv" if cell.endswith("adversarial") else "")
+            print(f"{name:<14}{len(h):>5}{lcap:>6.3f}" + "".join(cols))
+    print(f"over all cells ({CRAWL:.0%}: the gap that marks a crawl under 'once'; S: stuck):")
     rows = [
-        ("largest gap", [f"{100 * max(gaps[n], default=math.nan):>7.0f}%" for n in RULES]),
-        ("extra ep. crawl", [f"{extra[n][0]:>8}" for n in RULES]),
-        ("extra ep. other", [f"{extra[n][1]:>8}" for n in RULES]),
+        ("largest gap", [f"{100 * max(gaps[n], default=math.nan):>8.0f}%" for n in rules]),
+        ("extra ep. crawl", [f"{extra[n][0]:>9}" for n in rules]),
+        ("extra ep. other", [f"{extra[n][1]:>9}" for n in rules]),
     ]
     for label, cols in rows:
-        print(f"{label:<22}" + "".join(cols))
+        print(f"{label:<25}" + "".join(cols))
+    for n, cells in wrong.items():
+        print(f"{n}: stopped as stuck, yet leave their start later: {len(cells)} {cells}")
 
 
 if __name__ == "__main__":

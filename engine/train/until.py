@@ -27,10 +27,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from engine.results.guards import converged
+from engine.results.guards import converged, convergence, windows
 
 STOP_WINDOW = 0.2
 """The longer window the stopping rule reads besides the guard's own (``WINDOW``, 0.1)."""
+NEVER_LEFT = "never left its initial loss"
+"""The guard's reason (``engine.results.guards.convergence``) that ``stuck`` reads."""
+CAP, CONVERGED, STUCK = "cap", "converged", "stuck"
+"""Why a cell stopped (``stop_reason``): at the epoch cap, settled, or stuck at its start."""
 
 
 class UntilSpec(Protocol):
@@ -67,13 +71,35 @@ def may_stop(losses: Sequence[float], baseline: float | None) -> bool:
     )
 
 
-def stop_now(cfg: UntilSpec, losses: Sequence[float], baseline: float | None) -> bool:
-    """True when a cell of ``cfg`` whose epoch-mean losses so far are ``losses`` [E] stops
-    here: always at the cap; under until = converged also at a check where ``may_stop``
-    holds."""
+def stuck(losses: Sequence[float], baseline: float | None) -> bool:
+    """Whether a cell whose epoch-mean losses so far are ``losses`` [E] is stuck at its
+    start: the guard says it never left its initial loss, and on ``STOP_WINDOW`` the loss
+    shows no trend (prev − last within the guard's noise bound, 2·SE)."""
+    if convergence(losses, baseline=baseline).reason != NEVER_LEFT:
+        return False
+    got = windows(losses, STOP_WINDOW)
+    if got is None:
+        return False
+    prev, last, noise = got
+    return prev - last <= noise
+
+
+def stop_reason(cfg: UntilSpec, losses: Sequence[float], baseline: float | None) -> str:
+    """Why a cell of ``cfg`` whose epoch-mean losses so far are ``losses`` [E] stops here,
+    '' when it trains on: ``CAP`` at the cap (``epochs`` when until = fixed); under until =
+    converged at a check also ``CONVERGED`` where ``may_stop`` holds, else ``STUCK`` where
+    ``stuck`` does."""
     e = len(losses)
     if e >= epoch_cap(cfg):
-        return True
+        return CAP
     if cfg.until != "converged" or not is_check(cfg, e):
-        return False
-    return may_stop(losses, baseline)
+        return ""
+    if may_stop(losses, baseline):
+        return CONVERGED
+    return STUCK if stuck(losses, baseline) else ""
+
+
+def stop_now(cfg: UntilSpec, losses: Sequence[float], baseline: float | None) -> bool:
+    """True when a cell of ``cfg`` whose epoch-mean losses so far are ``losses`` [E] stops
+    here (``stop_reason`` says why)."""
+    return bool(stop_reason(cfg, losses, baseline))
