@@ -42,6 +42,32 @@ quick digits cells still settling at the first check, about 1.5x (260-550 -> 430
 Their first epochs equal the flip runs' cells bit for bit: the same subset, init and
 batch order. A gap of a few % on centred CIFAR-10 is noise: its loss is flat from epoch
 50 on (0.61 +- 0.01), and the 11-epoch window at a stop at 110 moves by that much.
+
+Stuck at the start ("+stuck", ``engine.train.until.stuck``: the guard says "never left its
+initial loss" and the 20 % window's prev − last is within its noise bound; "+stuck1%":
+within ``MIN_DROP``·ref instead). Histories (run from /tmp/stuck, its copies):
+
+    cp /work/runs/{fashion-data-paper/fashion-mnist,cifar10-data-centred/cifar10}-multiclass/events.jsonl
+        (with spec.toml; live until-converged runs, checks from 200: adversarial ε 0.3)
+    malleability headless --config $H/mnist_3v8.toml $M --models attn,relu --seeds 0 \
+        --n-train 500 --lr LR --epochs 400 --out hlowlrN      # LR 3e-5, 1e-5, 3e-6
+    malleability headless --config SLOW.toml --out hslow_S_LR  # digits_quick.toml with
+        # widths 16,256,1024, epochs 600, model.sigma_w S = 1e-4 / 1e-3, lr 1e-4 / 3e-5
+    malleability headless --config ADV.toml --out hadvdig      # advtrain, digits centred,
+        # m 256, seeds 0-1, 600 epochs, flip.adv_eps 0.1, adv_steps 5
+    python benchmarks/bench_until_rules.py --stuck \
+        fashion...@200 cifar10...@200 hdig@200 h38p hlowlr hlowlr5 hlowlr6 \
+        hslow_1e-4_1e-4@200 hslow_1e-3_3e-5@200 hadvdig     # and again all @10
+
+Measured (38 cells; checks from 10: 35): the three adversarial cells at the zero
+predictor's loss (ln 10 = 2.303; 2L-ReLU Fashion-MNIST 2.324 -> 2.305 over 1000 epochs,
+MLP-Attn Fashion-MNIST 2.306 at 236, MLP-Attn CIFAR-10 2.386 at 284) stop as stuck at the
+first check, 200, where the rule before ran them to the cap (1000): 920 epochs saved on
+these histories, about 800 a cell at the cap. Every other cell stops where "10+20%" does.
+Cells the guard calls never-left at some check: 4 (checks from 10: 9), of which 1 (9)
+leave their start later; "+stuck" stops none of them, "+stuck1%" all (e.g. uncentred
+MNIST MLP-Attn at lr 3e-6: 0.9998, 0.9916 at epoch 100, 0.9686 at 400, a steady crawl
+that "+stuck1%" stops at 100). Each run took 0.5-8 min here, two at once, load 2-7.
 """
 
 from __future__ import annotations
@@ -194,6 +220,7 @@ def main() -> None:
     gaps: dict[str, list[float]] = {n: [] for n in rules}
     extra: dict[str, list[int]] = {n: [0, 0] for n in rules}  # [crawl cells, the others]
     wrong: dict[str, list[str]] = {n: [] for n in STUCK_RULES}
+    at_start = [0, 0]  # cells the guard calls never-left at a check: [leave later, never]
     for arg in a.runs:
         path, _, at = arg.partition("@")
         run, first = Path(path), int(at or 100)
@@ -206,6 +233,9 @@ def main() -> None:
             crawl = (last_window(h[:ref]) - lcap) / (l1 - lcap) > CRAWL
             # a cell that leaves its start by the end of its history: never stuck
             leaves = convergence(h, baseline=base).reason != NEVER_LEFT
+            checks = range(first, len(h) + 1, 10)
+            if any(convergence(h[:e], baseline=base).reason == NEVER_LEFT for e in checks):
+                at_start[0 if leaves else 1] += 1
             cols = []
             for n, rule in rules.items():
                 e = stop_epoch(rule, h, base, first)
@@ -229,6 +259,7 @@ def main() -> None:
     ]
     for label, cols in rows:
         print(f"{label:<25}" + "".join(cols))
+    print(f"cells at their start at some check: {sum(at_start)} ({at_start[0]} leave it later)")
     for n, cells in wrong.items():
         print(f"{n}: stopped as stuck, yet leave their start later: {len(cells)} {cells}")
 

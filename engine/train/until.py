@@ -18,6 +18,19 @@ centred CIFAR-10 MLP-Attn cell 10 epochs later); cells still settling there pay 
 1.5x the epochs (an exponential approach: the guard alone holds at ≈ 4.2 time constants,
 with the 20 % window at ≈ 6.2; the quick preset's narrow digits cells: 260-550 -> 430-830).
 
+A cell stuck at its start also stops at a check (``stuck``): the guard says it never
+left its initial loss, and on the ``STOP_WINDOW`` windows the loss shows no trend (prev −
+last within the guard's noise bound, 2·SE). It stays not converged ("never left its
+initial loss"); its rows say ``stuck`` (docs/claims.md#guards). Measured
+(``benchmarks/bench_until_rules.py``, its docstring): adversarial training at ε 0.3
+(Fashion-MNIST uncentred 2L-ReLU, CIFAR-10 centred MLP-Attn, m 1024) sits at ln 10 and
+stops at the first check (200) instead of the cap (1000); none of the 35 other histories
+(digits, MNIST at lr 3e-6 to 1e-3, slow-start digits at σ_w 1e-4) stops differently, and
+none that later leaves its start is stopped as stuck, even with checks from epoch 10. A trend read against ``MIN_DROP``·ref instead of the noise bound
+stopped 9 such cells (uncentred MNIST MLP-Attn at lr 3e-6: 0.8 % down by epoch 100,
+steadily, 3 % by 400): the noise bound it is. A crawl slower than the noise over a
+20 % window is stopped as stuck; a steady one above the noise is not, however slow.
+
 A run stopped at epoch E has exactly the weights of a fixed run of E epochs (same seed,
 same batch order, same optimiser state): the loop is simply left early.
 """
