@@ -59,7 +59,8 @@ within ``MIN_DROP``·ref instead). Histories (run from /tmp/stuck, its copies):
         fashion...@200 cifar10...@200 hdig@200 h38p hlowlr hlowlr5 hlowlr6 \
         hslow_1e-4_1e-4@200 hslow_1e-3_3e-5@200 hadvdig     # and again all @10
 
-Measured (38 cells; checks from 10: 35): the three adversarial cells at the zero
+Measured (38 cells, and 3 more: the first cell of h38p, h10p and hc10c above, each run
+cut at 470 s; checks from 10: 35): the three adversarial cells at the zero
 predictor's loss (ln 10 = 2.303; 2L-ReLU Fashion-MNIST 2.324 -> 2.305 over 1000 epochs,
 MLP-Attn Fashion-MNIST 2.306 at 236, MLP-Attn CIFAR-10 2.386 at 284) stop as stuck at the
 first check, 200, where the rule before ran them to the cap (1000): 920 epochs saved on

@@ -24,7 +24,7 @@ last within the guard's noise bound, 2·SE). It stays not converged ("never left
 initial loss"); its rows say ``stuck`` (docs/claims.md#guards). Measured
 (``benchmarks/bench_until_rules.py``, its docstring): adversarial training at ε 0.3
 (Fashion-MNIST uncentred 2L-ReLU, CIFAR-10 centred MLP-Attn, m 1024) sits at ln 10 and
-stops at the first check (200) instead of the cap (1000); none of the 35 other histories
+stops at the first check (200) instead of the cap (1000); none of the 38 other histories
 (digits, MNIST at lr 3e-6 to 1e-3, slow-start digits at σ_w 1e-4) stops differently, and
 none that later leaves its start is stopped as stuck, even with checks from epoch 10. A trend read against ``MIN_DROP``·ref instead of the noise bound
 stopped 9 such cells (uncentred MNIST MLP-Attn at lr 3e-6: 0.8 % down by epoch 100,
