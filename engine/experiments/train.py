@@ -18,6 +18,7 @@ from engine.results import (
     majority_rate,
     marked,
 )
+from engine.results.guards import STUCK_NOTE
 from engine.results.tables import TrainRow
 from engine.run.events import Artifact, Event, Log, Summary, TableRow
 from engine.run.executors import Cell, run_cells
@@ -98,6 +99,12 @@ def fix_hint(spec: RunSpec, model: str, summary: dict) -> str:
                 "cells uncentred, 16 of 16 centred with --until-converged on digits and "
                 "MNIST); uncentred, the paper's 500 epochs (batch 128, n 1000, m 1024) "
                 "trained it on MNIST 3 vs 8 but not on CIFAR-10 1 vs 0 (docs/protocol.md#evidence)"
+            )
+        if all(c.endswith(STUCK_NOTE) for c in summary["not_converged"][model]):
+            return (
+                "stopped early: its loss stayed at its initial level with no trend beyond "
+                "its noise (docs/claims.md#guards); the cells measured so to the 1000-epoch "
+                "cap never left it (benchmarks/bench_until_rules.py)"
             )
         if spec.train.until != "converged":
             return (

@@ -32,7 +32,7 @@ reads them back from live rows (bool) and from CSV (text), and ``failed_cells`` 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from engine.results.stats import mean_std
@@ -48,6 +48,8 @@ FLOOR = 1e-4
 """A training loss at or below this has nothing left to fit: converged."""
 GUARDS = (("converged", "not converged"), ("above_chance", "at chance"))
 """The guard columns of the tables and what a failure of each is called."""
+STUCK_NOTE = "stuck at start"
+"""What a cell stopped as stuck at its initial loss is called in a guard note."""
 MARK = "⚠"
 """What starts the guard mark of a summary line (``marked``)."""
 
@@ -69,6 +71,18 @@ def _mean_var(v: list[float]) -> tuple[float, float]:
     return m.mean, m.std**2
 
 
+def windows(losses: Sequence[float], window: float = WINDOW) -> tuple[float, float, float] | None:
+    """prev, last and noise of the module docstring on the epoch-mean losses [E] with
+    windows of w = max(2, ⌈``window``·E⌉) epochs; None when E < 2w (too few epochs)."""
+    e = len(losses)
+    w = max(2, math.ceil(window * e))
+    if e < 2 * w:
+        return None
+    prev, vp = _mean_var(list(losses[e - 2 * w : e - w]))
+    last, vl = _mean_var(list(losses[e - w :]))
+    return prev, last, 2.0 * math.sqrt(vp / w + vl / w)
+
+
 def convergence(
     losses: Iterable[float],
     *,
@@ -84,13 +98,10 @@ def convergence(
     nan = float("nan")
     if not all(math.isfinite(x) for x in loss):
         return Convergence(False, "non-finite loss", nan)
-    e = len(loss)
-    w = max(2, math.ceil(window * e))
-    if e < 2 * w:
+    got = windows(loss, window)
+    if got is None:
         return Convergence(False, "too few epochs", nan)
-    prev, vp = _mean_var(loss[e - 2 * w : e - w])
-    last, vl = _mean_var(loss[e - w :])
-    noise = 2.0 * math.sqrt(vp / w + vl / w)
+    prev, last, noise = got
     total = loss[0] - last
     share = (prev - last) / total if total > 0 else nan
     if last <= floor:
@@ -167,13 +178,17 @@ def _int(v: Any) -> Any:
 def failed_cells(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[str]]]:
     """Which trained cells fail which guard: ``{"not converged": {model: ["m=16 seed=0",
     …]}, "at chance": {…}}`` (only guards that some cell fails; each cell once per model,
-    in first-seen order). Rows without the guard columns count as unknown, not failed."""
+    in first-seen order). Rows without the guard columns count as unknown, not failed. A
+    cell stopped as stuck at its initial loss (column ``stuck``, ``engine.train.until``)
+    is named so among the unconverged: ``m=1024 seed=0 stuck at start``."""
     out: dict[str, dict[str, list[str]]] = {}
     for r in rows:
         for col, what in GUARDS:
             if flag(r.get(col)) is False:
                 cells = out.setdefault(what, {}).setdefault(str(r.get("model", "?")), [])
                 name = _cell_name(r)
+                if col == "converged" and flag(r.get("stuck")):
+                    name += f" {STUCK_NOTE}"
                 if name not in cells:
                     cells.append(name)
     return out

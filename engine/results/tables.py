@@ -85,6 +85,7 @@ def parse_cell(kind: type, v: Any) -> Any:
 ADDED_LATER = frozenset(
     {
         "epochs_run",
+        "stuck",
         "width_1d",
         "width_delta",
         "width_span",
@@ -146,6 +147,8 @@ class TrainRow(Row):
     seconds: float = NAN
     converged: bool | None = None
     above_chance: bool | None = None
+    stuck: bool | None = None
+    """Stopped as stuck at its initial loss (``engine.train.until.stuck``): not converged."""
     epochs_run: int | None = None
     """Epochs the cell trained: ``epochs``, or where ``train.until = "converged"`` stopped it."""
 
@@ -169,6 +172,8 @@ class NtkDistanceRow(Row):
     lin_test_accuracy: float = NAN
     converged: bool | None = None
     above_chance: bool | None = None
+    stuck: bool | None = None
+    """Stopped as stuck at its initial loss (``engine.train.until.stuck``): not converged."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,8 @@ class FlipRateRow(Row):
     flipped_harmful: int | None = None
     converged: bool | None = None
     above_chance: bool | None = None
+    stuck: bool | None = None
+    """Stopped as stuck at its initial loss (``engine.train.until.stuck``): not converged."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +244,8 @@ class InfluenceCheckRow(Row):
     seconds: float = NAN
     converged: bool | None = None
     above_chance: bool | None = None
+    stuck: bool | None = None
+    """Stopped as stuck at its initial loss (``engine.train.until.stuck``): not converged."""
     truth: str = "retrain"
     """The ground truth compared with: pbrf or retrain (rows written before the column
     existed read as empty and compared with retraining)."""
@@ -287,6 +296,8 @@ class SharpnessRow(Row):
     adaptive_rho: float = NAN
     converged: bool | None = None
     above_chance: bool | None = None
+    stuck: bool | None = None
+    """Stopped as stuck at its initial loss (``engine.train.until.stuck``): not converged."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,9 @@ class TrainedModel:
     seconds: float
     history: list[dict[str, float]] = field(default_factory=list)
     drift: list[tuple[int, float]] = field(default_factory=list)
+    stopped: str = ""
+    """Why training ended (``engine.train.until.stop_reason``): ``cap``, ``converged``
+    or ``stuck`` (until = converged: stuck at its initial loss, stopped early)."""
 
     def init_model(self) -> nn.Module:
         """A copy of the model with its weights at initialisation."""
@@ -76,8 +79,12 @@ class TrainedModel:
 
     def guards(self) -> dict[str, bool]:
         """The guard columns of every row measured on this model (``converged``,
-        ``above_chance``; docs/claims.md#guards)."""
-        return {"converged": self.converged, "above_chance": self.above_chance}
+        ``above_chance``; docs/claims.md#guards), and ``stuck``: whether it was stopped as
+        stuck at its initial loss (then not converged either)."""
+        from engine.train.until import STUCK
+
+        stuck = self.stopped == STUCK
+        return {"converged": self.converged, "above_chance": self.above_chance, "stuck": stuck}
 
 
 @dataclass

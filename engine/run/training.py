@@ -375,6 +375,7 @@ class Trainer:
     def _finish(self, job: _Job, seconds: float) -> TrainedModel:
         """The trained ``job`` evaluated, cached and returned."""
         from engine.train import evaluate
+        from engine.train.until import stop_reason
 
         model, ds = job.model, job.ds
         model.eval()
@@ -397,6 +398,7 @@ class Trainer:
             seconds=seconds,
             history=job.history,
             drift=job.drift,
+            stopped=stop_reason(self.ctx.spec.train, job.losses(), job.baseline),
         )
         self._trained[job.key] = tm
         return tm

@@ -101,7 +101,7 @@ def reproduce(
         bool,
         typer.Option(
             "--until-converged",
-            help="Train each cell past --epochs until the convergence guard holds on the last 10 % and 20 % of its epochs, up to --max-epochs (default 2000).",
+            help="Train each cell past --epochs until the convergence guard holds on the last 10 % and 20 % of its epochs, up to --max-epochs (default 2000); a cell stuck at its initial loss stops at the first check, not converged.",
         ),
     ] = False,
     protocols: Annotated[

@@ -83,7 +83,7 @@ class TrainSpec:
     l2: float = 1e-3
     """L2 penalty λ, added to the loss as (λ/2)‖θ‖² (paper: λ = 1e-3)."""
     until: str = "fixed"
-    """fixed: exactly ``epochs``; converged: from ``epochs`` on, every ``check_every`` epochs read the convergence guard on the last 10 % and on the last 20 % of the epochs, and stop when both hold or at ``max_epochs`` (ours; ``engine.train.until``)."""
+    """fixed: exactly ``epochs``; converged: from ``epochs`` on, every ``check_every`` epochs read the convergence guard on the last 10 % and on the last 20 % of the epochs, and stop when both hold, when the cell is stuck at its start (never left its initial loss, no fall beyond the noise bound; not converged) or at ``max_epochs`` (ours; ``engine.train.until``)."""
     max_epochs: int = 2000
     """The cap on epochs when until = converged (never below ``epochs``); the guard judges a capped cell as any other."""
     check_every: int = 10

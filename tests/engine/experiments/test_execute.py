@@ -31,6 +31,7 @@ def _row(width: int) -> dict:
         "converged": True,
         "above_chance": True,
         "epochs_run": 2,
+        "stuck": False,
     }
 
 

@@ -33,6 +33,7 @@ def test_worker_skips_done_cells_and_summarises_their_rows():
         "converged": True,
         "above_chance": True,
         "epochs_run": 2,
+        "stuck": False,
     }
     req = {"spec": spec.to_dict(), "done_cells": [done], "previous_rows": {"train": [prev]}}
     env = dict(os.environ, PYTHONPATH=str(ROOT), MALLEABILITY_WORKER_NICE="0")

@@ -37,6 +37,7 @@ ROW = {
     "converged": True,
     "above_chance": False,
     "epochs_run": 2,
+    "stuck": False,
 }
 
 

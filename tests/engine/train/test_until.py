@@ -38,12 +38,14 @@ def test_checks_start_at_epochs_then_every_check_every() -> None:
 def test_stop_now_is_the_rule_at_checks_and_the_cap() -> None:
     cfg = TrainSpec(epochs=10, until="converged", max_epochs=60, check_every=5)
     decay = [1.0 + math.exp(-e / 3.0) for e in range(60)]  # settles by ~epoch 20
-    flat = [1.0] * 60  # never leaves its start
+    flat = [1.0] * 60  # never leaves its start, no trend: stuck (test_until_stuck.py)
+    crawl = [1.0 - 1e-4 * e for e in range(60)]  # never leaves its start, but a trend
     got = [e for e in range(1, 61) if stop_now(cfg, decay[:e], None)]
     want = [e for e in range(10, 61, 5) if may_stop(decay[:e], None)]
     assert got[0] == want[0] and 10 < got[0] < 60
     assert converged(decay[: got[0]])  # a stopped cell passes the guard its table reports
-    assert [e for e in range(1, 61) if stop_now(cfg, flat[:e], None)] == [60]  # the cap only
+    assert [e for e in range(1, 61) if stop_now(cfg, crawl[:e], None)] == [60]  # the cap only
+    assert next(e for e in range(1, 61) if stop_now(cfg, flat[:e], None)) == 10
     fixed = TrainSpec(epochs=10)
     assert next(e for e in range(1, 30) if stop_now(fixed, decay[:e], None)) == 10
 
