@@ -21,8 +21,9 @@ import torch
 from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
+from engine.models import closed_form
 from engine.train import fused
-from engine.train.adversarial import perturb_stacked
+from engine.train.adversarial import perturb_stacked, stacked_recipe
 from engine.train.base import (
     DIVERGE_FACTOR,
     BatchTick,
@@ -103,6 +104,7 @@ class Chunk:
         fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
         self.fp = fp
         self.perturbs = perturbs  # adversarial training: each network's, every step
+        self.maps: tuple[closed_form.FeatureMap, ...] | None = None  # ``_head``'s, once
         if perturbs is not None and fp is None:
             raise ConfigError("engine", "autograd", "fused for a stacked adversarial step")
         features: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None
@@ -288,22 +290,43 @@ class Chunk:
         return BatchedEpoch(epoch, tuple(self.ids), (), tick=st)
 
     def _adversarial(self, idx: torch.Tensor, rows: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        """The features [B, b, d'] of each network's perturbed mini-batch (``perturbs``),
-        each model holding its current weights while its perturbation runs."""
+        """The features [B, b, d'] of each network's perturbed mini-batch (``perturbs``).
+        Closed-form PGD of one recipe runs stacked on the chunk's own weights and takes
+        the features of every network at once (``closed_form.InputGrad.features``: what
+        each model's ``features`` computes); any other perturbation runs per network, each
+        model holding its current weights."""
         assert self.perturbs is not None and self.fp is not None
         raw = self.x[rows, idx] if self.per else self.x[idx]  # [B, b, d]
-        for b in range(len(self.nets)):
-            self._write_back(b)
-        xa = perturb_stacked(self.perturbs, self.nets, raw, yb)
-        if xa is not None:  # every network's PGD in one stacked iterate
+        head = self._head()
+        if head is not None:
+            xa = perturb_stacked(self.perturbs, self.nets, raw, yb, head)
+            assert xa is not None
             with torch.no_grad():
-                return torch.stack([self.fp.features(n, xa[b]) for b, n in enumerate(self.nets)])
+                return closed_form.InputGrad(head).features(xa)[0]
         out = []
         for b, (net, perturb) in enumerate(zip(self.nets, self.perturbs)):
+            self._write_back(b)
             x_adv = perturb(net, raw[b], yb[b]).detach()
             with torch.no_grad():
                 out.append(self.fp.features(net, x_adv))
         return torch.stack(out)
+
+    def _head(self) -> closed_form.StackedHead | None:
+        """The chunk's networks as a ``closed_form.StackedHead`` on its own stacked weights
+        (views: the optimiser's in-place updates show; the feature maps taken once per
+        set of networks), or None when their perturbations do not run stacked."""
+        assert self.perturbs is not None and self.fp is not None
+        if self.maps is None:
+            net = closed_form.stack(self.nets) if stacked_recipe(self.perturbs) else None
+            if net is None or self.fp.linear:
+                self.maps = ()
+            else:
+                self.maps = net.maps
+        if not self.maps:
+            return None
+        roles = {r: k for k, r in self.fp.roles.items()}
+        a = self.params[roles["a"]] if "a" in roles else self.fixed["a"]
+        return closed_form.StackedHead(self.params[roles["w"]], a, self.maps)
 
     @torch.no_grad()
     def _update(self, grads: dict[str, torch.Tensor]) -> None:
@@ -369,6 +392,7 @@ class Chunk:
         self.prefixes = [self.prefixes[b] for b in keep]
         if self.perturbs is not None:
             self.perturbs = [self.perturbs[b] for b in keep]
+            self.maps = None  # ``_head`` stacks the feature maps of those left
         self.gens = [self.gens[b] for b in keep]
         self.ids = [self.ids[b] for b in keep]
 
