@@ -142,6 +142,7 @@ class Chunk:
                 feats_b = self.feats.expand(len(nets), -1, -1) if self.shared else self.feats
                 self.z0 = torch.bmm(feats_b, self.fixed["w0"].transpose(1, 2))
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
+        self.none_out = all(e is None for e in excl)  # no point excluded: no weights a step
         self.opt = make_optimizer(list(self.params.values()), cfg)
         # the fused step calls the optimiser's kernel directly, bound once (``fused.stepper``)
         self.step = fused.stepper(self.opt, list(self.params.values())) if fp else None
@@ -193,8 +194,9 @@ class Chunk:
                     xb = self._adversarial(idx, rows, yb)
                 else:
                     xb = self.feats[idx] if self.shared else self.feats[rows, idx]
-                keep = idx != self.excl[:, None]
-                wb = keep.to(xb.dtype)
+                keep = None if self.none_out else idx != self.excl[:, None]
+                # the fused step reads None as every weight 1 (``fused._loss_grad``)
+                wb = keep.to(xb.dtype) if keep is not None else None if self.fp else _ones(xb)
                 fixed = self.fixed
                 if self.z0 is not None:
                     fixed = fixed | {"z0": self.z0[rows, idx]}
@@ -206,7 +208,11 @@ class Chunk:
                     else:
                         hit = out.argmax(-1) == yb
                     # read once an epoch (one sync instead of three a step)
-                    steps.append((lv_t.detach(), keep.sum(1), (hit & keep).sum(1)))
+                    if keep is None:
+                        cnt = idx.new_full((idx.shape[0],), idx.shape[1])
+                        steps.append((lv_t.detach(), cnt, hit.sum(1)))
+                    else:
+                        steps.append((lv_t.detach(), keep.sum(1), (hit & keep).sum(1)))
                 widths.append(idx.shape[1])
                 if tick is not None and lo + bs < n and time.perf_counter() - last >= tick:
                     last = time.perf_counter()  # a long epoch (adversarial): its steps so far
@@ -395,6 +401,11 @@ class Chunk:
             self.maps = None  # ``_head`` stacks the feature maps of those left
         self.gens = [self.gens[b] for b in keep]
         self.ids = [self.ids[b] for b in keep]
+
+
+def _ones(x: torch.Tensor) -> torch.Tensor:
+    """Weights [B, b] of 1 for the mini-batch x [B, b, ...] (no point excluded)."""
+    return x.new_ones(x.shape[:2])
 
 
 class _Features(nn.Module):
