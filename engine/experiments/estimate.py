@@ -125,6 +125,30 @@ def first_check(spec: RunSpec) -> RunSpec:
     return spec.replace(train__until="fixed") if spec.train.until == "converged" else spec
 
 
+STOP_SHARE = 0.45
+"""Under ``train.until = "converged"``: the share of the epochs between the first check
+(``train.epochs``) and the cap that a run's training is expected to take. Measured on
+``reproduce --dataset digits --quick`` (fused, 3 seeds; the epochs each cell stopped at,
+from its run folder's events): 0.39 of the span for the 10-class networks (m 16 near
+the cap, m ≥ 256 at the first check), 0.61 for adversarial training, 0.0–0.03 for the
+binary parts; the idle autograd run (327 s against 131 s at the first check and 581 s
+at the cap, docs/benchmarks-training.md#quick-idle) puts its whole time at 0.44."""
+
+
+def until_estimate(
+    specs: Sequence[RunSpec], priced: Callable[[Sequence[RunSpec]], float]
+) -> tuple[float, float, float]:
+    """(expected, low, cap) seconds of ``specs`` by ``priced`` (``estimate_seconds`` with
+    this machine's probes): ``cap`` counts every cell at its epoch cap (the upper bound),
+    ``low`` at its first check (``first_check``), and the expected time lies
+    ``STOP_SHARE`` of the way from low to cap (the estimate is linear in the epochs, so
+    this prices every cell at its expected stopping epoch). Specs of fixed epochs: all
+    three equal."""
+    cap = priced(specs)
+    low = priced([first_check(s) for s in specs])
+    return low + STOP_SHARE * (cap - low), low, cap
+
+
 @dataclass(frozen=True)
 class PlanLine:
     """One (run, experiment) line of a plan's time budget."""

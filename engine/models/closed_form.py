@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -56,6 +57,21 @@ def example_loss_grad(out: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor,
     g = logp.exp()
     g.scatter_add_(-1, y.unsqueeze(-1), -torch.ones_like(nll).unsqueeze(-1))
     return g, nll
+
+
+def minus_onehot(y: torch.Tensor, k: int, dtype: torch.dtype) -> torch.Tensor:
+    """−onehot(y) [..., k] of labels y [...] in ``dtype``: what ``example_loss_grad``'s
+    cross-entropy adds to the softmax, made once for targets that stay (an attack's)."""
+    return -torch.nn.functional.one_hot(y, k).to(dtype)
+
+
+def example_grad(out: torch.Tensor, y: torch.Tensor, onehot: torch.Tensor | None) -> torch.Tensor:
+    """``example_loss_grad(out, y)[0]`` without the loss, bitwise: for labels, with
+    ``onehot`` = ``minus_onehot(y, K, out.dtype)`` (adding −0.0 off the label leaves the
+    softmax unchanged, −1 at it is the scatter's add)."""
+    if onehot is None:
+        return example_loss_grad(out, y)[0]
+    return torch.log_softmax(out, dim=-1).exp_().add_(onehot)
 
 
 def _normalize(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -178,7 +194,9 @@ def input_grad(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(∇ₓ Σᵢ Lᵢ [B, n, d], per-example loss L [B, n]) of the stacked networks at inputs
     x [B, n, d] (network b at x[b]) against y [B, n] (module docstring)."""
-    return InputGrad(net)(x, y)
+    g, loss = InputGrad(net)(x, y)
+    assert loss is not None
+    return g, loss
 
 
 class InputGrad:
@@ -186,7 +204,14 @@ class InputGrad:
     called with x [B, n, d], y [B, n] → (∇ₓ Σᵢ Lᵢ [B, n, d], L [B, n]). An attack's steps
     call it at the same weights (the tensors are the model's, so in-place updates show).
     Each run of networks (``StackedHead.maps``) goes through its own feature map; the
-    head's four products run once over all B."""
+    head's four products run once over all B.
+
+    When every network's map starts with the same unit-norm scaling of x − μ (2L-ReLU
+    and MLP-Attn, both centred or neither), that first stage and its backward run once
+    over all B, and only MLP-Attn's second stage (x̂C, scaled) runs on its slice: the
+    same element-wise arithmetic and row reductions as one map at a time (bitwise,
+    ``tests/engine/models/test_closed_form.py``), in fewer, larger operations (a PGD
+    step of small networks is bound by their count, docs/benchmarks-training.md)."""
 
     def __init__(self, net: StackedHead) -> None:
         self.net = net
@@ -194,23 +219,69 @@ class InputGrad:
         self.wt = net.w.transpose(1, 2)  # [B, d', m]
         self.a = net.a * scale  # out = ReLU(z) a / √m
         self.at = self.a.transpose(1, 2)  # [B, K, m]
+        maps = net.maps
+        shifted = {fm.shift is not None for fm in maps}
+        self.joint = (
+            len(maps) > 1
+            and len(shifted) == 1
+            and all(fm.normalize or fm.context is not None for fm in maps)
+        )
+        self.shift = None
+        if self.joint and maps[0].shift is not None:
+            self.shift = torch.cat([fm.shift for fm in maps if fm.shift is not None])
+        self.contexts = [(fm.lo, fm.hi, fm.context) for fm in maps if fm.context is not None]
 
-    @torch.no_grad()
-    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def features(self, x: torch.Tensor) -> tuple[torch.Tensor, tuple[Any, ...]]:
+        """x [B, n, d] → (x̃ [B, n, d'], what ``backward`` reads): each network's features."""
         net = self.net
         if len(net.maps) == 1:
             xt, saved = net.maps[0].forward(x)
-            runs = [(net.maps[0], saved)]
-        else:
-            outs = [(fm, fm.forward(x[fm.lo : fm.hi])) for fm in net.maps]
-            xt = torch.cat([f[0] for _, f in outs])
-            runs = [(fm, f[1]) for fm, f in outs]
+            return xt, (saved,)
+        if not self.joint:
+            outs = [fm.forward(x[fm.lo : fm.hi]) for fm in net.maps]
+            return torch.cat([f[0] for f in outs]), tuple(f[1] for f in outs)
+        first = _normalize(x if self.shift is None else x - self.shift)
+        xh, second, parts = first[0], [], []
+        for fm in net.maps:
+            if fm.context is None:
+                parts.append(xh[fm.lo : fm.hi])
+                continue
+            stage = _normalize(torch.bmm(xh[fm.lo : fm.hi], fm.context))
+            second.append(stage)
+            parts.append(stage[0])
+        return torch.cat(parts), (first, tuple(second))
+
+    def backward(self, gx: torch.Tensor, saved: tuple[Any, ...]) -> torch.Tensor:
+        """∂L/∂x [B, n, d] from ∂L/∂x̃ [B, n, d'] (``features``' saved; ``gx`` is
+        overwritten)."""
+        net = self.net
+        if len(net.maps) == 1:
+            return net.maps[0].backward(gx, saved[0])
+        if not self.joint:
+            return torch.cat(
+                [fm.backward(gx[fm.lo : fm.hi], sv) for fm, sv in zip(net.maps, saved)]
+            )
+        first, second = saved
+        for (lo, hi, ctx), stage in zip(self.contexts, second):
+            g2 = normalize_backward(stage[0], stage[1], stage[2], gx[lo:hi])
+            torch.bmm(g2, ctx.transpose(1, 2), out=gx[lo:hi])
+        return normalize_backward(first[0], first[1], first[2], gx)
+
+    @torch.no_grad()
+    def __call__(
+        self, x: torch.Tensor, y: torch.Tensor, onehot: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(∇ₓ Σᵢ Lᵢ, L) at x; with ``onehot`` (labels y: ``minus_onehot(y, K, dtype)``)
+        the loss is not computed (None): a training PGD's steps do not read it."""
+        xt, saved = self.features(x)
         h = torch.relu(torch.bmm(xt, self.wt))  # [B, n, m]
-        g, loss = example_loss_grad(torch.bmm(h, self.a), y)  # ∂L/∂out [B, n, K], L [B, n]
-        gx = torch.bmm(mask(torch.bmm(g, self.at), h), net.w)  # ∂L/∂x̃
-        if len(runs) == 1:
-            return runs[0][0].backward(gx, runs[0][1]), loss
-        return torch.cat([fm.backward(gx[fm.lo : fm.hi], sv) for fm, sv in runs]), loss
+        out = torch.bmm(h, self.a)
+        if onehot is None:
+            g, loss = example_loss_grad(out, y)  # ∂L/∂out [B, n, K], L [B, n]
+        else:
+            g, loss = example_grad(out, y, onehot), None
+        gx = torch.bmm(mask(torch.bmm(g, self.at), h), self.net.w)  # ∂L/∂x̃
+        return self.backward(gx, saved), loss
 
 
 def model_input_grad(
@@ -226,6 +297,7 @@ def model_input_grad(
 
     def grad(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         g, loss = fn(x.unsqueeze(0), y.unsqueeze(0))
+        assert loss is not None
         return g[0], loss[0]
 
     return grad

@@ -99,38 +99,75 @@ class PGDRecipe:
 
 
 def perturb_stacked(
-    perturbs: Sequence[Perturb], models: Sequence[nn.Module], x: torch.Tensor, y: torch.Tensor
+    perturbs: Sequence[Perturb],
+    models: Sequence[nn.Module],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    head: closed_form.StackedHead | None = None,
 ) -> torch.Tensor | None:
     """``perturbs[b](models[b], x[b], y[b])`` for every b at once: x [B, b, d] raw pixels,
     y [B, b] → x_adv [B, b, d]; None when they cannot run stacked (not all closed-form
-    PGD of one recipe, ``PGDRecipe``). Each network draws its random start from its own
-    generator as alone, then one iterate takes every network's steps: the input gradient
-    of the stacked networks (``engine.models.closed_form.InputGrad``, batched matmuls)
-    and the ball's projection over all B·b rows (row-wise, so network b's rows see only
-    network b's ball). The same points as the separate calls, up to the rounding of a
-    batched matmul (float64: ``tests/engine/train/test_batched_adversarial.py``)."""
-    recipes = [getattr(p, "pgd", None) for p in perturbs]
-    r0 = recipes[0]
-    if r0 is None or any(r != r0 for r in recipes):
+    PGD of one recipe, ``PGDRecipe``). ``head``: the models' weights already stacked
+    (``stacked_recipe`` held; a chunk's own [B, ...] tensors, without copying them
+    into the models and stacking them again a step), else ``closed_form.stack(models)``.
+    Each network draws its random start from its own generator as alone (the ℓ∞ box's
+    arithmetic then runs once over all B·b rows), then one iterate takes every network's
+    steps: the input gradient of the stacked networks (``engine.models.closed_form.InputGrad``,
+    batched matmuls, the loss not computed) and the ball's projection over all B·b rows
+    (row-wise, so network b's rows see only network b's ball). The same points as the
+    separate calls, up to the rounding of a batched matmul (float64:
+    ``tests/engine/train/test_batched_adversarial.py``)."""
+    r0 = stacked_recipe(perturbs)
+    if r0 is None:
         return None
-    net = closed_form.stack(models)
+    net = head if head is not None else closed_form.stack(models)
     if net is None:
         return None
     grad_fn = closed_form.InputGrad(net)
     nb, rows = y.shape
-    starts = []
-    for b, r in enumerate(recipes):
-        ball = Ball(x[b].reshape(rows, -1), r0.eps, r0.norm)
-        starts.append(ball.random_point(r.generator) if r0.random_start else ball.x)  # type: ignore[union-attr]
     flat = x.reshape(nb * rows, -1)
+    ball = Ball(flat, r0.eps, r0.norm)
+    gens = [getattr(p, "pgd", r0).generator for p in perturbs]  # each network's own
+    if not r0.random_start:
+        z0 = flat
+    elif r0.norm == "linf":  # Ball.random_point's draws, network by network, then its box
+        u = torch.stack([_uniform(flat[:rows], q) for q in gens])
+        z0 = ball.project(flat + (2.0 * u.view_as(flat) - 1.0) * r0.eps)
+    else:
+        z0 = torch.cat(
+            [
+                Ball(flat[b * rows : (b + 1) * rows], r0.eps, r0.norm).random_point(q)
+                for b, q in enumerate(gens)
+            ]
+        )
+    onehot = None
+    if not torch.is_floating_point(y):
+        onehot = closed_form.minus_onehot(y, net.a.shape[-1], x.dtype)
+    none = x.new_empty((0,))
 
     def grad(z: torch.Tensor, _: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        g, loss = grad_fn(z.view(nb, rows, -1), y)
-        return g.reshape(nb * rows, -1), loss.reshape(-1)
+        g, loss = grad_fn(z.view(nb, rows, -1), y, onehot)
+        return g.reshape(nb * rows, -1), none if loss is None else loss.reshape(-1)
 
-    ball = Ball(flat, r0.eps, r0.norm)
-    z, _ = pgd_steps(grad, y.reshape(-1), ball, torch.cat(starts), steps=r0.steps, alpha=r0.alpha)
+    z, _ = pgd_steps(grad, y.reshape(-1), ball, z0, steps=r0.steps, alpha=r0.alpha)
     return z.view_as(x)
+
+
+def _uniform(like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """``Ball.random_point``'s ℓ∞ draw for rows shaped ``like`` [b, d] (the same numbers)."""
+    dev = generator.device if generator is not None else like.device
+    u = torch.rand(like.shape, generator=generator, device=dev, dtype=like.dtype)
+    return u.to(like.device)
+
+
+def stacked_recipe(perturbs: Sequence[Perturb]) -> PGDRecipe | None:
+    """The one closed-form PGD recipe every perturbation of ``perturbs`` runs
+    (``make_pgd_perturb(..., engine="fused")``), or None when they cannot run stacked."""
+    recipes = [getattr(p, "pgd", None) for p in perturbs]
+    r0 = recipes[0] if recipes else None
+    if r0 is None or any(r != r0 for r in recipes):
+        return None
+    return r0
 
 
 FGSM_RS_STEP = 1.25
@@ -192,5 +229,6 @@ __all__ = [
     "make_perturb",
     "make_pgd_perturb",
     "perturb_stacked",
+    "stacked_recipe",
     "PGDRecipe",
 ]

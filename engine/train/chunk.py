@@ -21,8 +21,9 @@ import torch
 from torch import nn
 
 from engine.errors import Cancelled, ConfigError, DivergedError
+from engine.models import closed_form
 from engine.train import fused
-from engine.train.adversarial import perturb_stacked
+from engine.train.adversarial import perturb_stacked, stacked_recipe
 from engine.train.base import (
     DIVERGE_FACTOR,
     BatchTick,
@@ -103,6 +104,7 @@ class Chunk:
         fp = fused.plan(m0) if fused.engine_of(cfg) == "fused" else None
         self.fp = fp
         self.perturbs = perturbs  # adversarial training: each network's, every step
+        self.maps: tuple[closed_form.FeatureMap, ...] | None = None  # ``_head``'s, once
         if perturbs is not None and fp is None:
             raise ConfigError("engine", "autograd", "fused for a stacked adversarial step")
         features: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None
@@ -140,6 +142,7 @@ class Chunk:
                 feats_b = self.feats.expand(len(nets), -1, -1) if self.shared else self.feats
                 self.z0 = torch.bmm(feats_b, self.fixed["w0"].transpose(1, 2))
         self.excl = torch.tensor([-1 if e is None else e for e in excl], device=x.device)
+        self.none_out = all(e is None for e in excl)  # no point excluded: no weights a step
         self.opt = make_optimizer(list(self.params.values()), cfg)
         # the fused step calls the optimiser's kernel directly, bound once (``fused.stepper``)
         self.step = fused.stepper(self.opt, list(self.params.values())) if fp else None
@@ -191,8 +194,9 @@ class Chunk:
                     xb = self._adversarial(idx, rows, yb)
                 else:
                     xb = self.feats[idx] if self.shared else self.feats[rows, idx]
-                keep = idx != self.excl[:, None]
-                wb = keep.to(xb.dtype)
+                keep = None if self.none_out else idx != self.excl[:, None]
+                # the fused step reads None as every weight 1 (``fused._loss_grad``)
+                wb = keep.to(xb.dtype) if keep is not None else None if self.fp else _ones(xb)
                 fixed = self.fixed
                 if self.z0 is not None:
                     fixed = fixed | {"z0": self.z0[rows, idx]}
@@ -204,7 +208,11 @@ class Chunk:
                     else:
                         hit = out.argmax(-1) == yb
                     # read once an epoch (one sync instead of three a step)
-                    steps.append((lv_t.detach(), keep.sum(1), (hit & keep).sum(1)))
+                    if keep is None:
+                        cnt = idx.new_full((idx.shape[0],), idx.shape[1])
+                        steps.append((lv_t.detach(), cnt, hit.sum(1)))
+                    else:
+                        steps.append((lv_t.detach(), keep.sum(1), (hit & keep).sum(1)))
                 widths.append(idx.shape[1])
                 if tick is not None and lo + bs < n and time.perf_counter() - last >= tick:
                     last = time.perf_counter()  # a long epoch (adversarial): its steps so far
@@ -288,22 +296,43 @@ class Chunk:
         return BatchedEpoch(epoch, tuple(self.ids), (), tick=st)
 
     def _adversarial(self, idx: torch.Tensor, rows: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        """The features [B, b, d'] of each network's perturbed mini-batch (``perturbs``),
-        each model holding its current weights while its perturbation runs."""
+        """The features [B, b, d'] of each network's perturbed mini-batch (``perturbs``).
+        Closed-form PGD of one recipe runs stacked on the chunk's own weights and takes
+        the features of every network at once (``closed_form.InputGrad.features``: what
+        each model's ``features`` computes); any other perturbation runs per network, each
+        model holding its current weights."""
         assert self.perturbs is not None and self.fp is not None
         raw = self.x[rows, idx] if self.per else self.x[idx]  # [B, b, d]
-        for b in range(len(self.nets)):
-            self._write_back(b)
-        xa = perturb_stacked(self.perturbs, self.nets, raw, yb)
-        if xa is not None:  # every network's PGD in one stacked iterate
+        head = self._head()
+        if head is not None:
+            xa = perturb_stacked(self.perturbs, self.nets, raw, yb, head)
+            assert xa is not None
             with torch.no_grad():
-                return torch.stack([self.fp.features(n, xa[b]) for b, n in enumerate(self.nets)])
+                return closed_form.InputGrad(head).features(xa)[0]
         out = []
         for b, (net, perturb) in enumerate(zip(self.nets, self.perturbs)):
+            self._write_back(b)
             x_adv = perturb(net, raw[b], yb[b]).detach()
             with torch.no_grad():
                 out.append(self.fp.features(net, x_adv))
         return torch.stack(out)
+
+    def _head(self) -> closed_form.StackedHead | None:
+        """The chunk's networks as a ``closed_form.StackedHead`` on its own stacked weights
+        (views: the optimiser's in-place updates show; the feature maps taken once per
+        set of networks), or None when their perturbations do not run stacked."""
+        assert self.perturbs is not None and self.fp is not None
+        if self.maps is None:
+            net = closed_form.stack(self.nets) if stacked_recipe(self.perturbs) else None
+            if net is None or self.fp.linear:
+                self.maps = ()
+            else:
+                self.maps = net.maps
+        if not self.maps:
+            return None
+        roles = {r: k for k, r in self.fp.roles.items()}
+        a = self.params[roles["a"]] if "a" in roles else self.fixed["a"]
+        return closed_form.StackedHead(self.params[roles["w"]], a, self.maps)
 
     @torch.no_grad()
     def _update(self, grads: dict[str, torch.Tensor]) -> None:
@@ -369,8 +398,14 @@ class Chunk:
         self.prefixes = [self.prefixes[b] for b in keep]
         if self.perturbs is not None:
             self.perturbs = [self.perturbs[b] for b in keep]
+            self.maps = None  # ``_head`` stacks the feature maps of those left
         self.gens = [self.gens[b] for b in keep]
         self.ids = [self.ids[b] for b in keep]
+
+
+def _ones(x: torch.Tensor) -> torch.Tensor:
+    """Weights [B, b] of 1 for the mini-batch x [B, b, ...] (no point excluded)."""
+    return x.new_ones(x.shape[:2])
 
 
 class _Features(nn.Module):

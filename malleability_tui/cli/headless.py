@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -277,7 +278,7 @@ def headless(
 def show_estimate(spec: RunSpec) -> None:
     """The run's time estimate on this machine (``engine.experiments.estimate``), one line
     per experiment and the total, as ``reproduce --dry-run`` prices it."""
-    from engine.experiments.estimate import breakdown
+    from engine.experiments.estimate import breakdown, until_estimate
     from malleability_tui.text import duration
 
     lines = breakdown([("", spec)])
@@ -287,8 +288,13 @@ def show_estimate(spec: RunSpec) -> None:
             text += f" (FLOP floor {duration(ln.floor_s)}, {ln.steps:.0f} steps"
             text += f", {ln.fused_steps:.0f} fused)" if ln.fused_steps else ")"
         console.print(text, highlight=False, markup=False)
-    total = sum(ln.estimate_s for ln in lines)
-    console.print(f"estimated run time ≈ {duration(total)} on this machine", highlight=False)
+
+    def priced(specs: Sequence[RunSpec]) -> float:
+        return sum(ln.estimate_s for ln in breakdown([("", s) for s in specs]))
+
+    total, low, cap = until_estimate([spec], priced)  # the lines above: at the caps
+    span = f" (first checks {duration(low)}, caps {duration(cap)})" if low < 0.99 * cap else ""
+    console.print(f"estimated run time ≈ {duration(total)} on this machine{span}", highlight=False)
 
 
 def check_data(spec: RunSpec) -> None:

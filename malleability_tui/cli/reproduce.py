@@ -143,9 +143,9 @@ def reproduce(
     """Reproduce the paper's Tables 1–4, κ values and claims in one run directory."""
     from engine.experiments.estimate import (
         PER_RUN_SECONDS,
+        STOP_SHARE,
         breakdown,
         estimate_seconds,
-        first_check,
         fused_probe,
         fused_step_price,
         probe_flops,
@@ -153,6 +153,7 @@ def reproduce(
         probe_step_seconds,
         probe_stream_seconds,
         probe_update_seconds,
+        until_estimate,
     )
     from engine.experiments.work import OVERHEAD, TRAIN_OVERHEAD
     from engine.reproduce.driver import reproduce_parts
@@ -244,7 +245,7 @@ def reproduce(
             update_s=probe_update_seconds,
             shape_rate=probe_shape_flops,
         )
-        est = priced([p.spec for p in parts])
+        est, low, cap = until_estimate([p.spec for p in parts], priced)
         plan_text = ", ".join(f"{p.key} ({p.spec.experiment})" for p in parts)
         err_console.print(f"plan: {plan_text}", highlight=False, markup=False)
         for p in parts:
@@ -277,7 +278,6 @@ def reproduce(
             shape_rate=probe_shape_flops,
         )
         floor = sum(ln.floor_s for ln in lines)
-        low = priced([first_check(p.spec) for p in parts])
         fused = sum(ln.fused_steps for ln in lines)
         auto = sum(ln.steps for ln in lines) - fused
         fused_ms = 1e3 * fused_step_price([p.spec for p in parts])
@@ -294,15 +294,16 @@ def reproduce(
             highlight=False,
             markup=False,
         )
-        if low < 0.99 * est:  # until converged: the cap is an upper bound
+        if low < 0.99 * cap:  # until converged: between the first check and the cap
             err_console.print(
-                f"until converged: the estimate counts every cell at its epoch cap; "
-                f"{duration(low)} if every cell stops at its first check",
+                f"until converged: each cell expected {STOP_SHARE:g} of the way from its "
+                f"first check to its epoch cap; {duration(low)} if every cell stops at its "
+                f"first check, {duration(cap)} at its cap (the breakdown below)",
                 highlight=False,
                 markup=False,
             )
         if dry_run:
-            show_breakdown(lines, est, {p.key: p.dataset for p in parts})
+            show_breakdown(lines, cap, {p.key: p.dataset for p in parts})
             return
 
         def run_part(part: Part, sub: Path, again: bool) -> None:

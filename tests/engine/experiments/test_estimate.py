@@ -410,3 +410,27 @@ def test_first_check_is_the_lower_bound_of_until_converged():
     assert math.isclose(high.flops, 4 * low.flops) and math.isclose(high.updated, 4 * low.updated)
     fixed = conv.replace(train__until="fixed")
     assert first_check(fixed) is fixed
+
+
+def test_until_converged_is_priced_at_the_expected_stopping_epoch():
+    """until = converged: the estimate lies ``STOP_SHARE`` of the way from the first
+    check's price to the cap's, which is the price of every cell stopping at its expected
+    epoch (the estimate is linear in the epochs); a fixed spec's three prices agree."""
+    from engine.experiments.estimate import STOP_SHARE, until_estimate
+
+    def priced(specs):
+        return estimate_seconds(specs, flops_per_s=RATE, step_s=STEP)
+
+    conv = apply_quick(RunSpec(experiment="ntk,flip,advtrain")).replace(
+        train__until="converged", train__epochs=100, train__max_epochs=2100
+    )
+    est, low, cap = until_estimate([conv], priced)
+    assert low < est < cap
+    assert math.isclose(cap, priced([conv])) and math.isclose(low, priced([first_check(conv)]))
+    expected = 100 + STOP_SHARE * 2000
+    at = conv.replace(train__until="fixed", train__epochs=round(expected))
+    assert math.isclose(
+        est, priced([at]), rel_tol=abs(expected - round(expected)) / expected + 1e-9
+    )
+    fixed = conv.replace(train__until="fixed")
+    assert len({round(v, 9) for v in until_estimate([fixed], priced)}) == 1

@@ -79,3 +79,38 @@ def test_model_input_grad_sees_in_place_updates() -> None:
     ref, _ = autograd_input_grad(net, x, y, per_example_loss)
     assert not torch.allclose(before, after)
     torch.testing.assert_close(after, ref, rtol=1e-11, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("center", [False, True])
+def test_a_mixed_stack_shares_its_first_stage_bitwise(center: bool, dtype: torch.dtype) -> None:
+    """2L-ReLU and MLP-Attn in one stack: the unit-norm scaling they share runs once over
+    all networks (``InputGrad.joint``), and gives, bit for bit, what each feature map run
+    alone gives; in float64 each network's gradient is autograd's."""
+    nets = [_net(k, s, 3, center).to(dtype) for k, s in [("relu", 0), ("attn", 1), ("attn", 2)]]
+    nets.append(_net("relu", 3, 3, center).to(dtype))  # maps: relu, attn ×2, relu
+    stacked = cf.stack(nets)
+    assert stacked is not None and len(stacked.maps) == 3
+    fast = cf.InputGrad(stacked)
+    assert fast.joint
+    slow = cf.InputGrad(stacked)
+    slow.joint = False  # each map on its own slice
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(4, N, D, generator=g, dtype=dtype) - 0.4
+    y = torch.randint(0, 3, (4, N), generator=g)
+    ref_g, ref_l = slow(x, y)
+    got_g, got_l = fast(x, y)
+    assert ref_l is not None and got_l is not None
+    assert torch.equal(got_g, ref_g) and torch.equal(got_l, ref_l)
+    assert torch.equal(fast.features(x)[0], slow.features(x)[0])
+    # each network's features are its model's (the chunk trains on them), up to the
+    # rounding of a batched matmul against a single one (x̂C; equal at digits' d 64)
+    for b, net in enumerate(nets):
+        torch.testing.assert_close(fast.features(x)[0][b], net.features(x[b]))
+    # the loss-free form (a training PGD's) gives the same gradient, bit for bit
+    free_g, free_l = fast(x, y, cf.minus_onehot(y, 3, dtype))
+    assert free_l is None and torch.equal(free_g, ref_g)
+    if dtype == torch.float64:
+        for b, net in enumerate(nets):
+            auto, _ = autograd_input_grad(net, x[b], y[b], per_example_loss)
+            torch.testing.assert_close(got_g[b], auto, rtol=1e-11, atol=1e-14)

@@ -199,3 +199,35 @@ def test_kept_buffers_give_each_call_its_own_gradient(kind: str) -> None:
     for k in first:
         assert torch.equal(first[k], again[k]) and torch.equal(again[k], fresh[k])
         assert first[k].abs().sum() > 0  # a gradient, not an empty buffer
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("classes", [0, 3])
+def test_no_weights_is_every_weight_one_bitwise(classes: int, dtype: torch.dtype) -> None:
+    """A chunk that excludes no point passes no weights (``fused._loss_grad``'s None):
+    the gradients and losses are bit for bit those of weights all 1, including the
+    shorter last mini-batch's 1/b (a wrong scale or a dropped weight would differ)."""
+    x, y = _data(classes)
+    x = x.to(dtype)
+    y = y.to(dtype) if not classes else y
+    n_out = classes or 1
+    nets = [_build("relu", x.double(), s, n_out, True).to(dtype) for s in range(2)]
+    plan = fused.plan(nets[0])
+    assert plan is not None
+    names = [k for k, p in nets[0].named_parameters() if p.requires_grad]
+    params = {k: torch.stack([dict(m.named_parameters())[k].detach() for m in nets]) for k in names}
+    feats = torch.stack([plan.features(m, x) for m in nets])
+    fn = fused.grad_fn(plan)
+    for b in (BS, 7):
+        yb = y[:b].expand(2, b)
+        ones = torch.ones(2, b, dtype=dtype)
+        ref, (ref_l, _) = fn(params, {}, feats[:, :b], yb, ones)
+        ref = {k: g.clone() for k, g in ref.items()}
+        got, (got_l, _) = fn(params, {}, feats[:, :b], yb, None)
+        assert torch.equal(got_l, ref_l) and ref_l.abs().sum() > 0
+        for k in ref:
+            assert torch.equal(got[k], ref[k]) and ref[k].abs().sum() > 0
+        half = ones.clone()
+        half[:, 0] = 0.0  # an excluded point: weights matter, so the check can fail
+        other, _ = fn(params, {}, feats[:, :b], yb, half)
+        assert not all(torch.equal(other[k], ref[k]) for k in ref)
