@@ -22,6 +22,10 @@ from engine.influence.losses import pointwise_loss
 if TYPE_CHECKING:
     from engine.influence.pbrf_relu import ReluHead
 
+GROUP_GROWTH = 1.25
+"""The largest system of a padded batch at most this times its smallest in size (LU cost
+at most ≈ 2× the unpadded one)."""
+
 SIGMA_SLACK = 1e-9
 """How far outside [0, 1] a kink multiplier may sit (round-off) and still count inside."""
 
@@ -149,8 +153,29 @@ class Batch:
         a_mat[bb[valid], pj[valid], pu[valid]] = mu[valid]
         return a_mat
 
-    def solve(self, on, pinned, w, rows):
-        """Newton on each fixed state's stationarity (w, μ): (w [b, n, K], μ [b, P], pins)."""
+    def solve(self, on, pinned, w, rows) -> tuple[torch.Tensor, torch.Tensor]:
+        """Newton on each fixed state's stationarity: (w [b, n, K], A [b, n, m]). The
+        points are solved in groups of similar pinned counts (sorted; a group's largest
+        system at most ``GROUP_GROWTH`` times its smallest in size), each group one
+        padded batch: an oscillating state pins thousands of pairs, and padding every
+        point's system to its size would cost its LU for all."""
+        count = pinned.flatten(1).sum(1)
+        order = torch.argsort(count, stable=True).tolist()
+        sizes = (self.n * self.k + count).tolist()
+        w_out, a_out = torch.empty_like(w), torch.empty(on.shape, dtype=w.dtype)
+        start = 0
+        while start < len(order):
+            stop = start + 1
+            while stop < len(order) and sizes[order[stop]] <= GROUP_GROWTH * sizes[order[start]]:
+                stop += 1
+            sel = torch.tensor(order[start:stop])
+            ws, mu, pins = self._solve_padded(on[sel], pinned[sel], w[sel], rows[sel])
+            w_out[sel], a_out[sel] = ws, self.a_of(ws, mu, on[sel], pins)
+            start = stop
+        return w_out, a_out
+
+    def _solve_padded(self, on, pinned, w, rows):
+        """``solve`` for one padded batch: (w [b, n, K], μ [b, P], pins)."""
         h, n, k, g, lam = self.h, self.n, self.k, self.h.gram, self.lam
         b, nk = on.shape[0], self.n * self.k
         onf = on.to(g.dtype)
@@ -248,8 +273,7 @@ class Batch:
         low = torch.full((big_b,), torch.iinfo(torch.long).max)  # fewest changes so far
         since = torch.zeros(big_b, dtype=torch.long)  # rounds since that low
         for rounds in range(1, max_rounds + 1):
-            w, mu, pins = self.solve(on, pinned, w, rows)
-            a_mat = self.a_of(w, mu, on, pins)
+            w, a_mat = self.solve(on, pinned, w, rows)
             z = self.h.z + self.h.gram @ a_mat
             s, c, crossed, up, down, right, left = self.violations(w, a_mat, on, pinned, z)
             change = crossed | up | down
@@ -300,8 +324,7 @@ class Batch:
         s = torch.zeros_like(kept)
         limit = max_rounds.clone()
         for rounds in range(1, int(limit.max()) + 1):
-            w, mu, pins = self.solve(on, pinned, w, rows)
-            a_mat = self.a_of(w, mu, on, pins)
+            w, a_mat = self.solve(on, pinned, w, rows)
             ga = g @ a_mat
             z0, z1 = h.z + kga, h.z + ga
             t = self.descent(kept, kga, a_mat, ga, fk, rows)
