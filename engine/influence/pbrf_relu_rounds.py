@@ -262,8 +262,8 @@ class Batch:
         [B, n, m]: every violated pair changes at once, until the state comes back (a
         cycle); from then on only the worst one per round. A point still unsettled after
         ``max_rounds`` (or, with ``patience``, whose count of changing pairs has not set a
-        new low in that many rounds: an oscillation, ``pbrf_relu.BLOCK_PATIENCE``) leaves
-        unsettled, its rounds counted, for ``run``."""
+        new low in that many rounds: an oscillation, ``pbrf_relu.BLOCK_PATIENCE``) leaves unsettled, its rounds counted,
+        for ``run``."""
         big_b = on.shape[0]
         out = Solve.empty(tuple(on.shape), self.h.z.dtype)
         rows = torch.arange(big_b)
@@ -295,6 +295,7 @@ class Batch:
             low = torch.minimum(low, count)
             stop = settled | (rounds == max_rounds)
             if patience is not None:
+                # the oscillation's signature: no new low in the count of changes
                 stop |= since >= patience
             if bool(stop.any()):
                 sel = stop.nonzero().reshape(-1)
