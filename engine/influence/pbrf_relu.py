@@ -69,14 +69,13 @@ BLOCK_ROUNDS = 50
 """Block rounds (``Batch.run_block``) before a point's solve falls back to the monotone
 rounds (``Batch.run``)."""
 
-BLOCK_PATIENCE: int | None = 5
+BLOCK_PATIENCE: int | None = None
 """Block rounds without a new low in the count of changing pairs after which a point is
 called oscillating and falls back to the monotone rounds at once (None: only after
-``BLOCK_ROUNDS``). Measured (docs/benchmarks.md#influence-check-pbrf): on the tests'
-heads the block rounds settle every point in 3–7 rounds, each round a new low, and 5
-changes none of them; on the oscillating head (tests/engine/influence/data) it cuts the
-24 points' rounds from 254 to 111, and an oscillating state's block rounds pin
-thousands of pairs on MNIST's MLP-Attn, each such round an LU of that size."""
+``BLOCK_ROUNDS``). Not the default: 5 cut the oscillating test head's rounds from 254
+to 111, but on MNIST 3 vs 8's 2L-ReLU (seed 0) it sent points the block rounds settle
+to the monotone rounds, where 2 of 40 did not settle in 400 rounds (all 40 settled
+at 50 block rounds; docs/benchmarks.md#influence-check-pbrf)."""
 
 MAX_ROUNDS = 400
 """Rounds per point before the state is called unsettled (a cost cap: rounds are monotone
