@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 LBFGS_HISTORY = 20
 """The PBRF's L-BFGS history (``engine.influence.pbrf._lbfgs``), for its estimate."""
 POLISH_ROUNDS = 6
-"""Active-set rounds a point takes from L-BFGS's iterate (3–8 measured on MNIST 3 vs 8,
-docs/benchmarks.md#influence-check-pbrf), for the estimate."""
+"""Active-set rounds a point takes from L-BFGS's iterate, block and monotone together, on
+average over a cell's points (docs/benchmarks.md#influence-check-pbrf), for the estimate."""
 PINNED_FRACTION = 0.005
-"""Of the n·m (training point, unit) pairs, those pinned at a kink (226–269 of 51,200
-measured, docs/benchmarks.md#influence-check-pbrf): each adds an unknown to the polish."""
+"""Of the n·m (training point, unit) pairs, those pinned at a kink on average over the
+rounds (docs/benchmarks.md#influence-check-pbrf): each adds an unknown to the polish."""
+POLISH_PASSES = 4
+"""[n, n] × [n, m] products a point and round of the polish (the system's build, z = z* +
+GA, the merit's G A, the line search's), 2·n²·m FLOPs each."""
 
 
 def pbrf_work(ic: InfluenceCheckSpec, d: int) -> Work:
@@ -39,8 +42,10 @@ def pbrf_work(ic: InfluenceCheckSpec, d: int) -> Work:
     element passes a pair and loop, plus about 10 for the step's own updates:
     ``Work.streamed``, priced by ``probe_stream_seconds``. Then (2L-ReLU, MLP-Attn) the
     active set over the ReLU kinks, once for the truth and once for the floor: per point
-    ``POLISH_ROUNDS`` dense LU solves of size N = n + ``PINNED_FRACTION``·n·m (one output),
-    (2/3)·N³ FLOPs each in float64 (counted twice), and a step's overhead a round."""
+    ``POLISH_ROUNDS`` rounds, each a dense LU of size N = n + ``PINNED_FRACTION``·n·m (one
+    output), (2/3)·N³ FLOPs, and ``POLISH_PASSES`` products with G, in float64 (counted
+    twice); the points of a cell are one batch, so a step's overhead a round, not a point
+    and round."""
     steps = ic.pbrf_steps * (2 if ic.noise_floor else 1) * (ic.truth != "retrain")
     n, m = ic.n_train, ic.width
     r = min(n, d)
@@ -52,8 +57,8 @@ def pbrf_work(ic: InfluenceCheckSpec, d: int) -> Work:
     polishes = (2 if ic.noise_floor else 1) * (ic.truth != "retrain")
     size = n + PINNED_FRACTION * n * m
     rounds = k * polishes * POLISH_ROUNDS
-    flops += 2 * (2.0 / 3.0) * size**3 * rounds
-    return Work(flops, 3.0 * steps + rounds, 0.0, (), streamed)
+    flops += 2 * ((2.0 / 3.0) * size**3 + POLISH_PASSES * 2.0 * n * n * m) * rounds
+    return Work(flops, 3.0 * steps + polishes * POLISH_ROUNDS, 0.0, (), streamed)
 
 
 def influence_check_work(p: Plan) -> Work:

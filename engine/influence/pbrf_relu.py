@@ -28,12 +28,13 @@ kinks, and where the features are nearly dependent (MNIST's MLP-Attn: G of numer
 rank 122 of 200) the multipliers of a unit pinned on many points run to 10³–10⁶, so
 hundreds of pairs are pinned and released again each round, a state that oscillates
 without ever repeating (docs/benchmarks.md#influence-check-pbrf). The block rounds are
-tried first (``run_block``: on a well-conditioned head they settle in a few rounds); a
+tried first (``Batch.run_block`` in ``engine.influence.pbrf_relu_rounds``, every point
+of a cell in one batch: on a well-conditioned head they settle in a few rounds); a
 point whose state has not settled in ``BLOCK_ROUNDS`` starts over from the warm start
-with monotone rounds (``run``), where each round's solution is a candidate and F is the
+with monotone rounds (``Batch.run``), where each round's solution is a candidate and F is the
 merit: a point is kept only when F falls strictly
 below the last kept one (the best of the steps 1, ½, …, 2⁻¹⁰ towards the candidate,
-``descent``). A full step keeps the candidate and its state updates as above; a partial
+``Batch.descent``). A full step keeps the candidate and its state updates as above; a partial
 one keeps a point inside the kinks, whose own sign pattern is the next state; where no
 step falls, the next state is the kept point's own piece, on which F is a convex
 quadratic, and if its candidate too finds no step, the round steps to the first pair
@@ -43,7 +44,7 @@ pins it. From a kept point that is its piece's minimiser after such a round, one
 state's minimiser is unique, so no state's minimiser is kept twice: no cycle, and the
 solution is never above the start (L-BFGS's iterate in ``polished_pbrf``).
 
-The criterion (checked a posteriori, ``stationarity``): with every pinned pair's σ
+The criterion (checked a posteriori, ``Batch.stationarity``): with every pinned pair's σ
 clipped to [0, 1], the generalised gradient (R + λA)Ψ, R_ju = ∂(data)/∂z_uj (σ times the
 active side's slope on a pinned pair), an element of the Clarke subdifferential of the
 objective, has norm ≤ tol · ‖∇F_i(θ*)‖, and every pinned kink is convex (aᵤ·w_j > 0):
@@ -58,23 +59,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from torch.func import grad, jacfwd, vmap
 
 from engine.device import torch_threads
 from engine.influence.losses import pointwise_loss
 from engine.influence.pbrf import PBRFResult, _lbfgs, _Problem
+from engine.influence.pbrf_relu_rounds import Batch, Solve
 
 BLOCK_ROUNDS = 50
-"""Block rounds (``_Point.run_block``) before a point's solve falls back to the monotone
-rounds (``_Point.run``)."""
+"""Block rounds (``Batch.run_block``) before a point's solve falls back to the monotone
+rounds (``Batch.run``)."""
+
+BLOCK_PATIENCE: int | None = None
+"""Block rounds without a new low in the count of changing pairs after which a point is
+called oscillating and falls back to the monotone rounds at once (None: only after
+``BLOCK_ROUNDS``). Not the default: 5 cut the oscillating test head's rounds from 254
+to 111, but on MNIST 3 vs 8's 2L-ReLU (seed 0) it sent points the block rounds settle
+to the monotone rounds, where 2 of 40 did not settle in 400 rounds (all 40 settled
+at 50 block rounds; docs/benchmarks.md#influence-check-pbrf)."""
 
 MAX_ROUNDS = 400
 """Rounds per point before the state is called unsettled (a cost cap: rounds are monotone
 in F; on MNIST 3 vs 8 MLP-Attn seed 1 the points that settled took 3–278,
 docs/benchmarks.md#influence-check-pbrf)."""
-
-SIGMA_SLACK = 1e-9
-"""How far outside [0, 1] a kink multiplier may sit (round-off) and still count inside."""
 
 
 @dataclass(frozen=True)
@@ -106,282 +112,6 @@ class ReluHead:
         return torch.relu(z) @ self.a / self.a.shape[0] ** 0.5
 
 
-@dataclass
-class _Solve:
-    """One removed point's solve: its state and solution."""
-
-    a_mat: torch.Tensor  # A [n, m]
-    pinned: torch.Tensor  # [n, m] bool
-    on: torch.Tensor  # [n, m] bool (free pairs' side)
-    sigma: torch.Tensor  # [n, m] the kink multipliers (0 off the pinned pairs)
-    rounds: int
-    stable: bool
-
-
-def _grads(loss: str):
-    """(∇ℓ, ∇²ℓ) of the per-example loss in f, batched: f, t [n, K] → [n, K], [n, K, K]."""
-
-    def one(f: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        return pointwise_loss(f, t, loss)
-
-    g = grad(one)
-    return vmap(g), vmap(jacfwd(g))
-
-
-def _solve(mat: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-    """mat⁻¹ rhs by LU; least squares where the state made mat singular (a unit pinned on
-    more points than the features' rank)."""
-    sol, info = torch.linalg.solve_ex(mat, rhs)
-    if int(info) != 0 or not bool(torch.isfinite(sol).all()):
-        sol = torch.linalg.lstsq(mat, rhs[:, None], driver="gelsd").solution[:, 0]
-    return sol
-
-
-class _Point:
-    """The system of one removed point i (module docstring)."""
-
-    def __init__(self, h: ReluHead, i: int, lam: float, loss: str, eps: float) -> None:
-        self.h, self.i, self.lam, self.eps, self.loss = h, i, lam, eps, loss
-        self.n, self.m = h.z.shape
-        self.k = h.a.shape[1]
-        self.rm = self.m**0.5
-        self.d1, self.d2 = _grads(loss)
-        # the squared error's w is linear in f: one Newton step from any w is exact
-        self.iters = 1 if loss == "mse" else 30
-        self.f0 = h.out(h.z)
-        self.g0 = self.d1(self.f0, h.t)
-        self.l0 = pointwise_loss(self.f0, h.t, loss)
-        self.wt = torch.full((self.n, 1), 1.0 / self.n, dtype=h.z.dtype)
-        self.wt[i] -= eps  # the weight of each point's loss in the data term
-
-    def w_of(self, f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """w = ∂(data)/∂f [n, K] and its Jacobian, block-diagonal [n, K, K]."""
-        g = self.d1(f, self.h.t)
-        w = (g - self.g0) / self.n
-        w[self.i] -= self.eps * g[self.i]
-        return w, self.wt[:, :, None] * self.d2(f, self.h.t)
-
-    def a_of(self, w, mu, on, pinned) -> torch.Tensor:
-        """A [n, m] from w [n, K] and the pinned pairs' values μ."""
-        a_mat = -(on * (w @ self.h.a.T)) / (self.lam * self.rm)
-        a_mat[pinned] = mu
-        return a_mat
-
-    def solve(self, on, pinned, w) -> tuple[torch.Tensor, torch.Tensor]:
-        """Newton on the fixed state's stationarity (w, μ): (w, μ)."""
-        h, n, k, g = self.h, self.n, self.k, self.h.gram
-        onf = on.to(g.dtype)
-        sa = onf[:, :, None] * h.a[None]  # [n, m, K]: s_ju a_uk
-        kf = torch.einsum("juk,luv->jklv", sa, sa) * g[:, None, :, None] / self.m
-        kf = kf.reshape(n * k, n * k)
-        pj, pu = pinned.nonzero(as_tuple=True)
-        npin = pj.numel()
-        # f (flattened [n K]) = fc − kf w / λ + cfm μ;  z_P = z*_P + cmw w + cmm μ
-        fc = torch.einsum("ju,uk->jk", onf * h.z, h.a).reshape(-1) / self.rm
-        cfm = (h.a[pu].T[None] * (onf[:, pu] * g[:, pj])[:, None, :]).reshape(n * k, npin) / self.rm
-        cmw = -cfm.T / self.lam
-        cmm = g[pj][:, pj] * (pu[:, None] == pu[None, :])
-        zp = h.z[pj, pu]
-        mu = torch.zeros(npin, dtype=g.dtype)
-        eye = torch.eye(n * k, dtype=g.dtype)
-        for _ in range(self.iters):
-            wf = w.reshape(-1)
-            f = (fc - kf @ wf / self.lam + cfm @ mu).reshape(n, k)
-            hw, hj = self.w_of(f)
-            hb = torch.block_diag(*hj) if k > 1 else torch.diag(hj.reshape(-1))
-            r = torch.cat([wf - hw.reshape(-1), zp + cmw @ wf + cmm @ mu])
-            jac = torch.cat(
-                [
-                    torch.cat([eye + hb @ kf / self.lam, -hb @ cfm], 1),
-                    torch.cat([cmw, cmm], 1),
-                ]
-            )
-            step = _solve(jac, -r)
-            w = w + step[: n * k].reshape(n, k)
-            mu = mu + step[n * k :]
-            if bool(step.abs().max() <= 1e-13 * torch.cat([w.reshape(-1), mu]).abs().max()):
-                break
-        return w, mu
-
-    def sigma(self, w, a_mat, pinned) -> tuple[torch.Tensor, torch.Tensor]:
-        """(σ [n, m] on the pinned pairs, the kink slopes c = aᵤ·w_j [n, m])."""
-        c = w @ self.h.a.T
-        s = torch.where(pinned, -self.lam * self.rm * a_mat / torch.where(c == 0, 1.0, c), 0.0)
-        return s, c
-
-    def data(self, f: torch.Tensor) -> torch.Tensor:
-        """F_i's data terms at the outputs f [n, K] (``_Problem.rows``' closed form for the
-        squared error): F_i = data + (λ/2)‖B‖²."""
-        h = self.h
-        if self.loss == "mse":
-            d = ((f - self.f0) ** 2).sum(-1)
-        else:
-            d = pointwise_loss(f, h.t, self.loss) - self.l0 - ((f - self.f0) * self.g0).sum(-1)
-        return d.mean() - self.eps * pointwise_loss(f[self.i], h.t[self.i], self.loss)
-
-    def value(self, a_mat: torch.Tensor) -> torch.Tensor:
-        """F_i at A [n, m] (B = AᵀΨ, so ‖B‖² = Σᵤ Aᵤᵀ G Aᵤ): the merit of ``run``."""
-        h = self.h
-        prox = torch.einsum("ju,jl,lu->", a_mat, h.gram, a_mat)
-        return self.data(h.out(h.z + h.gram @ a_mat)) + 0.5 * self.lam * prox
-
-    def violations(
-        self,
-        w: torch.Tensor,
-        a_mat: torch.Tensor,
-        on: torch.Tensor,
-        pinned: torch.Tensor,
-        z: torch.Tensor,
-    ) -> tuple[torch.Tensor, ...]:
-        """The pairs the state (on, pinned) gets wrong at its solution (A, z [n, m]):
-        (σ, c, crossed, up, down, right, left) with ``crossed`` the free pairs whose z
-        changed sign, ``up``/``down`` the pinned ones that leave their kink to the on/off
-        side, and right = c(1 − σ), left = cσ the objective's slopes leaving the kink to
-        either side (both ≥ 0 at a minimum there; a pair leaves by the steeper descent)."""
-        s, c = self.sigma(w, a_mat, pinned)
-        crossed = ~pinned & (on != (z > 0)) & (z != 0)
-        right, left = c * (1 - s), c * s
-        tiny = SIGMA_SLACK * c.abs()
-        up = pinned & (right < -tiny) & (right <= left)
-        down = pinned & (left < -tiny) & (left < right)
-        return s, c, crossed, up, down, right, left
-
-    def run_block(self, on: torch.Tensor, pinned: torch.Tensor, max_rounds: int) -> _Solve:
-        """The block rounds, tried first: every violated pair changes at once, until the
-        state comes back (a cycle); from then on only the worst one per round (violation
-        measured in z for a free pair, in σ for a pinned one). On a well-conditioned head
-        they settle in a few rounds (4–5 on the tests' heads, where ``run`` takes 24–195);
-        where they do not (MNIST's MLP-Attn seed 1: 37 of 40 points), ``run`` starts over
-        from the warm start (``relu_head_pbrf``)."""
-        w = torch.zeros(self.n, self.k, dtype=self.h.z.dtype)
-        seen: set[bytes] = set()
-        single = False
-        zscale = float(self.h.z.abs().median())
-        for rounds in range(1, max_rounds + 1):
-            w, mu = self.solve(on, pinned, w)
-            a_mat = self.a_of(w, mu, on, pinned)
-            z = self.h.z + self.h.gram @ a_mat
-            s, c, crossed, up, down, right, left = self.violations(w, a_mat, on, pinned, z)
-            change = crossed | up | down
-            if not bool(change.any()):
-                return _Solve(a_mat, pinned, on, s, rounds, True)
-            if single:
-                badness = torch.where(
-                    crossed,
-                    z.abs() / zscale,
-                    -torch.minimum(right, left) / c.abs().clamp_min(1e-300),
-                )
-                worst = int(torch.where(change, badness, -1.0).reshape(-1).argmax())
-                one = torch.zeros_like(change)
-                one.view(-1)[worst] = True
-                crossed, up, down = crossed & one, up & one, down & one
-            key = (pinned | crossed).numpy().tobytes() + (on | up).numpy().tobytes()
-            on = (on | up) & ~down & ~crossed
-            pinned = (pinned | crossed) & ~up & ~down
-            if key in seen:  # a cycle: the state came back
-                single = True
-            seen.add(key)
-        return _Solve(a_mat, pinned, on, s, rounds, False)
-
-    def run(
-        self, on: torch.Tensor, pinned: torch.Tensor, max_rounds: int, a0: torch.Tensor
-    ) -> _Solve:
-        """The active-set rounds from the state (on, pinned) and the point A0 [n, m] it
-        was read from, each kept point strictly below the last in F (module docstring)."""
-        h = self.h
-        w = torch.zeros(self.n, self.k, dtype=h.z.dtype)
-        kept, fk = a0, self.value(a0)
-        kp = pinned  # the pairs at their kink at the kept point (z = 0 to round-off)
-        own_piece = False  # the state is the kept point's own piece (its sign pattern)
-        s = torch.zeros_like(h.z)
-        zscale = float(h.z.abs().median())
-        for rounds in range(1, max_rounds + 1):
-            w, mu = self.solve(on, pinned, w)
-            a_mat = self.a_of(w, mu, on, pinned)
-            z0 = h.z + h.gram @ kept
-            z1 = h.z + h.gram @ a_mat
-            t = self.descent(kept, a_mat, z0, z1, fk)
-            if t == 0.0 and own_piece:
-                # no halving lowered F (the candidate lies beyond kinks F climbs over):
-                # F is this piece's convex quadratic up to the first pair that reaches
-                # its kink, and falls there (strictly, unless the kept point minimises
-                # the piece); stop there and pin that pair
-                leave = ~pinned & (on != (z1 > 0)) & (z1 != 0)
-                # (≥ 0: a pair at its kink to round-off stops the step there)
-                tt = torch.where(leave, (z0 / (z0 - z1)).clamp_min(0), torch.inf)
-                t = min(float(tt.min()), 1.0)
-                hit = leave & (tt <= t)
-                # a pinned pair carries on = False (``solve`` counts it through μ)
-                pinned, on = pinned | hit, on & ~hit
-                kp = pinned
-            if t == 0.0:
-                # the block round climbed at every step length (F is not convex across
-                # kinks: pairs changed together can undo each other, and the state then
-                # oscillates without repeating): back to the kept point's own piece
-                pinned, on = kp, (z0 > 0) & ~kp
-                own_piece = True
-                continue
-            if t < 1.0:
-                kept = kept + t * (a_mat - kept)
-                fk = self.value(kept)
-                # at zero at both ends: still pinned; every other pair has its sign
-                kp = kp & pinned
-                pinned, on = kp, ((h.z + h.gram @ kept) > 0) & ~kp
-                own_piece = True
-                continue
-            kept, fk, kp = a_mat, self.value(a_mat), pinned  # the state's minimiser
-            s, c, crossed, up, down, right, left = self.violations(w, a_mat, on, pinned, z1)
-            change = crossed | up | down
-            if not bool(change.any()):
-                return _Solve(a_mat, pinned, on, s, rounds, True)
-            if own_piece:  # a block round climbed since the last: one pair (the worst)
-                badness = torch.where(
-                    crossed,
-                    z1.abs() / zscale,
-                    -torch.minimum(right, left) / c.abs().clamp_min(1e-300),
-                )
-                one = torch.zeros_like(change)
-                one.view(-1)[int(torch.where(change, badness, -1.0).reshape(-1).argmax())] = True
-                crossed, up, down = crossed & one, up & one, down & one
-            on = (on | up) & ~down & ~crossed
-            pinned = (pinned | crossed) & ~up & ~down
-            own_piece = False
-        return _Solve(kept, pinned, on, s, rounds, False)
-
-    def descent(self, a0, a1, z0, z1, f0: torch.Tensor, halvings: int = 10) -> float:
-        """The step t in {1, ½, …, 2⁻ʰᵃˡᵛⁱⁿᵍˢ} from A0 towards A1 [n, m] (z0, z1 their
-        pre-activations [n, m]) with the lowest F, if that is strictly below f0; else 0.0.
-        On the segment z is linear in t and ‖B‖² quadratic: no product with G per trial."""
-        h = self.h
-        da = a1 - a0
-        gd = h.gram @ da
-        q0 = (a0 * (h.gram @ a0)).sum()
-        q1, q2 = 2 * (a0 * gd).sum(), (da * gd).sum()
-        t, t_best, best = 1.0, 0.0, f0
-        for _ in range(halvings + 1):
-            val = self.data(h.out(z0 + t * (z1 - z0))) + 0.5 * self.lam * (q0 + t * q1 + t * t * q2)
-            if bool(val < best):
-                best, t_best = val, t
-            t /= 2
-        return t_best
-
-    def stationarity(self, sol: _Solve) -> tuple[float, bool]:
-        """(‖generalised gradient‖ / ‖∇F_i(θ*)‖, every pinned kink convex) at the solution,
-        recomputed from A alone (module docstring)."""
-        h, a_mat, pinned = self.h, sol.a_mat, sol.pinned
-        z = h.z + h.gram @ a_mat
-        w, _ = self.w_of(h.out(z))
-        c = w @ h.a.T
-        act = torch.where(pinned, sol.sigma.clamp(0, 1), (z > 0).to(z.dtype))
-        gen = act * c / self.rm + self.lam * a_mat
-        w0, _ = self.w_of(self.f0)
-        r0 = (h.z > 0) * (w0 @ h.a.T) / self.rm
-        norm = torch.einsum("ju,jl,lu->", gen, h.gram, gen).clamp_min(0).sqrt()
-        norm0 = torch.einsum("ju,jl,lu->", r0, h.gram, r0).clamp_min(0).sqrt()
-        convex = bool((c[pinned] > 0).all())
-        return float(norm / norm0.clamp_min(torch.finfo(z.dtype).tiny)), convex
-
-
 @dataclass(frozen=True)
 class ReluPBRF:
     """Effects Δ [t, k], per point: relative generalised-gradient norm, convex kinks, state
@@ -394,6 +124,8 @@ class ReluPBRF:
     rounds: torch.Tensor
     pinned: torch.Tensor
     a_mats: list[torch.Tensor]
+    monotone: torch.Tensor
+    """[k] bool: the block rounds did not settle the point; the monotone ones ran."""
 
 
 def relu_head_pbrf(
@@ -405,6 +137,8 @@ def relu_head_pbrf(
     epsilon: float | None = None,
     max_rounds: int = MAX_ROUNDS,
     start: torch.Tensor | None = None,
+    block_rounds: int = BLOCK_ROUNDS,
+    patience: int | None = BLOCK_PATIENCE,
 ) -> ReluPBRF:
     """The PBRF of removing each of ``indices`` (module docstring), by active set.
 
@@ -412,48 +146,49 @@ def relu_head_pbrf(
     at a warm start, e.g. L-BFGS's, ``polished_pbrf``), the A with z* + GA = start (least
     squares); the first state is the start's sign pattern, nothing pinned, and every kept
     point is below the start in F. The PBRF of a ReLU network is not convex: other starts
-    can end at other (nearby) local minima, each meeting the criterion.
+    can end at other (nearby) local minima, each meeting the criterion. All points are
+    solved together (``engine.influence.pbrf_relu_rounds.Batch``); ``block_rounds`` and
+    ``patience`` bound the block rounds (``BLOCK_ROUNDS``, ``BLOCK_PATIENCE``; 0 block
+    rounds: the monotone ones alone).
     """
     n = h.z.shape[0]
     eps = 1.0 / n if epsilon is None else float(epsilon)
-    pin0 = torch.zeros_like(h.z, dtype=torch.bool)
     base = pointwise_loss(h.out(h.zt), h.tt, loss)
     a0s = torch.zeros(len(indices), *h.z.shape, dtype=h.z.dtype)
     if start is not None:  # the start's A (z = z* + G A; least squares: G may be singular)
         dz = (start - h.z).permute(1, 0, 2).reshape(n, -1)
         sol0 = torch.linalg.lstsq(h.gram, dz, driver="gelsd").solution
         a0s = sol0.reshape(n, len(indices), -1).permute(1, 0, 2)
-    effects, gn, cv, st, rd, pn, mats = [], [], [], [], [], [], []
-    for row, i in enumerate(indices):
-        pt = _Point(h, int(i), lam, loss, eps)
-        a0 = a0s[row].contiguous()
-        # its systems are small ([n·K + pinned]²): a second thread only spins, 3-10× the
-        # CPU under load (docs/benchmarks.md#influence-check-pbrf)
-        with torch_threads(1):
-            on0 = (h.z + h.gram @ a0) > 0
-            budget = min(BLOCK_ROUNDS, max_rounds)  # max_rounds caps both kinds together
-            sol = pt.run_block(on0, pin0.clone(), budget)
-            if not sol.stable and max_rounds > budget:
-                # an oscillating state: the monotone rounds, from the start
-                mono = pt.run(on0, pin0.clone(), max_rounds - budget, a0)
-                sol = dataclasses.replace(mono, rounds=sol.rounds + mono.rounds)
-        norm, convex = pt.stationarity(sol)
-        zt = h.zt + h.cross @ sol.a_mat
-        effects.append(pointwise_loss(h.out(zt), h.tt, loss) - base)
-        gn.append(norm)
-        cv.append(convex)
-        st.append(sol.stable)
-        rd.append(sol.rounds)
-        pn.append(int(sol.pinned.sum()))
-        mats.append(sol.a_mat)
+    idx = torch.as_tensor(list(indices), dtype=torch.long)
+    batch = Batch(h, idx, lam, loss, eps)
+    # its ops are small per point and batched over the points: one thread (a second one
+    # spun, 3-10× the CPU under load, docs/benchmarks.md#influence-check-pbrf)
+    with torch_threads(1):
+        on0 = (h.z + h.gram @ a0s) > 0
+        budget = min(block_rounds, max_rounds)  # max_rounds caps both kinds together
+        if budget:
+            sol = batch.run_block(on0, torch.zeros_like(on0), budget, patience)
+        else:
+            sol = Solve.empty(tuple(on0.shape), h.z.dtype)
+        monotone = ~sol.stable & (sol.rounds < max_rounds)
+        redo = monotone.nonzero().reshape(-1)
+        if redo.numel():  # oscillating states: the monotone rounds, from the start
+            left = max_rounds - sol.rounds[redo]
+            mono = batch.run(on0[redo], torch.zeros_like(on0[redo]), left, a0s[redo], redo)
+            mono.rounds += sol.rounds[redo]
+            sol.put(redo, mono.a_mat, mono.pinned, mono.on, mono.sigma, mono.rounds, mono.stable)
+        norm, convex = batch.stationarity(sol)
+        zt = h.zt + h.cross @ sol.a_mat  # [k, t, m]
+    effects = (pointwise_loss(h.out(zt), h.tt, loss) - base).T
     return ReluPBRF(
-        torch.stack(effects, 1),
-        torch.tensor(gn, dtype=torch.float64),
-        torch.tensor(cv),
-        torch.tensor(st),
-        torch.tensor(rd),
-        torch.tensor(pn),
-        mats,
+        effects,
+        norm,
+        convex,
+        sol.stable,
+        sol.rounds,
+        sol.pinned.flatten(1).sum(1),
+        list(sol.a_mat.unbind(0)),
+        monotone,
     )
 
 

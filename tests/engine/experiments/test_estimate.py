@@ -340,12 +340,13 @@ def test_influence_check_work_counts_retrainings_batched_or_not():
     steps, k, r = 50, 5, 64
     pairs = sum(range(20)) + 30 * 20
     # then the active set twice (truth and floor), 6 rounds a point, each an LU of
-    # N = 200 + 0.005·200·32 = 232 unknowns, (2/3)·N³ float64 FLOPs (× 2)
-    polish = 2 * (2 / 3) * 232.0**3 * k * 2 * 6
+    # N = 200 + 0.005·200·32 = 232 unknowns, (2/3)·N³, and 4 products with G [200, 200]
+    # times A [200, 32], float64 FLOPs (× 2); the points one batch: a step a round
+    polish = 2 * ((2 / 3) * 232.0**3 + 4 * 2.0 * 200 * 200 * 32) * k * 2 * 6
     lbfgs = 2 * 10.0 * k * 200 * r * 32 * steps
     assert pbrf.flops == pytest.approx((one + kernels + lbfgs + polish) * cells, rel=1e-12)
     assert pbrf.streamed == k * 32 * r * (10.0 * pairs + 10.0 * steps) * cells
-    assert pbrf.steps == (5 * 2 + 3 * steps + k * 2 * 6) * cells
+    assert pbrf.steps == (5 * 2 + 3 * steps + 2 * 6) * cells
     no_floor = planned_work(
         spec.replace(influence_check__truth="pbrf", influence_check__noise_floor=False)
     )
