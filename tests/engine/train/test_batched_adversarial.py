@@ -5,6 +5,7 @@ order, PGD random starts, optimiser state and stop; weights to 1e-10."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -14,18 +15,12 @@ from engine.run.spec import TrainSpec
 from engine.train.adversarial import make_perturb, perturb_stacked
 from engine.train.batched import train_batched, train_one
 
+StackData = Callable[[int, int], tuple[torch.Tensor, torch.Tensor]]
+"""The ``stack_data`` fixture (tests/engine/train/conftest.py)."""
 DT = torch.float64
 N, D, M, B = 12, 6, 8, 3
 STOPS = (2, 4, 3)
 """Network b's last epoch: they stop apart, so the stack drops one, then another."""
-
-
-def _data(b: int, n_out: int) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(10 + b)
-    x = torch.rand(N, D, generator=g, dtype=DT)
-    if n_out == 1:
-        return x, torch.sign(torch.randn(N, generator=g, dtype=DT))
-    return x, torch.randint(0, n_out, (N,), generator=g)
 
 
 def _net(kind: str, b: int, x: torch.Tensor, n_out: int) -> torch.nn.Module:
@@ -43,9 +38,11 @@ def _perturb(recipe: str, b: int):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("recipe", ["pgd", "fgsm_rs"])
 @pytest.mark.parametrize(("kind", "n_out"), [("relu", 1), ("attn", 3)])
-def test_stacked_adversarial_training_equals_each_alone(kind: str, n_out: int, recipe: str):
+def test_stacked_adversarial_training_equals_each_alone(
+    stack_data: StackData, kind: str, n_out: int, recipe: str
+):
     cfg = TrainSpec(optimizer="adam", lr=1e-2, epochs=max(STOPS), batch_size=5, l2=1e-3)
-    data = [_data(b, n_out) for b in range(B)]
+    data = [stack_data(b, n_out) for b in range(B)]
     alone = []
     for b, (x, y) in enumerate(data):
         net = _net(kind, b, x, n_out)
@@ -81,10 +78,10 @@ def test_stacked_adversarial_training_equals_each_alone(kind: str, n_out: int, r
         )
 
 
-def test_a_stacked_epoch_reports_its_steps_with_tick():
+def test_a_stacked_epoch_reports_its_steps_with_tick(stack_data: StackData):
     """``tick=0``: between two epochs, a tick after every step but the last, in order."""
     cfg = TrainSpec(optimizer="adam", lr=1e-2, epochs=2, batch_size=5)
-    data = [_data(b, 1) for b in range(B)]
+    data = [stack_data(b, 1) for b in range(B)]
     nets = [_net("relu", b, x, 1) for b, (x, _) in enumerate(data)]
     seen = []
     for ev in train_batched(
@@ -104,10 +101,12 @@ def test_a_stacked_epoch_reports_its_steps_with_tick():
 
 @pytest.mark.parametrize("norm", ["linf", "l2"])
 @pytest.mark.parametrize(("kind", "n_out"), [("relu", 1), ("attn", 3)])
-def test_stacked_pgd_gives_each_perturbations_points(kind: str, n_out: int, norm: str):
+def test_stacked_pgd_gives_each_perturbations_points(
+    stack_data: StackData, kind: str, n_out: int, norm: str
+):
     """``perturb_stacked`` (one iterate over three networks) returns what each network's
     own perturbation returns (``run_batched`` over its own ``Ball``), random starts and all."""
-    data = [_data(b, n_out) for b in range(B)]
+    data = [stack_data(b, n_out) for b in range(B)]
     nets = [_net(kind, b, x, n_out) for b, (x, _) in enumerate(data)]
 
     def perturbs() -> list:

@@ -7,6 +7,7 @@ stacked closed-form input gradient the attacks iterate."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -19,20 +20,14 @@ from engine.run.spec import TrainSpec
 from engine.train.adversarial import make_perturb, perturb_stacked
 from engine.train.batched import stackable, train_batched, train_one
 
+StackData = Callable[[int, int], tuple[torch.Tensor, torch.Tensor]]
+"""The ``stack_data`` fixture (tests/engine/train/conftest.py)."""
 DT = torch.float64
-N, D, M = 12, 6, 8
+D, M = 6, 8
 KINDS = ("relu", "attn", "attn", "relu")
 """Two runs of each kind, interleaved: the stack's feature maps come in three runs."""
 STOPS = (3, 2, 4, 3)
 """Network b's last epoch: they stop apart, so the stack drops networks of both kinds."""
-
-
-def _data(b: int, n_out: int) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(10 + b)
-    x = torch.rand(N, D, generator=g, dtype=DT)
-    if n_out == 1:
-        return x, torch.sign(torch.randn(N, generator=g, dtype=DT))
-    return x, torch.randint(0, n_out, (N,), generator=g)
 
 
 def _net(kind: str, b: int, x: torch.Tensor, n_out: int, train_output: bool = False):  # type: ignore[no-untyped-def]
@@ -81,9 +76,11 @@ def _stacked(nets, data, cfg, perturbs=None):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("adversarial", [False, True])
 @pytest.mark.parametrize(("n_out", "train_output"), [(1, False), (3, True)])
-def test_relu_and_attn_stacked_equal_each_alone(n_out: int, train_output: bool, adversarial: bool):
+def test_relu_and_attn_stacked_equal_each_alone(
+    stack_data: StackData, n_out: int, train_output: bool, adversarial: bool
+):
     cfg = TrainSpec(optimizer="adam", lr=1e-2, epochs=max(STOPS), batch_size=5, l2=1e-3)
-    data = [_data(b, n_out) for b in range(len(KINDS))]
+    data = [stack_data(b, n_out) for b in range(len(KINDS))]
     alone = []
     for b, ((x, y), kind) in enumerate(zip(data, KINDS)):
         net = _net(kind, b, x, n_out, train_output)
@@ -99,11 +96,11 @@ def test_relu_and_attn_stacked_equal_each_alone(n_out: int, train_output: bool, 
     _check(nets, alone, losses, init)
 
 
-def test_twins_of_both_kinds_stacked_equal_each_alone():
+def test_twins_of_both_kinds_stacked_equal_each_alone(stack_data: StackData):
     """The structured twins of 2L-ReLU and MLP-Attn networks (the fused twin step, each
     its own features and fixed pattern) in one stack, each its own stop."""
     cfg = TrainSpec(optimizer="adam", lr=1e-2, epochs=max(STOPS), batch_size=5)
-    data = [_data(b, 3) for b in range(len(KINDS))]
+    data = [stack_data(b, 3) for b in range(len(KINDS))]
 
     def twins() -> list[Linearized]:
         return [Linearized(_net(k, b, x, 3)) for b, ((x, _), k) in enumerate(zip(data, KINDS))]
@@ -119,11 +116,11 @@ def test_twins_of_both_kinds_stacked_equal_each_alone():
     _check(nets, alone, _stacked(nets, data, cfg), init)
 
 
-def test_mixed_kinds_stack_on_the_fused_step_only():
+def test_mixed_kinds_stack_on_the_fused_step_only(stack_data: StackData):
     """``stackable``: 2L-ReLU with MLP-Attn (and their twins) on the fused step; not
     through autograd (its vmapped step runs one module's code), not QKV-Attn, not
     another width; ``train_batched`` refuses what is not stackable."""
-    x, y = _data(0, 1)
+    x, y = stack_data(0, 1)
     relu, attn = _net("relu", 0, x, 1), _net("attn", 1, x, 1)
     fused, auto = TrainSpec(engine="fused"), TrainSpec(engine="autograd")
     assert stackable([relu, attn], fused) and stackable([attn, relu, attn], fused)
@@ -149,11 +146,11 @@ def test_mixed_kinds_stack_on_the_fused_step_only():
 
 
 @pytest.mark.parametrize("n_out", [1, 3])
-def test_stacked_input_gradient_of_mixed_kinds(n_out: int):
+def test_stacked_input_gradient_of_mixed_kinds(stack_data: StackData, n_out: int):
     """``input_grad`` of 2L-ReLU and MLP-Attn networks stacked (three feature-map runs)
     equals each network's own closed-form input gradient; ``perturb_stacked`` of them
     returns each network's own perturbation's points."""
-    data = [_data(b, n_out) for b in range(len(KINDS))]
+    data = [stack_data(b, n_out) for b in range(len(KINDS))]
     nets = [_net(k, b, x, n_out) for b, ((x, _), k) in enumerate(zip(data, KINDS))]
     net = stack(nets)
     assert net is not None and [(f.lo, f.hi) for f in net.maps] == [(0, 1), (1, 3), (3, 4)]
