@@ -12,15 +12,12 @@ The rounds themselves (block, then monotone) are described in ``pbrf_relu``'s do
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch.func import grad, jacfwd, vmap
 
 from engine.influence.losses import pointwise_loss
-
-if TYPE_CHECKING:
-    from engine.influence.pbrf_relu import ReluHead
+from engine.influence.relu_head import ReluHead
 
 GROUP_GROWTH = 1.25
 """The largest system of a padded batch at most this times its smallest in size (LU cost
