@@ -45,18 +45,21 @@ batch order. A gap of a few % on centred CIFAR-10 is noise: its loss is flat fro
 
 Stuck at the start ("+stuck", ``engine.train.until.stuck``: the guard says "never left its
 initial loss" and the 20 % window's prev − last is within its noise bound; "+stuck1%":
-within ``MIN_DROP``·ref instead). Histories (run from /tmp/stuck, its copies):
+within ``MIN_DROP``·ref instead). Histories:
 
-    cp /work/runs/{fashion-data-paper/fashion-mnist,cifar10-data-centred/cifar10}-multiclass/events.jsonl
-        (with spec.toml; live until-converged runs, checks from 200: adversarial ε 0.3)
+    # live until-converged runs (checks from 200; adversarial ε 0.3): their run directories'
+    # fashion-mnist-multiclass/ and cifar10-multiclass/ (events.jsonl with spec.toml), from
+    malleability reproduce --dataset fashion-mnist --scale data --protocols paper --out fashion
+    malleability reproduce --dataset cifar10 --data-dir ../shared/data/cifar10 \
+        --scale data --protocols centred --out cifar10
     malleability headless --config $H/mnist_3v8.toml $M --models attn,relu --seeds 0 \
         --n-train 500 --lr LR --epochs 400 --out hlowlrN      # LR 3e-5, 1e-5, 3e-6
-    malleability headless --config SLOW.toml --out hslow_S_LR  # digits_quick.toml with
-        # widths 16,256,1024, epochs 600, model.sigma_w S = 1e-4 / 1e-3, lr 1e-4 / 3e-5
-    malleability headless --config ADV.toml --out hadvdig      # advtrain, digits centred,
-        # m 256, seeds 0-1, 600 epochs, flip.adv_eps 0.1, adv_steps 5
+    malleability headless --config $H/digits_slow_1e-4_1e-4.toml --out hslow_1e-4_1e-4
+    malleability headless --config $H/digits_slow_1e-3_3e-5.toml --out hslow_1e-3_3e-5
+    malleability headless --config $H/digits_adv.toml --out hadvdig
     python benchmarks/bench_until_rules.py --stuck \
-        fashion...@200 cifar10...@200 hdig@200 h38p hlowlr hlowlr5 hlowlr6 \
+        fashion/fashion-mnist-multiclass@200 cifar10/cifar10-multiclass@200 hdig@200 \
+        h38p hlowlr hlowlr5 hlowlr6 \
         hslow_1e-4_1e-4@200 hslow_1e-3_3e-5@200 hadvdig     # and again all @10
 
 Measured (38 cells, and 3 more: the first cell of h38p, h10p and hc10c above, each run
